@@ -1,0 +1,47 @@
+"""chronozarr: raster time series as Zarr v3 stores a browser scrubs like video (spec v0.2).
+
+Public API::
+
+    chronozarr.encode(data, store, *, times, bands, crs, transform, ...)   # write a store
+    chronozarr.append(store, data, *, times, mask=None, coverage=None)      # grow it (spec 14)
+    reader = chronozarr.open_store(path_or_url)                              # read it (spec 10)
+    report = chronozarr.validate(path_or_url, deep=False)                    # check it
+
+Importing this package loads numpy, zarr's codecs and nothing of the toolkit (no rasterio,
+pystac-client, odc-stac, typer or rich).
+"""
+
+from chronozarr.errors import (
+    AppendError,
+    ChronozarrError,
+    CorruptStoreError,
+    EncodeError,
+    NotAChronozarrStoreError,
+    StoreNotFoundError,
+    UnsupportedError,
+)
+from chronozarr.metadata import SPEC_VERSION, Band
+from chronozarr.reader import Reader, open_store
+from chronozarr.validate import Finding, Report, validate
+from chronozarr.writer import encode
+
+__version__ = "0.2.0"
+
+__all__ = [
+    "SPEC_VERSION",
+    "AppendError",
+    "Band",
+    "ChronozarrError",
+    "CorruptStoreError",
+    "EncodeError",
+    "Finding",
+    "NotAChronozarrStoreError",
+    "Reader",
+    "Report",
+    "StoreNotFoundError",
+    "UnsupportedError",
+    "__version__",
+    "encode",
+    "open_store",
+    "validate",
+]

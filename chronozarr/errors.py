@@ -1,0 +1,53 @@
+"""Typed errors of the format library.
+
+The library raises these; only the CLI turns them into messages and exit codes. Every message says
+what was wrong and where (argument, key or object), so that a user can act on it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AppendError",
+    "ChronozarrError",
+    "CorruptStoreError",
+    "EncodeError",
+    "NotAChronozarrStoreError",
+    "StoreNotFoundError",
+    "UnsupportedError",
+]
+
+
+class ChronozarrError(Exception):
+    """Base class of every error raised by chronozarr."""
+
+
+class EncodeError(ChronozarrError, ValueError):
+    """An argument of ``encode`` is invalid; the message names the argument."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        self.argument = argument
+        super().__init__(f"{argument}: {message}")
+
+
+class AppendError(ChronozarrError, ValueError):
+    """An append was refused before any byte was written; the message names the condition."""
+
+    def __init__(self, condition: str, message: str) -> None:
+        self.condition = condition
+        super().__init__(f"{condition}: {message}")
+
+
+class StoreNotFoundError(ChronozarrError, FileNotFoundError):
+    """No root zarr.json at the given location."""
+
+
+class NotAChronozarrStoreError(ChronozarrError):
+    """The root is a Zarr group (or not even that) without chronozarr attributes."""
+
+
+class UnsupportedError(ChronozarrError):
+    """The store uses a spec_version, encoding, data_type or codec this reader does not support."""
+
+
+class CorruptStoreError(ChronozarrError):
+    """Metadata or an object of the store is malformed (bad JSON, bad index checksum, ...)."""

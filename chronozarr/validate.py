@@ -1,0 +1,1138 @@
+"""``validate``: check a store against every MUST of chronozarr v0.2 that can be seen (and SHOULDs
+as warnings). Each finding names the spec section and the key it is about.
+
+Shallow validation reads metadata, the coordinate arrays and the object list (or HEADs where a
+host cannot list); ``deep=True`` also decodes every chunk and recomputes the pyramid (block means,
+mask max, coverage rounded mean), the volatility and the mirrors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from chronozarr import codecs as _codecs
+from chronozarr.errors import ChronozarrError, StoreNotFoundError
+from chronozarr.metadata import (
+    CODEC_NAMES,
+    DELTA_DTYPES,
+    ArrayInfo,
+    RootAttrs,
+    format_time,
+    parse_time,
+)
+from chronozarr.pyramid import block_mean, coverage_reduce, mask_reduce, validity
+from chronozarr.storage import Store, open_store_bytes
+from chronozarr.temporal import abs_diff_sum, anchor_indices, schedule, volatility_value
+
+__all__ = ["Finding", "Report", "validate"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: ``rule`` id, spec ``section``, ``severity`` (error|warning), message, key."""
+
+    rule: str
+    section: str
+    severity: str
+    message: str
+    key: str
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+@dataclass
+class Report:
+    """Result of :func:`validate`. ``ok`` is True when there is no error-severity finding."""
+
+    store: str
+    deep: bool
+    findings: list[Finding] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "store": self.store,
+            "ok": self.ok,
+            "deep": self.deep,
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
+            "checked": dict(self.checked),
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+class _Stop(Exception):
+    """Raised when a finding makes further checks meaningless."""
+
+
+class _Validator:
+    def __init__(self, store: Store, deep: bool):
+        self.store = store
+        self.report = Report(store=store.url, deep=deep)
+        self.docs: dict[str, Any] = {}
+        self.consolidated: Mapping[str, Any] = {}
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def add(self, rule: str, section: str, message: str, key: str, severity: str = "error") -> None:
+        self.report.findings.append(Finding(rule, section, severity, message, key))
+
+    def count(self, what: str, n: int = 1) -> None:
+        self.report.checked[what] = self.report.checked.get(what, 0) + n
+
+    def doc(self, path: str) -> Any:
+        """The zarr.json of ``path`` as stored (not the consolidated copy); None when absent."""
+        if path in self.docs:
+            return self.docs[path]
+        key = f"{path}/zarr.json" if path else "zarr.json"
+        raw = self.store.get(key)
+        value = None
+        if raw is not None:
+            try:
+                value = json.loads(raw)
+            except ValueError as exc:
+                self.add("json.invalid", "3", f"invalid JSON: {exc}", key)
+                value = None
+        self.docs[path] = value
+        return value
+
+    # -- checks ----------------------------------------------------------------------------------
+
+    def run(self) -> Report:
+        try:
+            self._run()
+        except _Stop:
+            pass
+        return self.report
+
+    def _run(self) -> None:
+        root = self.doc("")
+        if root is None:
+            self.add("root.missing", "2", "no root zarr.json: not a store", "zarr.json")
+            raise _Stop
+        if root.get("zarr_format") != 3 or root.get("node_type") != "group":
+            self.add("root.group", "2", "root zarr.json is not a Zarr v3 group", "zarr.json")
+            raise _Stop
+        attributes = root.get("attributes") or {}
+        raw = attributes.get("chronozarr")
+        if raw is None:
+            self.add(
+                "root.chronozarr", "3.2", "root attributes have no 'chronozarr' block", "zarr.json"
+            )
+            raise _Stop
+        try:
+            attrs = RootAttrs.from_json(raw)
+        except ChronozarrError as exc:
+            self.add("root.chronozarr", "3.2", str(exc), "zarr.json#chronozarr")
+            raise _Stop from exc
+        self.attrs = attrs
+        v02 = attrs.spec_version.startswith("0.2.")
+        cons = root.get("consolidated_metadata")
+        if isinstance(cons, Mapping) and isinstance(cons.get("metadata"), Mapping):
+            self.consolidated = cons["metadata"]
+        else:
+            self.add(
+                "root.consolidated",
+                "3.1",
+                "no consolidated metadata (SHOULD be written)",
+                "zarr.json",
+                "warning",
+            )
+        for key in ("variable", "times", "bands", "nodata", "crs", "temporal"):
+            if key not in raw:
+                self.add(
+                    "chronozarr.key",
+                    "3.2",
+                    f"chronozarr.{key} is missing",
+                    f"zarr.json#chronozarr.{key}",
+                )
+        if v02:
+            for key in ("band_names", "levels", "volatility_path"):
+                if key not in raw:
+                    self.add(
+                        "chronozarr.key",
+                        "3.2",
+                        f"chronozarr.{key} is missing",
+                        f"zarr.json#chronozarr.{key}",
+                    )
+        elif "volatility_path" not in raw:
+            self.add(
+                "chronozarr.key",
+                "5",
+                "no volatility_path: decodable but not conforming",
+                "zarr.json#chronozarr.volatility_path",
+                "warning",
+            )
+        self._check_multiscales(attributes.get("multiscales"), attrs)
+        self._check_band_objects(raw, attrs)
+        self._check_nodata(raw)
+        levels = self._check_levels(attrs)
+        if not levels:
+            raise _Stop
+        self._check_temporal(raw, attrs, levels)
+        self._check_coords(attrs, levels)
+        self._check_volatility(attrs, levels)
+        self._check_shard_bytes(attrs, levels)
+        self._check_consolidated()
+        self._check_dotfiles()
+        if self.report.deep:
+            if self.report.errors:
+                self.add(
+                    "deep.skipped",
+                    "10",
+                    "deep checks skipped: fix the metadata errors first",
+                    "zarr.json",
+                    "warning",
+                )
+            else:
+                self._deep(attrs, levels)
+
+    def _check_multiscales(self, ms: Any, attrs: RootAttrs) -> None:
+        key = "zarr.json#multiscales"
+        if not isinstance(ms, list) or not ms or not isinstance(ms[0], Mapping):
+            self.add("multiscales.missing", "3.4", "multiscales must be a list with one entry", key)
+            return
+        entry = ms[0]
+        datasets = entry.get("datasets")
+        if not isinstance(datasets, list) or not datasets:
+            self.add(
+                "multiscales.datasets",
+                "3.4",
+                "multiscales[0].datasets must be a non-empty list",
+                key,
+            )
+            return
+        paths = [d.get("path") if isinstance(d, Mapping) else None for d in datasets]
+        if paths != [str(i) for i in range(len(paths))]:
+            self.add(
+                "multiscales.order",
+                "3.4",
+                f"levels must be listed as '0', '1', ... without gaps, got {paths}",
+                key,
+            )
+        for i, d in enumerate(datasets):
+            if isinstance(d, Mapping) and "crs" in d and d["crs"] != attrs.crs:
+                self.add(
+                    "multiscales.crs",
+                    "3.4",
+                    f"datasets[{i}].crs {d['crs']!r} differs from chronozarr.crs {attrs.crs!r}",
+                    key,
+                )
+        meta = entry.get("metadata")
+        if "method" in entry:
+            self.add(
+                "multiscales.method",
+                "3.4",
+                "method must be nested under metadata, not top-level",
+                key,
+            )
+        if not isinstance(meta, Mapping) or not {"method", "version", "args"} <= set(meta):
+            self.add(
+                "multiscales.metadata",
+                "3.4",
+                "metadata must hold method, version and args (ndpyramid schema)",
+                key,
+            )
+        if "type" not in entry:
+            self.add(
+                "multiscales.type", "3.4", "multiscales[0].type is missing (ndpyramid schema)", key
+            )
+        if "layout" in entry:
+            self.add(
+                "multiscales.layout",
+                "3.4",
+                "the zarr-conventions layout[] form cannot be mixed with the ndpyramid list form",
+                key,
+            )
+        self.levels_from_ms = paths
+
+    def _check_band_objects(self, raw: Mapping[str, Any], attrs: RootAttrs) -> None:
+        names = [b.name for b in attrs.bands]
+        if len(set(names)) != len(names):
+            self.add(
+                "bands.unique",
+                "3.6",
+                f"band names are not unique: {names}",
+                "zarr.json#chronozarr.bands",
+            )
+        if attrs.band_names is not None and list(attrs.band_names) != names:
+            self.add(
+                "mirror.band_names",
+                "3.5",
+                f"band_names {list(attrs.band_names)} differ from bands {names}",
+                "zarr.json#chronozarr.band_names",
+            )
+        for i, b in enumerate(raw.get("bands", [])):
+            if isinstance(b, Mapping) and ("scale" not in b or "offset" not in b):
+                self.add(
+                    "bands.scale",
+                    "3.6",
+                    f"bands[{i}] has no explicit scale/offset (SHOULD)",
+                    f"zarr.json#chronozarr.bands[{i}]",
+                    "warning",
+                )
+
+    def _check_nodata(self, raw: Mapping[str, Any]) -> None:
+        nodata = raw.get("nodata")
+        if isinstance(nodata, float) and math.isnan(nodata):
+            self.add(
+                "nodata.nan", "2.3", "NaN is not a valid nodata", "zarr.json#chronozarr.nodata"
+            )
+
+    def _array(self, path: str, allowed: tuple[str, ...] | None = None) -> ArrayInfo | None:
+        doc = self.doc(path)
+        key = f"{path}/zarr.json"
+        if doc is None:
+            self.add("array.missing", "2", f"array {path} is missing", key)
+            return None
+        try:
+            info = ArrayInfo.from_json(
+                doc, path, **({"allowed_dtypes": allowed} if allowed else {})
+            )
+        except ChronozarrError as exc:
+            section = "8" if "codec" in str(exc) else "2.3"
+            self.add("array.unsupported", section, str(exc), key)
+            return None
+        dims = doc.get("dimension_names")
+        ad = (doc.get("attributes") or {}).get("_ARRAY_DIMENSIONS")
+        if dims is None:
+            self.add("array.dimension_names", "2.2", "dimension_names is missing", key)
+        if ad is None:
+            self.add("array.array_dimensions", "2.2", "attribute _ARRAY_DIMENSIONS is missing", key)
+        elif dims is not None and list(ad) != list(dims):
+            self.add(
+                "array.array_dimensions",
+                "2.2",
+                f"_ARRAY_DIMENSIONS {ad} differs from dimension_names {dims}",
+                key,
+            )
+        self.count("arrays")
+        return info
+
+    def _check_levels(self, attrs: RootAttrs) -> list[dict[str, Any]]:
+        paths = getattr(self, "levels_from_ms", None)
+        if attrs.levels is not None:
+            lpaths = [lv.path for lv in attrs.levels]
+            if paths is not None and lpaths != paths:
+                self.add(
+                    "mirror.levels",
+                    "3.7",
+                    f"levels paths {lpaths} differ from multiscales {paths}",
+                    "zarr.json#chronozarr.levels",
+                )
+            paths = lpaths
+        if not paths:
+            self.add(
+                "levels.missing",
+                "3.7",
+                "no levels found in chronozarr.levels or multiscales",
+                "zarr.json",
+            )
+            return []
+        if paths != [str(i) for i in range(len(paths))]:
+            self.add(
+                "levels.consecutive",
+                "6",
+                f"levels must be consecutive from '0', got {paths}",
+                "zarr.json#chronozarr.levels",
+            )
+        n_time = len(attrs.times)
+        n_band = len(attrs.bands)
+        var = attrs.variable
+        out: list[dict[str, Any]] = []
+        cs0 = None
+        dtype0 = None
+        codecs0 = None
+        planes_present: dict[str, list[bool]] = {"mask": [], "coverage": []}
+        for k, path in enumerate(paths):
+            gdoc = self.doc(path)
+            gkey = f"{path}/zarr.json"
+            if gdoc is None or gdoc.get("node_type") != "group":
+                self.add("level.group", "2", f"level {path} is not a group", gkey)
+                continue
+            ga = gdoc.get("attributes") or {}
+            for name in ("crs", "transform", "resolution"):
+                if name not in ga:
+                    self.add(
+                        "level.attrs", "3.3", f"level group attribute {name!r} is missing", gkey
+                    )
+            info = self._array(f"{path}/{var}")
+            if info is None:
+                continue
+            dkey = f"{path}/{var}/zarr.json"
+            doc = self.doc(f"{path}/{var}")
+            if info.dimension_names is not None and list(info.dimension_names) != [
+                "time",
+                "band",
+                "y",
+                "x",
+            ]:
+                self.add(
+                    "data.dims",
+                    "2.1",
+                    f"dimension_names must be [time, band, y, x], got {list(info.dimension_names)}",
+                    dkey,
+                )
+            if len(info.shape) != 4:
+                self.add(
+                    "data.shape",
+                    "2.1",
+                    f"data array must be 4-d, got shape {list(info.shape)}",
+                    dkey,
+                )
+                continue
+            cs = info.cs
+            if cs % 2 or cs < 2:
+                self.add("data.cs", "2.1", f"chunk size {cs} must be even", dkey)
+            if info.inner_chunk_shape != (1, info.shape[1], cs, cs):
+                self.add(
+                    "data.chunks",
+                    "2.1",
+                    f"inner chunk shape must be (1, n_band, cs, cs), got {list(info.inner_chunk_shape)}",
+                    dkey,
+                )
+            if cs0 is None:
+                cs0, dtype0, codecs0 = cs, info.dtype, list(info.codecs)
+            else:
+                if cs != cs0:
+                    self.add(
+                        "data.cs", "2.1", f"chunk size {cs} differs from level 0's {cs0}", dkey
+                    )
+                if info.dtype != dtype0:
+                    self.add(
+                        "data.dtype",
+                        "2.3",
+                        f"data_type {info.dtype} differs from level 0's {dtype0}",
+                        dkey,
+                    )
+            if info.shape[0] != n_time:
+                self.add(
+                    "data.time",
+                    "3.5",
+                    f"time axis {info.shape[0]} differs from len(chronozarr.times) {n_time}",
+                    dkey,
+                )
+            if info.shape[1] != n_band:
+                self.add(
+                    "data.band",
+                    "3.5",
+                    f"band axis {info.shape[1]} differs from len(chronozarr.bands) {n_band}",
+                    dkey,
+                )
+            if info.sharded and info.chunk_shape[1:] != (info.shape[1], cs, cs):
+                self.add(
+                    "data.shard",
+                    "7.1",
+                    f"shard shape must be (shard_time, n_band, cs, cs), got {list(info.chunk_shape)}",
+                    dkey,
+                )
+            names = [c.get("name") for c in info.codecs]
+            if len(names) != 2 or names[1] not in CODEC_NAMES:
+                self.add(
+                    "codec.one",
+                    "8",
+                    f"writers MUST use bytes then exactly one of {list(CODEC_NAMES)}, got {names}",
+                    dkey,
+                )
+            # nodata profile (2.3)
+            nodata = attrs.nodata
+            attr_nodata = (doc.get("attributes") or {}).get("nodata", None)
+            if nodata is None:
+                if info.fill_value not in (0, 0.0):
+                    self.add(
+                        "nodata.fill",
+                        "2.3",
+                        f"nodata is null so fill_value must be 0, got {info.fill_value!r}",
+                        dkey,
+                    )
+                if "nodata" in (doc.get("attributes") or {}):
+                    self.add(
+                        "nodata.attr",
+                        "2.3",
+                        "nodata is null so the nodata attribute must be absent",
+                        dkey,
+                    )
+            else:
+                if info.fill_value != nodata:
+                    self.add(
+                        "nodata.fill",
+                        "2.3",
+                        f"fill_value {info.fill_value!r} differs from chronozarr.nodata {nodata!r}",
+                        dkey,
+                    )
+                if attr_nodata != nodata:
+                    self.add(
+                        "nodata.attr",
+                        "2.3",
+                        f"attribute nodata {attr_nodata!r} differs from chronozarr.nodata {nodata!r}",
+                        dkey,
+                    )
+            # geometry (6)
+            if out:
+                ph, pw = out[-1]["shape"][2:]
+                want = (math.ceil(ph / 2), math.ceil(pw / 2))
+                if tuple(info.shape[2:]) != want:
+                    self.add(
+                        "pyramid.shape",
+                        "6",
+                        f"level {path} is {list(info.shape[2:])}, expected ceil of half the level below: {list(want)}",
+                        dkey,
+                    )
+                pres = out[-1]["resolution"]
+                if (
+                    ga.get("resolution") is not None
+                    and pres is not None
+                    and not math.isclose(float(ga["resolution"]), 2 * pres)
+                ):
+                    self.add(
+                        "pyramid.resolution",
+                        "6",
+                        f"resolution {ga['resolution']} is not twice {pres}",
+                        gkey,
+                    )
+            for attr in (
+                "proj:code",
+                "spatial:dimensions",
+                "spatial:shape",
+                "spatial:transform",
+                "spatial:bbox",
+            ):
+                if attr not in (doc.get("attributes") or {}) and not (
+                    attr == "proj:code" and not str(attrs.crs or "").upper().startswith("EPSG:")
+                ):
+                    self.add(
+                        "data.spatial",
+                        "3.3",
+                        f"data array attribute {attr!r} is missing (SHOULD)",
+                        dkey,
+                        "warning",
+                    )
+            if str(attrs.crs or "").upper().startswith("EPSG:") and "_CRS" not in (
+                doc.get("attributes") or {}
+            ):
+                self.add(
+                    "data.crs",
+                    "3.3",
+                    "EPSG store without the _CRS attribute GDAL reads (SHOULD)",
+                    dkey,
+                    "warning",
+                )
+            if codecs0 is not None and list(info.codecs) != codecs0:
+                self.add("codec.same", "8", "data codecs differ between levels", dkey, "warning")
+            # mask / coverage (2.4, 2.5)
+            for plane in ("mask", "coverage"):
+                pdoc = self.doc(f"{path}/{plane}")
+                planes_present[plane].append(pdoc is not None)
+                if pdoc is None:
+                    continue
+                pinfo = self._array(f"{path}/{plane}", allowed=("uint8",))
+                pkey = f"{path}/{plane}/zarr.json"
+                if pinfo is None:
+                    continue
+                if pinfo.shape != (info.shape[0], *info.shape[2:]):
+                    self.add(
+                        f"{plane}.shape",
+                        "2.4",
+                        f"shape {list(pinfo.shape)} must be [n_time, H, W] = {[info.shape[0], *info.shape[2:]]}",
+                        pkey,
+                    )
+                if pinfo.fill_value != 0:
+                    self.add(
+                        f"{plane}.fill",
+                        "2.4",
+                        f"fill_value must be 0, got {pinfo.fill_value!r}",
+                        pkey,
+                    )
+                if pinfo.dimension_names is not None and list(pinfo.dimension_names) != [
+                    "time",
+                    "y",
+                    "x",
+                ]:
+                    self.add(
+                        f"{plane}.dims",
+                        "2.4",
+                        f"dimension_names must be [time, y, x], got {list(pinfo.dimension_names)}",
+                        pkey,
+                    )
+                if pinfo.inner_chunk_shape != (1, cs, cs):
+                    self.add(
+                        f"{plane}.chunks",
+                        "2.4",
+                        f"inner chunk shape must be (1, cs, cs), got {list(pinfo.inner_chunk_shape)}",
+                        pkey,
+                    )
+                if pinfo.sharded != info.sharded or (
+                    info.sharded and pinfo.chunk_shape[0] != info.chunk_shape[0]
+                ):
+                    self.add(
+                        f"{plane}.layout",
+                        "2.4",
+                        "mask/coverage must be chunked like data (same sharding and shard_time)",
+                        pkey,
+                    )
+                if list(pinfo.codecs)[1:] != list(info.codecs)[1:]:
+                    self.add(
+                        f"{plane}.codec",
+                        "8",
+                        "the same codec chain applies to data, mask and coverage",
+                        pkey,
+                    )
+            lv = {
+                "path": path,
+                "shape": list(info.shape),
+                "info": info,
+                "resolution": float(ga["resolution"])
+                if isinstance(ga.get("resolution"), int | float)
+                else None,
+                "transform": ga.get("transform"),
+                "grid": [math.ceil(info.shape[2] / cs), math.ceil(info.shape[3] / cs)],
+            }
+            # levels mirror (3.7)
+            if attrs.levels is not None and k < len(attrs.levels):
+                m = attrs.levels[k]
+                mkey = f"zarr.json#chronozarr.levels[{k}]"
+                if list(m.shape) != lv["shape"]:
+                    self.add(
+                        "mirror.levels",
+                        "3.7",
+                        f"shape {list(m.shape)} differs from the array's {lv['shape']}",
+                        mkey,
+                    )
+                if list(m.grid) != lv["grid"]:
+                    self.add(
+                        "mirror.levels",
+                        "3.7",
+                        f"grid {list(m.grid)} differs from ceil(shape / cs) {lv['grid']}",
+                        mkey,
+                    )
+                if lv["resolution"] is not None and m.resolution != lv["resolution"]:
+                    self.add(
+                        "mirror.levels",
+                        "3.7",
+                        f"resolution {m.resolution} differs from the level group's {lv['resolution']}",
+                        mkey,
+                    )
+                if lv["transform"] is not None and [float(v) for v in lv["transform"]] != list(
+                    m.transform
+                ):
+                    self.add(
+                        "mirror.levels",
+                        "3.7",
+                        f"transform {list(m.transform)} differs from the level group's {lv['transform']}",
+                        mkey,
+                    )
+            if ga.get("crs") is not None and ga.get("crs") != attrs.crs:
+                self.add(
+                    "level.crs",
+                    "3.3",
+                    f"level crs {ga.get('crs')!r} differs from chronozarr.crs {attrs.crs!r}",
+                    gkey,
+                )
+            out.append(lv)
+        for plane, present in planes_present.items():
+            declared = attrs.mask_variable if plane == "mask" else attrs.coverage_variable
+            if any(present) and not all(present):
+                self.add(
+                    f"{plane}.levels",
+                    "2.4" if plane == "mask" else "2.5",
+                    f"{plane} must exist at every level or at none (present at {[p for p, x in zip(paths, present, strict=False) if x]})",
+                    f"{plane}",
+                )
+            if any(present) and declared != plane:
+                self.add(
+                    f"{plane}.variable",
+                    "2.4" if plane == "mask" else "2.5",
+                    f"{plane} arrays exist but chronozarr.{plane}_variable is {declared!r}",
+                    f"zarr.json#chronozarr.{plane}_variable",
+                )
+            if not any(present) and declared is not None:
+                self.add(
+                    f"{plane}.variable",
+                    "2.4" if plane == "mask" else "2.5",
+                    f"chronozarr.{plane}_variable is {declared!r} but no {plane} array exists",
+                    f"zarr.json#chronozarr.{plane}_variable",
+                )
+        if attrs.levels is not None and len(attrs.levels) != len(paths):
+            self.add(
+                "mirror.levels",
+                "3.7",
+                "levels mirror length differs from the level groups",
+                "zarr.json#chronozarr.levels",
+            )
+        return out
+
+    def _check_temporal(
+        self, raw: Mapping[str, Any], attrs: RootAttrs, levels: list[dict[str, Any]]
+    ) -> None:
+        tkey = "zarr.json#chronozarr.temporal"
+        temporal = attrs.temporal
+        rt = raw.get("temporal") or {}
+        n_time = len(attrs.times)
+        dtype = levels[0]["info"].dtype
+        sel = temporal.selection
+        if sel is not None:
+            if not (
+                isinstance(sel, Mapping)
+                and sel.get("mode") == "auto"
+                and isinstance(sel.get("sampled_cells"), int)
+                and isinstance(sel.get("ratio"), int | float)
+            ):
+                self.add(
+                    "temporal.selection",
+                    "4.3",
+                    f"selection must be {{mode: auto, sampled_cells, ratio}}, got {sel!r}",
+                    tkey,
+                )
+            elif temporal.encoding == "star-delta" and sel["ratio"] > 0.85 + 1e-9:
+                self.add(
+                    "temporal.selection",
+                    "4.3",
+                    f"auto kept star-delta at ratio {sel['ratio']} > 0.85",
+                    tkey,
+                )
+            elif temporal.encoding == "none" and sel["ratio"] <= 0.85 - 1e-9:
+                self.add(
+                    "temporal.selection",
+                    "4.3",
+                    f"auto chose none at ratio {sel['ratio']} <= 0.85",
+                    tkey,
+                    "warning",
+                )
+        if temporal.encoding == "none":
+            for key in ("anchor_interval", "anchor_indices", "delta_reference"):
+                if key in rt:
+                    self.add(
+                        "temporal.none", "4.1", f"{key} must be absent when encoding is none", tkey
+                    )
+            return
+        if dtype not in DELTA_DTYPES:
+            self.add(
+                "temporal.dtype",
+                "4.1",
+                f"star-delta is valid only for uint8 and uint16, data is {dtype}",
+                tkey,
+            )
+        k = temporal.anchor_interval or 0
+        if k < 1:
+            self.add(
+                "temporal.anchor_interval", "4.2", f"anchor_interval must be >= 1, got {k}", tkey
+            )
+            return
+        want = anchor_indices(n_time, k)
+        if list(temporal.anchor_indices) != want:
+            self.add(
+                "temporal.anchor_indices",
+                "4.2",
+                f"anchor_indices must be {want}, got {list(temporal.anchor_indices)}",
+                tkey,
+            )
+        anchors = set(temporal.anchor_indices)
+        for t in range(n_time):
+            if t in anchors:
+                if t in temporal.delta_reference:
+                    self.add(
+                        "temporal.delta_reference",
+                        "4.2",
+                        f"anchor {t} must not have a delta_reference entry",
+                        tkey,
+                    )
+                continue
+            ref = temporal.delta_reference.get(t)
+            if ref is None:
+                self.add(
+                    "temporal.delta_reference",
+                    "4.2",
+                    f"timestep {t} has no delta_reference entry",
+                    tkey,
+                )
+            elif ref not in anchors or not 0 < abs(t - ref) < k:
+                self.add(
+                    "temporal.delta_reference",
+                    "4.2",
+                    f"timestep {t} references {ref}: not an anchor at distance 0 < d < {k}",
+                    tkey,
+                )
+        for t in temporal.delta_reference:
+            if not 0 <= t < n_time:
+                self.add(
+                    "temporal.delta_reference",
+                    "4.2",
+                    f"delta_reference names timestep {t} outside 0..{n_time - 1}",
+                    tkey,
+                )
+
+    def _coord(self, path: str, dtype: str) -> Any:
+        doc = self.doc(path)
+        key = f"{path}/zarr.json"
+        if doc is None:
+            self.add("coord.missing", "2.2", f"coordinate array {path} is missing", key)
+            return None
+        dims = doc.get("dimension_names")
+        ad = (doc.get("attributes") or {}).get("_ARRAY_DIMENSIONS")
+        if dims is None or ad is None or list(dims) != list(ad):
+            self.add(
+                "array.dimension_names",
+                "2.2",
+                "dimension_names and _ARRAY_DIMENSIONS must both be set and equal",
+                key,
+            )
+        if doc.get("data_type") != dtype:
+            self.add(
+                "coord.dtype",
+                "2.2",
+                f"data_type must be {dtype}, got {doc.get('data_type')!r}",
+                key,
+            )
+            return None
+        shape = doc.get("shape") or [0]
+        chunks = doc.get("chunk_grid", {}).get("configuration", {}).get("chunk_shape", [0])
+        if list(chunks) != list(shape):
+            self.add(
+                "coord.chunk", "2.2", "coordinate arrays SHOULD be a single chunk", key, "warning"
+            )
+            return None
+        raw = self.store.get(f"{path}/c/0")
+        if raw is None:
+            self.add("coord.chunk", "2.2", "coordinate chunk c/0 is missing", f"{path}/c/0")
+            return None
+        try:
+            codecs = doc.get("codecs", [])
+            if dtype == "string":
+                data = raw
+                for c in reversed(codecs[1:]):
+                    data = bytes(_codecs.compressor_for(c).decode(data))
+                return _codecs.vlen_utf8_decode(data)
+            return _codecs.ChunkCodec(codecs, dtype, shape).decode(raw)
+        except Exception as exc:
+            self.add("coord.decode", "2.2", f"cannot decode: {exc}", f"{path}/c/0")
+            return None
+
+    def _check_coords(self, attrs: RootAttrs, levels: list[dict[str, Any]]) -> None:
+        band_names = [b.name for b in attrs.bands]
+        for lv in levels:
+            path = lv["path"]
+            times = self._coord(f"{path}/time", "int64")
+            if times is not None:
+                rendered = [format_time(int(t)) for t in times]
+                if len(rendered) != len(attrs.times):
+                    self.add(
+                        "mirror.times",
+                        "3.5",
+                        f"time has {len(rendered)} values, chronozarr.times {len(attrs.times)}",
+                        f"{path}/time",
+                    )
+                else:
+                    for i, (a, b) in enumerate(zip(rendered, attrs.times, strict=True)):
+                        try:
+                            same = parse_time(b) == int(times[i])
+                        except (TypeError, ValueError):
+                            same = False
+                        if not same or a != b:
+                            self.add(
+                                "mirror.times",
+                                "2.2",
+                                f"chronozarr.times[{i}] = {b!r} is not the ISO rendering of time[{i}] ({a})",
+                                f"{path}/time",
+                            )
+                            break
+                if len(times) > 1 and np.any(np.diff(times) <= 0):
+                    self.add(
+                        "time.order",
+                        "14",
+                        "time values must be strictly increasing",
+                        f"{path}/time",
+                    )
+            bands = self._coord(f"{path}/band", "string")
+            if bands is None:
+                bdoc = self.doc(f"{path}/band")
+                if bdoc is not None and bdoc.get("data_type") == "int32":
+                    bands = None  # integer band coordinate: allowed, no name mirror
+            elif list(bands) != band_names:
+                self.add(
+                    "mirror.band_names",
+                    "2.2",
+                    f"band coordinate {list(bands)} differs from band names {band_names}",
+                    f"{path}/band",
+                )
+            h, w = lv["shape"][2:]
+            for axis, n in (("y", h), ("x", w)):
+                values = self._coord(f"{path}/{axis}", "float64")
+                if values is not None and len(values) != n:
+                    self.add(
+                        "coord.length",
+                        "2.2",
+                        f"{axis} has {len(values)} values, expected {n}",
+                        f"{path}/{axis}",
+                    )
+                elif values is not None and lv["transform"] is not None:
+                    a, _b, c, _d, e, f = (float(v) for v in lv["transform"])
+                    idx = np.arange(n) + 0.5
+                    want = (f + e * idx) if axis == "y" else (c + a * idx)
+                    if not np.allclose(values, want, rtol=0, atol=abs(a) * 1e-6):
+                        self.add(
+                            "coord.centres",
+                            "2.2",
+                            f"{axis} values are not the pixel centres of the level transform",
+                            f"{path}/{axis}",
+                        )
+            self.count("coordinates", 4)
+
+    def _check_volatility(self, attrs: RootAttrs, levels: list[dict[str, Any]]) -> None:
+        path = attrs.volatility_path
+        if not path:
+            return
+        info = self._array(path, allowed=("float32",))
+        if info is None:
+            return
+        key = f"{path}/zarr.json"
+        if list(info.shape) != levels[0]["grid"]:
+            self.add(
+                "volatility.shape",
+                "5",
+                f"shape {list(info.shape)} must be level 0's grid {levels[0]['grid']}",
+                key,
+            )
+        if info.chunk_shape != info.shape:
+            self.add("volatility.chunk", "5", "volatility must be a single chunk", key)
+        self.volatility_info = info
+
+    def _expected_shards(self, lv: dict[str, Any]) -> list[str]:
+        info: ArrayInfo = lv["info"]
+        st = info.chunk_shape[0]
+        n_ts = math.ceil(info.shape[0] / st)
+        rows, cols = lv["grid"]
+        return [f"{ts}/{r}/{c}" for ts in range(n_ts) for r in range(rows) for c in range(cols)]
+
+    def _listing(self) -> dict[str, int] | None:
+        if not hasattr(self, "_objects"):
+            try:
+                self._objects: dict[str, int] | None = dict(self.store.list(""))
+            except Exception:
+                self._objects = None
+        return self._objects
+
+    def _check_shard_bytes(self, attrs: RootAttrs, levels: list[dict[str, Any]]) -> None:
+        sharded = levels[0]["info"].sharded
+        key = "zarr.json#chronozarr.shard_bytes"
+        if attrs.shard_bytes is None:
+            return
+        if not sharded:
+            self.add("shard_bytes.unsharded", "7.3", "shard_bytes is for sharded stores only", key)
+            return
+        listing = self._listing()
+        for lv in levels:
+            listed = attrs.shard_bytes.get(lv["path"], {})
+            for sk in self._expected_shards(lv):
+                obj = f"{lv['path']}/{attrs.variable}/c/" + sk.replace("/", "/0/", 1)
+                size = listing.get(obj) if listing is not None else self.store.size(obj)
+                if sk in listed and size is None:
+                    self.add(
+                        "shard_bytes.exists",
+                        "7.3",
+                        f"lists {sk} but the shard object does not exist",
+                        obj,
+                    )
+                elif sk in listed and size != listed[sk]:
+                    self.add(
+                        "shard_bytes.size",
+                        "7.3",
+                        f"lists {listed[sk]} bytes for {sk}, the object has {size}",
+                        obj,
+                    )
+                elif sk not in listed and size is not None:
+                    self.add(
+                        "shard_bytes.missing", "7.3", f"shard {sk} exists but is not listed", obj
+                    )
+                self.count("shards")
+            extra = set(listed) - set(self._expected_shards(lv))
+            for sk in sorted(extra):
+                self.add("shard_bytes.exists", "7.3", f"lists {sk}, outside the shard grid", key)
+
+    def _check_consolidated(self) -> None:
+        for path, entry in self.consolidated.items():
+            doc = self.doc(path)
+            if doc is None:
+                self.add(
+                    "consolidated.stale",
+                    "3.1",
+                    f"consolidated metadata lists {path} which has no zarr.json",
+                    f"{path}/zarr.json",
+                )
+                continue
+            a = {k: v for k, v in entry.items() if k != "consolidated_metadata"}
+            b = {k: v for k, v in doc.items() if k != "consolidated_metadata"}
+            if a != b:
+                self.add(
+                    "consolidated.stale",
+                    "3.1",
+                    f"consolidated entry for {path} differs from its zarr.json",
+                    f"{path}/zarr.json",
+                )
+
+    def _check_dotfiles(self) -> None:
+        listing = self._listing()
+        if listing is None:
+            return
+        for key in listing:
+            base = key.rsplit("/", 1)[-1]
+            if base in (".zarray", ".zattrs", ".zgroup", ".zmetadata"):
+                self.add("hosting.dotfile", "9", f"Zarr v2 dotfile {base} must not exist", key)
+        self.count("objects", len(listing))
+
+    # -- deep ------------------------------------------------------------------------------------
+
+    def _deep(self, attrs: RootAttrs, levels: list[dict[str, Any]]) -> None:
+        from chronozarr.reader import Reader
+
+        reader = Reader(self.store, self.doc("") or {}, cache_bytes=512 << 20)
+        n_time = reader.n_time
+        temporal = attrs.temporal
+        if temporal.encoding == "star-delta":
+            vol_anchors, vol_refs = set(temporal.anchor_indices), dict(temporal.delta_reference)
+            vol_severity = "error"
+        else:
+            a, r = schedule(n_time, 6)
+            vol_anchors, vol_refs = set(a), r
+            vol_severity = "warning"  # the nominal schedule is the writer's, not recorded (5)
+        lv0 = reader.levels[0]
+        rows0, cols0 = lv0.grid
+        vol = np.zeros((rows0, cols0), dtype=np.float32)
+        try:
+            for r in range(rows0):
+                for c in range(cols0):
+                    total, count = 0.0, 0
+                    for t in range(n_time):
+                        values = reader.read_cell(t, r, c, 0)
+                        self.count("chunks decoded")
+                        if reader.has_mask:
+                            m = reader.plane_cell(attrs.mask_variable, t, r, c, 0)
+                            if m.size and int(m.max()) > 1:
+                                self.add(
+                                    "mask.values",
+                                    "2.4",
+                                    f"mask values must be 0 or 1 (t={t}, cell {r},{c})",
+                                    f"0/{attrs.mask_variable}",
+                                )
+                        if t not in vol_anchors and t in vol_refs:
+                            total += abs_diff_sum(values, reader.read_cell(vol_refs[t], r, c, 0))
+                            count += values.size
+                    vol[r, c] = volatility_value(total, count)
+            stored = reader.volatility()
+            if stored is not None and stored.shape == vol.shape:
+                bad = ~np.isclose(stored, vol, rtol=1e-5, atol=1e-7)
+                if bad.any():
+                    r, c = (int(v) for v in np.argwhere(bad)[0])
+                    self.add(
+                        "volatility.value",
+                        "5",
+                        f"cell ({r}, {c}) stores {stored[r, c]}, recomputed {vol[r, c]} ({int(bad.sum())} cells differ)",
+                        "volatility/c/0/0",
+                        vol_severity,
+                    )
+            for k in range(1, len(reader.levels)):
+                self._deep_level(reader, k)
+        except ChronozarrError as exc:
+            self.add("deep.decode", "10", f"decoding failed: {exc}", "data")
+
+    def _deep_level(self, reader: Any, k: int) -> None:
+        """Recompute level k from level k-1 and compare exactly (spec 6, 2.4, 2.5)."""
+        lv, prev = reader.levels[k], reader.levels[k - 1]
+        cs = reader.chunk_size(k)
+        rows, cols = lv.grid
+        ph, pw = prev.shape[-2:]
+        prow, pcol = prev.grid
+        mv, cv = reader.attrs.mask_variable, reader.attrs.coverage_variable
+        reported = set()
+        for r in range(rows):
+            for c in range(cols):
+                y0, x0 = 2 * r * cs, 2 * c * cs
+                y1, x1 = min(y0 + 2 * cs, ph), min(x0 + 2 * cs, pw)
+                for t in range(reader.n_time):
+                    vals = np.empty((len(reader.bands), y1 - y0, x1 - x0), dtype=reader.dtype)
+                    mask = np.empty((y1 - y0, x1 - x0), np.uint8) if mv else None
+                    cov = np.empty((y1 - y0, x1 - x0), np.uint8) if cv else None
+                    for rr in range(2 * r, min(2 * r + 2, prow)):
+                        for cc in range(2 * c, min(2 * c + 2, pcol)):
+                            ya, xa = rr * cs - y0, cc * cs - x0
+                            part = reader.read_cell(t, rr, cc, k - 1)
+                            vals[:, ya : ya + part.shape[1], xa : xa + part.shape[2]] = part
+                            if mask is not None:
+                                mask[ya : ya + part.shape[1], xa : xa + part.shape[2]] = (
+                                    reader.plane_cell(mv, t, rr, cc, k - 1)
+                                )
+                            if cov is not None:
+                                cov[ya : ya + part.shape[1], xa : xa + part.shape[2]] = (
+                                    reader.plane_cell(cv, t, rr, cc, k - 1)
+                                )
+                    want = block_mean(vals, validity(vals, reader.nodata, mask), reader.nodata)
+                    got = reader.read_cell(t, r, c, k)
+                    self.count("chunks decoded")
+                    if not np.array_equal(want, got) and ("data", k) not in reported:
+                        reported.add(("data", k))
+                        self.add(
+                            "pyramid.mean",
+                            "6",
+                            f"level {k} cell ({r}, {c}) t={t} is not the block mean of level {k - 1}",
+                            f"{lv.path}/{reader.attrs.variable}",
+                        )
+                    if (
+                        mask is not None
+                        and not np.array_equal(mask_reduce(mask), reader.plane_cell(mv, t, r, c, k))
+                        and ("mask", k) not in reported
+                    ):
+                        reported.add(("mask", k))
+                        self.add(
+                            "pyramid.mask",
+                            "2.4",
+                            f"level {k} mask cell ({r}, {c}) t={t} is not the 2x2 maximum of level {k - 1}",
+                            f"{lv.path}/{mv}",
+                        )
+                    if (
+                        cov is not None
+                        and not np.array_equal(
+                            coverage_reduce(cov), reader.plane_cell(cv, t, r, c, k)
+                        )
+                        and ("coverage", k) not in reported
+                    ):
+                        reported.add(("coverage", k))
+                        self.add(
+                            "pyramid.coverage",
+                            "2.5",
+                            f"level {k} coverage cell ({r}, {c}) t={t} is not (sum + 2) // 4 of level {k - 1}",
+                            f"{lv.path}/{cv}",
+                        )
+
+
+def validate(path_or_url: str | os.PathLike[str], deep: bool = False, **options: Any) -> Report:
+    """Check a store against chronozarr v0.2. ``report.ok`` is False when any error is found.
+
+    ``deep=True`` decodes every chunk and recomputes the pyramid and the volatility.
+    """
+    store = (
+        path_or_url
+        if hasattr(path_or_url, "get_range")
+        else open_store_bytes(path_or_url, **options)
+    )
+    if store.get("zarr.json") is None:
+        raise StoreNotFoundError(f"no store at {store.url}: zarr.json not found")
+    return _Validator(store, deep).run()

@@ -1,0 +1,1 @@
+"""cz: the chronozarr toolkit (recipes, STAC resolution, compositing, build, append, publish)."""

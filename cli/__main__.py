@@ -1,0 +1,3 @@
+from cz.app import main
+
+main()

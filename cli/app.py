@@ -1,0 +1,31 @@
+"""The ``cz`` (alias ``chronozarr``) command-line application.
+
+Each command lives in its own module exposing ``register(app)``. Exit codes, for every command:
+0 success, 1 runtime error, 2 usage error, 3 invalid store (``validate``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from cz import cmd_store
+
+app = typer.Typer(
+    name="cz",
+    help="chronozarr: satellite time series as Zarr v3 stores a browser scrubs like video.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+cmd_store.register(app)
+
+
+def main() -> None:
+    """Console-script entry point (``cz`` and ``chronozarr``)."""
+    sys.exit(app(standalone_mode=True) or 0)
+
+
+if __name__ == "__main__":
+    main()

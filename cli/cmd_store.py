@@ -1,0 +1,195 @@
+"""``cz validate`` and ``cz inspect``: look at a store (local path, http(s):// or s3:// URL)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Annotated, Any
+
+import typer
+from cz.output import EXIT_INVALID, EXIT_OK, err, fail, out, print_json
+from rich.table import Table
+
+import chronozarr
+from chronozarr.errors import ChronozarrError, StoreNotFoundError
+
+__all__ = ["inspect_summary", "register"]
+
+StoreArg = Annotated[str, typer.Argument(help="Store path or URL (file://, http(s)://, s3://).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+
+
+def validate_cmd(
+    store: StoreArg,
+    deep: Annotated[
+        bool, typer.Option("--deep", help="Decode everything; recompute pyramid and volatility.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check a store against chronozarr v0.2. Exit 0 valid, 3 invalid, 1 runtime error."""
+    try:
+        report = chronozarr.validate(store, deep=deep)
+    except ChronozarrError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{store}: {exc}")
+    if as_json:
+        print_json(report.to_json())
+    else:
+        for f in report.findings:
+            style = "red" if f.severity == "error" else "yellow"
+            out.print(
+                f"[{style}]{f.severity:7}[/] §{f.section:5} {f.rule:28} {f.key}: {f.message}",
+                highlight=False,
+            )
+        checked = ", ".join(f"{v} {k}" for k, v in report.checked.items())
+        verdict = "[green]valid[/]" if report.ok else "[red]INVALID[/]"
+        out.print(
+            f"{verdict}: {store} ({len(report.errors)} errors, {len(report.warnings)} warnings;"
+            f" {'deep' if deep else 'metadata'} check of {checked})",
+            highlight=False,
+        )
+    raise typer.Exit(EXIT_OK if report.ok else EXIT_INVALID)
+
+
+def inspect_summary(reader: chronozarr.Reader) -> dict[str, Any]:
+    """A JSON-able summary of an open store: what a person wants to know first."""
+    attrs = reader.attrs
+    objects: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    listed = True
+    try:
+        for key, size in reader.store.list(""):
+            top = key.split("/", 1)[0]
+            objects[top][0] += 1
+            objects[top][1] += size
+    except Exception:  # http(s) cannot list
+        listed = False
+    levels = []
+    for k, lv in enumerate(reader.levels):
+        entry: dict[str, Any] = {
+            "path": lv.path,
+            "shape": list(lv.shape),
+            "grid": list(lv.grid),
+            "resolution": lv.resolution,
+            "chunk_size": reader.chunk_size(k),
+            "sharded": reader.array(k).info.sharded,
+        }
+        if listed:
+            entry["objects"], entry["bytes"] = objects.get(lv.path, [0, 0])
+        levels.append(entry)
+    vol = reader.volatility()
+    temporal = attrs.temporal
+    summary: dict[str, Any] = {
+        "store": reader.store.url,
+        "spec_version": attrs.spec_version,
+        "variable": attrs.variable,
+        "dtype": str(reader.dtype),
+        "crs": attrs.crs,
+        "times": {
+            "count": reader.n_time,
+            "first": attrs.times[0] if attrs.times else None,
+            "last": attrs.times[-1] if attrs.times else None,
+        },
+        "bands": [b.to_json() for b in attrs.bands],
+        "encoding": temporal.encoding,
+        "selection": dict(temporal.selection) if temporal.selection else None,
+        "anchor_interval": temporal.anchor_interval,
+        "anchors": len(temporal.anchor_indices),
+        "nodata": attrs.nodata,
+        "mask": attrs.mask_variable is not None,
+        "coverage": attrs.coverage_variable is not None,
+        "shard_time": reader.array(0).info.shard_time,
+        "levels": levels,
+        "volatility": None
+        if vol is None
+        else {"min": float(vol.min()), "max": float(vol.max()), "mean": float(vol.mean())},
+        "provenance": attrs.provenance,
+    }
+    if listed:
+        summary["total"] = {
+            "objects": sum(v[0] for v in objects.values()),
+            "bytes": sum(v[1] for v in objects.values()),
+        }
+    return summary
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return str(n)
+
+
+def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
+    """Summarize a store: levels, bands, time range, encoding, nodata, mask/coverage, sizes."""
+    try:
+        reader = chronozarr.open_store(store)
+        summary = inspect_summary(reader)
+    except StoreNotFoundError as exc:
+        fail(str(exc))
+    except ChronozarrError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{store}: {exc}")
+    if as_json:
+        print_json(summary)
+        return
+    s = summary
+    sel = s["selection"]
+    enc = s["encoding"]
+    if enc == "star-delta":
+        enc += f" (anchor every {s['anchor_interval']}, {s['anchors']} anchors)"
+    if sel:
+        enc += f"; auto over {sel['sampled_cells']} cells, star-delta/plain = {sel['ratio']:.3f}"
+    out.print(f"[bold]{s['store']}[/]  chronozarr {s['spec_version']}", highlight=False)
+    out.print(
+        f"  data      {s['variable']}: {s['dtype']}, nodata {s['nodata']}, crs {s['crs']}",
+        highlight=False,
+    )
+    t = s["times"]
+    out.print(f"  time      {t['count']} timesteps, {t['first']} .. {t['last']}", highlight=False)
+    out.print(f"  encoding  {enc}", highlight=False)
+    layout = "unsharded" if not s["shard_time"] else f"sharded, shard_time {s['shard_time']}"
+    out.print(
+        f"  layout    {layout}; mask {'yes' if s['mask'] else 'no'}, coverage {'yes' if s['coverage'] else 'no'}",
+        highlight=False,
+    )
+    if s["volatility"]:
+        v = s["volatility"]
+        out.print(
+            f"  volatility min {v['min']:.4f}, mean {v['mean']:.4f}, max {v['max']:.4f}",
+            highlight=False,
+        )
+    bands = Table(title="bands", title_justify="left")
+    for col in ("name", "common_name", "scale", "offset", "units"):
+        bands.add_column(col)
+    for b in s["bands"]:
+        bands.add_row(
+            *(str(b.get(k, "")) for k in ("name", "common_name", "scale", "offset", "units"))
+        )
+    out.print(bands)
+    levels = Table(title="levels", title_justify="left")
+    for col in ("level", "shape (t, band, y, x)", "grid", "resolution", "objects", "bytes"):
+        levels.add_column(col, justify="right")
+    for lv in s["levels"]:
+        levels.add_row(
+            lv["path"],
+            " x ".join(str(v) for v in lv["shape"]),
+            f"{lv['grid'][0]} x {lv['grid'][1]}",
+            f"{lv['resolution']:g}",
+            str(lv.get("objects", "?")),
+            _human(lv["bytes"]) if "bytes" in lv else "?",
+        )
+    out.print(levels)
+    if "total" in s:
+        out.print(
+            f"  total     {s['total']['objects']} objects, {_human(s['total']['bytes'])}",
+            highlight=False,
+        )
+    if s["provenance"]:
+        err.print(f"  provenance: {s['provenance']}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate_cmd)
+    app.command("inspect")(inspect_cmd)

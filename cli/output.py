@@ -1,0 +1,41 @@
+"""Console helpers shared by the commands: results on stdout, progress and errors on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+__all__ = [
+    "EXIT_INVALID",
+    "EXIT_OK",
+    "EXIT_RUNTIME",
+    "EXIT_USAGE",
+    "err",
+    "fail",
+    "out",
+    "print_json",
+]
+
+EXIT_OK = 0
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+EXIT_INVALID = 3
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+def fail(message: str, code: int = EXIT_RUNTIME) -> NoReturn:
+    """Print ``error: message`` on stderr and exit with ``code`` (no traceback)."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    raise typer.Exit(code)
+
+
+def print_json(obj: Any) -> None:
+    """Write JSON to stdout, unstyled, so it can be piped."""
+    sys.stdout.write(json.dumps(obj, indent=2, default=str) + "\n")
+    sys.stdout.flush()

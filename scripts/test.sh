@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Every test: lint, format check, the Python suite (warnings are errors), the JS suite.
+# Installs what it needs; under CI=true also the Debian packages the server/browser tests use.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "${CI:-}" = "true" ] && [ "$(id -u)" = "0" ]; then
+  if [ -f scripts/apt-packages.txt ]; then
+    missing=""
+    for p in $(grep -v '^#' scripts/apt-packages.txt); do
+      dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+    done
+    if [ -n "$missing" ]; then
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    fi
+  fi
+fi
+source scripts/bootstrap.sh test
+ruff check .
+ruff format --check .
+if [ -f js/package.json ]; then
+  (cd js && { [ -d node_modules ] && [ node_modules -nt package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error; })
+fi
+python -m pytest "$@"
+if [ -f js/package.json ]; then
+  (cd js && npm test)
+fi

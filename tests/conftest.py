@@ -1,0 +1,45 @@
+"""Shared fixtures: where the shared fixtures live, and small synthetic series."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+
+
+def synthetic_series(
+    n_time: int = 7,
+    n_band: int = 2,
+    height: int = 37,
+    width: int = 29,
+    dtype: str = "uint16",
+    seed: int = 0,
+) -> np.ndarray:
+    """A (time, band, y, x) series with a seasonal signal and noise, in ``dtype``."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n_time)[:, None, None, None]
+    base = rng.integers(500, 3000, size=(1, n_band, height, width))
+    season = 400 * np.sin(2 * np.pi * t / 12)
+    noise = rng.normal(0, 30, size=(n_time, n_band, height, width))
+    values = base + season + noise
+    if dtype == "uint8":
+        values = values / 16
+    if dtype == "int16":
+        values = values - 1500
+    if dtype == "float32":
+        return (values / 10000).astype(np.float32)
+    info = np.iinfo(dtype)
+    return np.clip(np.rint(values), info.min, info.max).astype(dtype)
+
+
+def monthly(n: int, start_year: int = 2024) -> list[str]:
+    return [f"{start_year + m // 12}-{m % 12 + 1:02d}-01T00:00:00Z" for m in range(n)]
+
+
+@pytest.fixture
+def series() -> np.ndarray:
+    return synthetic_series()
