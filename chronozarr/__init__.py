@@ -11,6 +11,7 @@ Importing this package loads numpy, zarr's codecs and nothing of the toolkit (no
 pystac-client, odc-stac, typer or rich).
 """
 
+from chronozarr.append import append
 from chronozarr.errors import (
     AppendError,
     ChronozarrError,
@@ -41,6 +42,7 @@ __all__ = [
     "StoreNotFoundError",
     "UnsupportedError",
     "__version__",
+    "append",
     "encode",
     "open_store",
     "validate",

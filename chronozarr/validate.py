@@ -8,6 +8,7 @@ mask max, coverage rounded mean), the volatility and the mirrors.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -81,6 +82,18 @@ class Report:
         }
 
 
+def _compressors(codecs: Any) -> list[tuple[Any, Any]]:
+    """The compressors of a chunk chain, without the dtype-dependent blosc typesize (spec 8:
+    the same chain applies to data, mask and coverage, whose item sizes differ)."""
+    out = []
+    for c in list(codecs)[1:]:
+        conf = dict(c.get("configuration") or {})
+        if c.get("name") == "blosc":
+            conf.pop("typesize", None)
+        out.append((c.get("name"), sorted(conf.items())))
+    return out
+
+
 class _Stop(Exception):
     """Raised when a finding makes further checks meaningless."""
 
@@ -101,7 +114,15 @@ class _Validator:
         self.report.checked[what] = self.report.checked.get(what, 0) + n
 
     def doc(self, path: str) -> Any:
-        """The zarr.json of ``path`` as stored (not the consolidated copy); None when absent."""
+        """The metadata of ``path`` as the root describes it: its consolidated copy when the root
+        has one (spec 3.1, readers' primary source), else its zarr.json. None when absent."""
+        if path and path in self.consolidated:
+            entry = self.consolidated[path]
+            return {k: v for k, v in entry.items() if k != "consolidated_metadata"}
+        return self.disk_doc(path)
+
+    def disk_doc(self, path: str) -> Any:
+        """The zarr.json of ``path`` as stored; None when absent."""
         if path in self.docs:
             return self.docs[path]
         key = f"{path}/zarr.json" if path else "zarr.json"
@@ -119,10 +140,8 @@ class _Validator:
     # -- checks ----------------------------------------------------------------------------------
 
     def run(self) -> Report:
-        try:
+        with contextlib.suppress(_Stop):
             self._run()
-        except _Stop:
-            pass
         return self.report
 
     def _run(self) -> None:
@@ -590,7 +609,7 @@ class _Validator:
                         "mask/coverage must be chunked like data (same sharding and shard_time)",
                         pkey,
                     )
-                if list(pinfo.codecs)[1:] != list(info.codecs)[1:]:
+                if _compressors(pinfo.codecs) != _compressors(info.codecs):
                     self.add(
                         f"{plane}.codec",
                         "8",
@@ -822,7 +841,23 @@ class _Validator:
                 for c in reversed(codecs[1:]):
                     data = bytes(_codecs.compressor_for(c).decode(data))
                 return _codecs.vlen_utf8_decode(data)
-            return _codecs.ChunkCodec(codecs, dtype, shape).decode(raw)
+            data = raw
+            for c in reversed(codecs[1:]):
+                data = bytes(_codecs.compressor_for(c).decode(data))
+            values = np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<"))
+            if path.endswith("/time") and len(values) > shape[0]:
+                # spec 14 write order: time/c/0 is rewritten before the zarr.json files
+                self.add(
+                    "append.in_progress",
+                    "14",
+                    f"time/c/0 holds {len(values)} values, the root describes {shape[0]}: an unfinished append; re-run it",
+                    f"{path}/c/0",
+                    "warning",
+                )
+                values = values[: shape[0]]
+            if len(values) != shape[0]:
+                raise ValueError(f"{len(values)} values, expected {shape[0]}")
+            return values
         except Exception as exc:
             self.add("coord.decode", "2.2", f"cannot decode: {exc}", f"{path}/c/0")
             return None
@@ -953,12 +988,23 @@ class _Validator:
                         obj,
                     )
                 elif sk in listed and size != listed[sk]:
-                    self.add(
-                        "shard_bytes.size",
-                        "7.3",
-                        f"lists {listed[sk]} bytes for {sk}, the object has {size}",
-                        obj,
-                    )
+                    if self._index_at(obj, listed[sk], lv["info"]):
+                        # an unfinished append rewrote the trailing shard keeping its old bytes,
+                        # old index included: the listed length still locates a valid index
+                        self.add(
+                            "append.in_progress",
+                            "14",
+                            f"shard {sk} has {size} bytes; shard_bytes lists {listed[sk]}, which still locates a valid index: an unfinished append; re-run it",
+                            obj,
+                            "warning",
+                        )
+                    else:
+                        self.add(
+                            "shard_bytes.size",
+                            "7.3",
+                            f"lists {listed[sk]} bytes for {sk}, the object has {size}",
+                            obj,
+                        )
                 elif sk not in listed and size is not None:
                     self.add(
                         "shard_bytes.missing", "7.3", f"shard {sk} exists but is not listed", obj
@@ -968,9 +1014,23 @@ class _Validator:
             for sk in sorted(extra):
                 self.add("shard_bytes.exists", "7.3", f"lists {sk}, outside the shard grid", key)
 
+    def _index_at(self, key: str, length: int, info: ArrayInfo) -> bool:
+        """True when the bytes ending at ``length`` are a shard index with a valid crc32c."""
+        n = info.chunk_shape[0] // info.inner_chunk_shape[0]
+        with_crc = any(c.get("name") == "crc32c" for c in info.index_codecs)
+        nbytes = _codecs.index_nbytes(n, with_crc)
+        if not with_crc or length < nbytes:
+            return False
+        raw = self.store.get_range(key, length - nbytes, length)
+        try:
+            _codecs.parse_index(raw or b"", n, with_crc=True, where=key)
+        except ChronozarrError:
+            return False
+        return True
+
     def _check_consolidated(self) -> None:
         for path, entry in self.consolidated.items():
-            doc = self.doc(path)
+            doc = self.disk_doc(path)
             if doc is None:
                 self.add(
                     "consolidated.stale",
@@ -981,7 +1041,15 @@ class _Validator:
                 continue
             a = {k: v for k, v in entry.items() if k != "consolidated_metadata"}
             b = {k: v for k, v in doc.items() if k != "consolidated_metadata"}
-            if a != b:
+            if a != b and _grown_along_time(a, b):
+                self.add(
+                    "append.in_progress",
+                    "14",
+                    f"{path}/zarr.json has {b['shape'][0]} timesteps, the root describes {a['shape'][0]}: an unfinished append; re-run it",
+                    f"{path}/zarr.json",
+                    "warning",
+                )
+            elif a != b:
                 self.add(
                     "consolidated.stale",
                     "3.1",
@@ -1009,11 +1077,9 @@ class _Validator:
         temporal = attrs.temporal
         if temporal.encoding == "star-delta":
             vol_anchors, vol_refs = set(temporal.anchor_indices), dict(temporal.delta_reference)
-            vol_severity = "error"
         else:
             a, r = schedule(n_time, 6)
             vol_anchors, vol_refs = set(a), r
-            vol_severity = "warning"  # the nominal schedule is the writer's, not recorded (5)
         lv0 = reader.levels[0]
         rows0, cols0 = lv0.grid
         vol = np.zeros((rows0, cols0), dtype=np.float32)
@@ -1047,7 +1113,9 @@ class _Validator:
                         "5",
                         f"cell ({r}, {c}) stores {stored[r, c]}, recomputed {vol[r, c]} ({int(bad.sum())} cells differ)",
                         "volatility/c/0/0",
-                        vol_severity,
+                        # a warning: readers use it only to order prefetch (spec 5); a none
+                        # store's schedule is not recorded; an unfinished append rewrites it
+                        "warning",
                     )
             for k in range(1, len(reader.levels)):
                 self._deep_level(reader, k)
@@ -1121,6 +1189,20 @@ class _Validator:
                             f"level {k} coverage cell ({r}, {c}) t={t} is not (sum + 2) // 4 of level {k - 1}",
                             f"{lv.path}/{cv}",
                         )
+
+
+def _grown_along_time(root_view: Mapping[str, Any], disk: Mapping[str, Any]) -> bool:
+    """True when ``disk`` equals ``root_view`` but for a longer time axis (an unfinished append)."""
+    try:
+        if disk["shape"][0] <= root_view["shape"][0] or disk["shape"][1:] != root_view["shape"][1:]:
+            return False
+    except (KeyError, TypeError, IndexError):
+        return False
+    a, b = json.loads(json.dumps(root_view)), json.loads(json.dumps(disk))
+    a["shape"] = b["shape"]
+    if a.get("dimension_names") == ["time"]:  # the time coordinate is one chunk of the new length
+        a["chunk_grid"] = b.get("chunk_grid")
+    return a == b
 
 
 def validate(path_or_url: str | os.PathLike[str], deep: bool = False, **options: Any) -> Report:

@@ -314,13 +314,13 @@ def write_cell_series(
     times: Sequence[int],
     *,
     volatility: bool,
-    shard_prefix: Callable[[str, int], tuple[bytes, list[Any]] | None] | None = None,
+    shard_prefix: Callable[[str, int, int, int], tuple[bytes, list[Any]] | None] | None = None,
     encoded: Mapping[int, bytes] | None = None,
 ) -> CellResult:
     """Write data (and mask/coverage) chunks of one cell for the given timesteps, in order.
 
     Unsharded: one object per timestep. Sharded: one object per time shard, assembled from its
-    inner chunks; ``shard_prefix(array_path, ts)`` supplies the payload and index entries of an
+    inner chunks; ``shard_prefix(array_path, ts, row, col)`` supplies the payload and index entries of an
     existing shard (append keeps old chunks at their old offsets, spec 14). ``encoded`` holds data
     chunk bytes already produced (the auto sample) to be reused as they are.
     """
@@ -339,7 +339,7 @@ def write_cell_series(
             chunks: list[Any] = [None] * st  # type: ignore[operator]
             prefix = b""
             if shard_prefix is not None:
-                existing = shard_prefix(path, ts)
+                existing = shard_prefix(path, ts, row, col)
                 if existing is not None:
                     prefix, entries = existing
                     chunks = list(entries)
