@@ -192,9 +192,9 @@ def append(
             ) -> CellResult:
                 r, c = cell
                 ys, xs = slice(r * cs, min((r + 1) * cs, h)), slice(c * cs, min((c + 1) * cs, w))
-                get = inp.cell(ys, xs, layout.n_band)
-                getm = mask_in.plane_cell(ys, xs) if mask_in else None
-                getc = cov_in.plane_cell(ys, xs) if cov_in else None
+                get = inp.cell(ys, xs)
+                getm = mask_in.cell(ys, xs) if mask_in else None
+                getc = cov_in.cell(ys, xs) if cov_in else None
                 hh, ww = ys.stop - ys.start, xs.stop - xs.start
 
                 def planes_at(t: int):

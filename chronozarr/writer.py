@@ -67,57 +67,52 @@ log = logging.getLogger("chronozarr.writer")
 _DEFAULT = object()
 _RESERVED = {"mask", "coverage", "time", "band", "y", "x", "volatility"}
 AUTO_THRESHOLD = 0.85  # spec 4.3
-BATCH_BYTES = 64 << 20  # input read batch per cell
+BATCH_BYTES = 32 << 20  # input read batch per task
 
 
 # --- input normalization -----------------------------------------------------------------------
 
 
 class _Input:
-    """Reads (band, h, w) planes of one cell from a numpy/dask/xarray array, in time batches."""
+    """Reads planes of one cell from a numpy/dask/xarray array, in time batches.
+
+    A lazy input is computed one batch of timesteps at a time (bounded by BATCH_BYTES, aligned to
+    the task's first timestep), keeping at most two batches: memory stays a few cells.
+    """
 
     def __init__(self, data: Any, dtype: np.dtype):
         self.data = data
         self.lazy = not isinstance(data, np.ndarray)
         self.dtype = dtype
 
-    def cell(self, ys: slice, xs: slice, n_band: int) -> Callable[[int], np.ndarray]:
+    def cell(
+        self, ys: slice, xs: slice, times: Sequence[int] | None = None
+    ) -> Callable[[int], np.ndarray]:
+        """``get(t)``: (band, h, w) for a (time, band, y, x) input, (h, w) for (time, y, x)."""
+        space = (slice(None), ys, xs) if self.data.ndim == 4 else (ys, xs)
         if not self.lazy:
-            return lambda t: self.data[t, :, ys, xs]
+            return lambda t: self.data[(t, *space)]
         h, w = ys.stop - ys.start, xs.stop - xs.start
-        per_t = max(1, n_band * h * w * self.dtype.itemsize)
+        per_t = max(
+            1, h * w * self.dtype.itemsize * (self.data.shape[1] if self.data.ndim == 4 else 1)
+        )
         batch = max(1, BATCH_BYTES // per_t)
+        start = 0
+        if times is not None and len(times):
+            start = min(times)
+            batch = min(batch, max(times) - start + 1)
         cache: OrderedDict[int, np.ndarray] = OrderedDict()
 
         def get(t: int) -> np.ndarray:
-            b = t // batch
+            b = (t - start) // batch
             if b not in cache:
-                block = self.data[b * batch : (b + 1) * batch, :, ys, xs]
+                t0 = start + b * batch
+                block = self.data[(slice(t0, t0 + batch), *space)]
                 cache[b] = np.asarray(block.compute() if hasattr(block, "compute") else block)
                 while len(cache) > 2:
                     cache.popitem(last=False)
             cache.move_to_end(b)
-            return cache[b][t - b * batch]
-
-        return get
-
-    def plane_cell(self, ys: slice, xs: slice) -> Callable[[int], np.ndarray]:
-        """Same for (time, y, x) mask/coverage inputs."""
-        if not self.lazy:
-            return lambda t: self.data[t, ys, xs]
-        h, w = ys.stop - ys.start, xs.stop - xs.start
-        batch = max(1, BATCH_BYTES // max(1, h * w))
-        cache: OrderedDict[int, np.ndarray] = OrderedDict()
-
-        def get(t: int) -> np.ndarray:
-            b = t // batch
-            if b not in cache:
-                block = self.data[b * batch : (b + 1) * batch, ys, xs]
-                cache[b] = np.asarray(block.compute() if hasattr(block, "compute") else block)
-                while len(cache) > 2:
-                    cache.popitem(last=False)
-            cache.move_to_end(b)
-            return cache[b][t - b * batch]
+            return cache[b][t - start - b * batch]
 
         return get
 
@@ -153,10 +148,8 @@ def _normalize_bands(bands: Sequence[Any], n_band: int) -> tuple[Band, ...]:
             if not isinstance(b.get("name"), str) or not b["name"]:
                 raise EncodeError(f"bands[{i}]", "a band object needs a non-empty 'name'")
             for k in ("scale", "offset"):
-                v = b.get(k)
-                if v is not None and (
-                    isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
-                ):
+                v = b.get(k, 0.0)
+                if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
                     raise EncodeError(f"bands[{i}].{k}", f"expected a finite number, got {v!r}")
             band = Band(
                 name=b["name"],
@@ -500,19 +493,24 @@ def _choose_encoding(
 ) -> tuple[
     float, int, dict[tuple[int, int], dict[int, bytes]], dict[tuple[int, int], dict[int, bytes]]
 ]:
-    """Encode the sampled cells both ways; returns ratio, sample count and the chunk bytes."""
-    rows, cols = grid_shape(height, width, layout_sd.cs)
+    """Encode the sampled cells both ways (spec 4.3); returns the ratio, the sample count and the
+    chunk bytes of both encodings (the chosen one is reused by the writer, not encoded twice)."""
+    cs = layout_sd.cs
+    rows, cols = grid_shape(height, width, cs)
     cells = _sample_cells(rows, cols)
+    tasks = split_tasks(cells, range(layout_sd.n_time), None, workers)
 
-    def one(cell: tuple[int, int]) -> tuple[int, int, dict[int, bytes], dict[int, bytes]]:
-        r, c = cell
-        ys = slice(r * layout_sd.cs, min((r + 1) * layout_sd.cs, height))
-        xs = slice(c * layout_sd.cs, min((c + 1) * layout_sd.cs, width))
-        get = inp.cell(ys, xs, layout_sd.n_band)
+    def one(
+        task: tuple[tuple[int, int], range],
+    ) -> tuple[int, int, dict[int, bytes], dict[int, bytes]]:
+        (r, c), times = task
+        ys = slice(r * cs, min((r + 1) * cs, height))
+        xs = slice(c * cs, min((c + 1) * cs, width))
+        get = inp.cell(ys, xs, times)
         plain: dict[int, bytes] = {}
         delta: dict[int, bytes] = {}
         anchor_cache: dict[int, np.ndarray] = {}
-        for t in range(layout_sd.n_time):
+        for t in times:
             src = np.asarray(get(t), dtype=layout_sd.dtype)
             plain[t] = layout_sd.data_codec.encode(layout_sd.pad(src, layout_sd.fill))
             ref = layout_sd.ref(t)
@@ -527,13 +525,48 @@ def _choose_encoding(
                 )
         return r, c, plain, delta
 
-    results = _parallel(one, cells, workers)
+    results = _parallel(one, tasks, workers)
     plain_total = sum(len(b) for _, _, p, _ in results for b in p.values())
     delta_total = sum(len(b) for _, _, _, d in results for b in d.values())
     ratio = delta_total / plain_total if plain_total else 1.0
-    plains = {(r, c): p for r, c, p, _ in results}
-    deltas = {(r, c): d for r, c, _, d in results}
+    plains: dict[tuple[int, int], dict[int, bytes]] = {}
+    deltas: dict[tuple[int, int], dict[int, bytes]] = {}
+    for r, c, p, d in results:
+        plains.setdefault((r, c), {}).update(p)
+        deltas.setdefault((r, c), {}).update(d)
     return ratio, len(cells), plains, deltas
+
+
+def split_tasks(
+    cells: Sequence[tuple[int, int]], times: range, shard_time: int | None, workers: int
+) -> list[tuple[tuple[int, int], range]]:
+    """(cell, timesteps) work items: whole time shards when sharded (a shard is assembled by one
+    task), else enough time groups that every worker is busy even when a level has one cell."""
+    if not len(times):
+        return []
+    if shard_time is not None:
+        groups: list[range] = []
+        t = times.start
+        while t < times.stop:
+            end = min((t // shard_time + 1) * shard_time, times.stop)
+            groups.append(range(t, end))
+            t = end
+    else:
+        n_groups = max(1, min(len(times), math.ceil(2 * workers / max(1, len(cells)))))
+        size = math.ceil(len(times) / n_groups)
+        groups = [range(t, min(t + size, times.stop)) for t in range(times.start, times.stop, size)]
+    return [(cell, g) for cell in cells for g in groups]
+
+
+def merge_results(results: Sequence[CellResult]) -> list[CellResult]:
+    """One CellResult per cell from the results of its time-group tasks."""
+    merged: dict[tuple[int, int], CellResult] = {}
+    for res in results:
+        m = merged.setdefault((res.row, res.col), CellResult(res.row, res.col, {}))
+        m.shard_sizes.update(res.shard_sizes)
+        m.vol_sum += res.vol_sum
+        m.vol_count += res.vol_count
+    return list(merged.values())
 
 
 # --- encode ------------------------------------------------------------------------------------
@@ -665,6 +698,12 @@ def encode(
         raise EncodeError("provenance", "expected an object (mapping)")
 
     target = LocalStore(store)
+    if target.root.exists() and (not target.root.is_dir() or any(target.root.iterdir())):
+        what = "holds a Zarr store" if target.get("zarr.json") is not None else "is not empty"
+        raise EncodeError(
+            "store",
+            f"{target.url} {what}; a store is written into a new or empty folder (a re-encode goes under a new prefix, spec 9)",
+        )
     if target.get("zarr.json") is not None:
         raise EncodeError(
             "store",
@@ -703,9 +742,10 @@ def encode(
     if encoding == "auto":
         if dtype.name in DELTA_DTYPES:
             ratio, n_sampled, plains, deltas = _choose_encoding(layout, inp, height, width, workers)
+            ratio = round(ratio, 4)  # the recorded ratio is the one the 0.85 rule is applied to
             chosen = "star-delta" if ratio <= AUTO_THRESHOLD else "none"
             samples = deltas if chosen == "star-delta" else plains
-            selection = {"mode": "auto", "sampled_cells": n_sampled, "ratio": round(ratio, 4)}
+            selection = {"mode": "auto", "sampled_cells": n_sampled, "ratio": ratio}
             log.info("auto: star-delta/plain = %.4f over %d cells -> %s", ratio, n_sampled, chosen)
         else:
             chosen = "none"  # spec 4.3: auto applies to uint8/uint16 only, no selection written
@@ -755,14 +795,15 @@ def encode(
                 )
         rows, cols = info.grid
         cells = [(r, c) for r in range(rows) for c in range(cols)]
+        tasks = split_tasks(cells, range(n_time), st, workers)
         if k == 0:
 
-            def level0(cell: tuple[int, int], h: int = h, w: int = w) -> CellResult:
-                r, c = cell
+            def level0(task: tuple[tuple[int, int], range], h: int = h, w: int = w) -> CellResult:
+                (r, c), times_k = task
                 ys, xs = slice(r * cs, min((r + 1) * cs, h)), slice(c * cs, min((c + 1) * cs, w))
-                get = inp.cell(ys, xs, n_band)
-                getm = mask_in.plane_cell(ys, xs) if mask_in else None
-                getc = cov_in.plane_cell(ys, xs) if cov_in else None
+                get = inp.cell(ys, xs, times_k)
+                getm = mask_in.cell(ys, xs, times_k) if mask_in else None
+                getc = cov_in.cell(ys, xs, times_k) if cov_in else None
 
                 def planes_at(t: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
                     m = None if getm is None else np.asarray(getm(t)).astype(np.uint8, copy=False)
@@ -780,12 +821,12 @@ def encode(
                     r,
                     c,
                     _Planes(planes_at),
-                    range(n_time),
+                    times_k,
                     volatility=True,
                     encoded=samples.get((r, c)),
                 )
 
-            results = _parallel(level0, cells, workers)
+            results = merge_results(_parallel(level0, tasks, workers))
             samples.clear()
             for res in results:
                 volatility[res.row, res.col] = volatility_value(res.vol_sum, res.vol_count)
@@ -793,21 +834,21 @@ def encode(
             back = levels[k - 1]
 
             def upper(
-                cell: tuple[int, int], path: str = path, back: LevelInfo = back
+                task: tuple[tuple[int, int], range], path: str = path, back: LevelInfo = back
             ) -> CellResult:
                 rb = Readback(layout, back, docs)
-                r, c = cell
+                (r, c), times_k = task
                 return write_cell_series(
                     layout,
                     path,
                     r,
                     c,
                     _Planes(lambda t: rb.reduced(t, r, c)),
-                    range(n_time),
+                    times_k,
                     volatility=False,
                 )
 
-            results = _parallel(upper, cells, workers)
+            results = merge_results(_parallel(upper, tasks, workers))
         if st is not None:
             shard_bytes[path] = {
                 key: size for res in results for key, size in res.shard_sizes.items()
@@ -845,18 +886,22 @@ def coordinate_objects(
     levels: Sequence[LevelInfo],
     times_ms: Sequence[int],
     band_names: Sequence[str],
-    compressor: Mapping[str, Any],
+    codec: str,
+    codec_options: Mapping[str, Any] | None,
 ) -> tuple[dict[str, bytes], dict[str, dict[str, Any]]]:
     """Chunk bytes and zarr.json documents of time/band/y/x at every level (spec 2.2)."""
     from chronozarr.grid import pixel_centres
 
-    comp = dict(compressor)
+    comp = coord_compressor(codec, codec_options, "float64")
+    comp_time = coord_compressor(codec, codec_options, "int64")
+    comp_band = coord_compressor(codec, codec_options, "uint8")
     zcodec = [{"name": "bytes", "configuration": {"endian": "little"}}, comp]
+    tcodec = [{"name": "bytes", "configuration": {"endian": "little"}}, comp_time]
     objects: dict[str, bytes] = {}
     docs: dict[str, dict[str, Any]] = {}
-    time_codec = _codecs.ChunkCodec(zcodec, "int64", (len(times_ms),))
+    time_codec = _codecs.ChunkCodec(tcodec, "int64", (len(times_ms),))
     time_bytes = time_codec.encode(np.asarray(times_ms, dtype=np.int64))
-    band_raw = bytes(_codecs.compressor_for(comp).encode(_codecs.vlen_utf8_encode(band_names)))
+    band_raw = bytes(_codecs.compressor_for(comp_band).encode(_codecs.vlen_utf8_encode(band_names)))
     for lv in levels:
         h, w = lv.shape[-2:]
         ys, xs = pixel_centres(lv.transform, h, w)
@@ -868,16 +913,19 @@ def coordinate_objects(
         objects[f"{lv.path}/x/c/0"] = _codecs.ChunkCodec(zcodec, "float64", (w,)).encode(
             np.asarray(xs)
         )
-        docs[f"{lv.path}/time"] = coord_array_doc("time", len(times_ms), "int64", comp)
-        docs[f"{lv.path}/band"] = coord_array_doc("band", len(band_names), "string", comp)
+        docs[f"{lv.path}/time"] = coord_array_doc("time", len(times_ms), "int64", comp_time)
+        docs[f"{lv.path}/band"] = coord_array_doc("band", len(band_names), "string", comp_band)
         docs[f"{lv.path}/y"] = coord_array_doc("y", h, "float64", comp)
         docs[f"{lv.path}/x"] = coord_array_doc("x", w, "float64", comp)
     return objects, docs
 
 
-def coord_compressor(codec: str, codec_options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The compressor of the coordinate and volatility arrays: the store's codec (spec 8 MAY)."""
-    return codec_chain(codec, codec_options, "float64")[1]
+def coord_compressor(
+    codec: str, codec_options: Mapping[str, Any] | None, dtype: str = "float64"
+) -> dict[str, Any]:
+    """The compressor of a coordinate or volatility array: the store's codec (spec 8 MAY), with
+    blosc's typesize set for that array's dtype (1 for the strings of ``band``)."""
+    return codec_chain(codec, codec_options, dtype)[1]
 
 
 def write_metadata(
@@ -894,14 +942,15 @@ def write_metadata(
     other_root_attrs: Mapping[str, Any] | None = None,
 ) -> None:
     """Write coordinates and volatility, then every zarr.json below the root, the root last (9)."""
-    comp = coord_compressor(codec, codec_options)
     assert attrs.levels is not None
     coord_objs, coord_docs = coordinate_objects(
-        attrs.levels, times_ms, [b.name for b in attrs.bands], comp
+        attrs.levels, times_ms, [b.name for b in attrs.bands], codec, codec_options
     )
     for key, blob in coord_objs.items():
         target.put(key, blob)
-    vol_doc = volatility_array_doc(volatility.shape, comp)
+    vol_doc = volatility_array_doc(
+        volatility.shape, coord_compressor(codec, codec_options, "float32")
+    )
     vol_codec = _codecs.ChunkCodec(vol_doc["codecs"], "float32", volatility.shape)
     target.put("volatility/c/0/0", vol_codec.encode(volatility.astype(np.float32)))
     # zarr.json below the root

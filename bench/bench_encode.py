@@ -1,0 +1,221 @@
+"""Benchmark of the format library (issue 2): encode, read_cell and peak memory.
+
+In one run, on a realistic uint16 series (default 24 months x 4 bands x 2048 x 2048):
+- encode (all levels, auto, zstd 5) vs zarr-python writing the same level-0 data with the same
+  codec and chunks, vs zstd alone over the same chunk bytes (the limit);
+- read_cell of an anchor and of a delta timestep (cold and with the anchor cached) vs
+  zarr-python reading one raw chunk;
+- peak RSS of encoding a dask-backed input, 1x and 4x in area (subprocesses).
+
+Usage: python bench/bench_encode.py [--months 24] [--size 2048] [--mem-size 1024] [--no-doc]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numcodecs
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import chronozarr  # noqa: E402
+from bench.common import series_block, update_section  # noqa: E402
+
+BANDS = ["B02", "B03", "B04", "B08"]
+TRANSFORM = [10.0, 0.0, 600000.0, 0.0, -10.0, 5000000.0]
+
+
+def timed(fn, repeat: int = 1) -> float:
+    best = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best.append(time.perf_counter() - start)
+    return min(best)
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def bench_encode(data: np.ndarray, work: Path) -> dict:
+    import zarr
+    from zarr.codecs import ZstdCodec
+
+    times = [f"{2024 + m // 12}-{m % 12 + 1:02d}-01" for m in range(data.shape[0])]
+    out: dict = {}
+    cz_path = work / "cz.zarr"
+    out["encode_s"] = timed(lambda: chronozarr.encode(data, cz_path, times=times, bands=BANDS, crs="EPSG:32631", transform=TRANSFORM))
+    reader = chronozarr.open_store(cz_path)
+    out["encoding"] = reader.encoding
+    out["selection"] = dict(reader.attrs.temporal.selection or {})
+    out["levels"] = len(reader.levels)
+    out["cz_bytes"] = dir_bytes(cz_path)
+    out["cz_level0_bytes"] = dir_bytes(cz_path / "0")
+
+    zpath = work / "plain.zarr"
+
+    def plain_write() -> None:
+        shutil.rmtree(zpath, ignore_errors=True)
+        arr = zarr.create_array(zpath, shape=data.shape, chunks=(1, data.shape[1], 512, 512), dtype="uint16", compressors=ZstdCodec(level=5), fill_value=0, dimension_names=["time", "band", "y", "x"])
+        arr[:] = data
+
+    out["zarr_write_s"] = timed(plain_write)
+    out["zarr_bytes"] = dir_bytes(zpath)
+
+    comp = numcodecs.Zstd(level=5)
+    chunks = [(t, r, c) for t in range(data.shape[0]) for r in range(0, data.shape[2], 512) for c in range(0, data.shape[3], 512)]
+
+    def zstd_only() -> int:
+        def one(key):
+            t, r, c = key
+            return len(comp.encode(np.ascontiguousarray(data[t, :, r : r + 512, c : c + 512])))
+
+        with ThreadPoolExecutor(2) as pool:
+            return sum(pool.map(one, chunks))
+
+    out["zstd_only_s"] = timed(zstd_only)
+    return out
+
+
+def bench_reads(data: np.ndarray, work: Path) -> dict:
+    """read_cell anchor / delta on a forced star-delta store vs a zarr-python raw chunk read."""
+    import zarr
+
+    n_time = data.shape[0]
+    times = [f"{2024 + m // 12}-{m % 12 + 1:02d}-01" for m in range(n_time)]
+    path = work / "sd.zarr"
+    sub = data[:, :, :1024, :1024]
+    chronozarr.encode(sub, path, times=times, bands=BANDS, crs="EPSG:32631", transform=TRANSFORM, encoding="star-delta")
+    zarr_arr = zarr.open_array(path / "0" / "data", mode="r")
+    reader = chronozarr.open_store(path)
+    anchor_t, delta_t = 6, 8  # anchors every 6; 8 references 6
+    assert reader.attrs.temporal.reference(delta_t) == anchor_t
+    check = reader.read_cell(delta_t, 1, 1)
+    np.testing.assert_array_equal(check, sub[delta_t, :, 512:1024, 512:1024])
+
+    def med(fn, n=15):
+        vals = []
+        for _ in range(n):
+            start = time.perf_counter()
+            fn()
+            vals.append(time.perf_counter() - start)
+        return statistics.median(vals)
+
+    raw = med(lambda: zarr_arr[delta_t, :, 512:1024, 512:1024])
+
+    def cold(t):
+        r = chronozarr.open_store(path)
+        start = time.perf_counter()
+        r.read_cell(t, 1, 1)
+        return time.perf_counter() - start
+
+    anchor_cold = statistics.median(cold(anchor_t) for _ in range(15))
+    delta_cold = statistics.median(cold(delta_t) for _ in range(15))
+    warm = chronozarr.open_store(path)
+    warm.read_cell(anchor_t, 1, 1)
+    delta_warm = med(lambda: warm.read_cell(delta_t, 1, 1))
+    return {"raw_chunk_ms": raw * 1e3, "anchor_cold_ms": anchor_cold * 1e3, "delta_cold_ms": delta_cold * 1e3, "delta_warm_ms": delta_warm * 1e3}
+
+
+MEM_SCRIPT = """
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+import chronozarr
+from bench.common import dask_series
+n_time, size, out = {n_time}, {size}, {out!r}
+data = dask_series(n_time, 4, size, size, 512)
+start = time.perf_counter()
+chronozarr.encode(data, out, times=[f"2024-{{m+1:02d}}-01" for m in range(n_time)], bands=["B02","B03","B04","B08"], crs="EPSG:32631", transform=[10,0,0,0,-10,0], encoding="none")
+print(json.dumps({{"seconds": time.perf_counter() - start, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def bench_memory(size: int, n_time: int, work: Path) -> dict:
+    root = str(Path(__file__).resolve().parents[1])
+    out = {}
+    for factor, side in (("1x", size), ("4x", size * 2)):
+        path = work / f"mem-{factor}.zarr"
+        code = MEM_SCRIPT.format(root=root, n_time=n_time, size=side, out=str(path))
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        out[factor] = json.loads(res.stdout.strip().splitlines()[-1]) | {"pixels": side * side, "input_mb": n_time * 4 * side * side * 2 / 1e6}
+        shutil.rmtree(path, ignore_errors=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--months", type=int, default=24)
+    ap.add_argument("--size", type=int, default=2048)
+    ap.add_argument("--mem-size", type=int, default=1024)
+    ap.add_argument("--mem-months", type=int, default=12)
+    ap.add_argument("--no-doc", action="store_true")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="cz-bench-"))
+    try:
+        t0 = time.perf_counter()
+        data = series_block(0, args.months, 4, 0, args.size, 0, args.size)
+        print(f"generated {data.nbytes / 1e6:.0f} MB in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        enc = bench_encode(data, work)
+        reads = bench_reads(data, work)
+        del data
+        mem = bench_memory(args.mem_size, args.mem_months, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    ratio_write = enc["encode_s"] / enc["zarr_write_s"]
+    rows = [
+        ("chronozarr.encode (all %d levels, auto -> %s, ratio %s)" % (enc["levels"], enc["encoding"], enc["selection"].get("ratio")), f"{enc['encode_s']:.2f} s", f"{ratio_write:.2f}x", f"{enc['cz_bytes'] / 1e6:.0f} MB (level 0: {enc['cz_level0_bytes'] / 1e6:.0f} MB)"),
+        ("zarr-python, level 0 only, same codec and chunks", f"{enc['zarr_write_s']:.2f} s", "1.00x", f"{enc['zarr_bytes'] / 1e6:.0f} MB"),
+        ("zstd level 5 alone over the same chunks (2 threads)", f"{enc['zstd_only_s']:.2f} s", f"{enc['zstd_only_s'] / enc['zarr_write_s']:.2f}x", ""),
+    ]
+    read_rows = [
+        ("zarr-python: one raw chunk (2 x 512 x 512 ... all bands)", f"{reads['raw_chunk_ms']:.2f} ms", "1.00x"),
+        ("read_cell, anchor timestep, cold reader", f"{reads['anchor_cold_ms']:.2f} ms", f"{reads['anchor_cold_ms'] / reads['raw_chunk_ms']:.2f}x"),
+        ("read_cell, delta timestep, cold (anchor + delta read)", f"{reads['delta_cold_ms']:.2f} ms", f"{reads['delta_cold_ms'] / reads['raw_chunk_ms']:.2f}x"),
+        ("read_cell, delta timestep, anchor cached", f"{reads['delta_warm_ms']:.2f} ms", f"{reads['delta_warm_ms'] / reads['raw_chunk_ms']:.2f}x"),
+    ]
+    m1, m4 = mem["1x"], mem["4x"]
+    mem_rows = [
+        (f"1x: {args.mem_months} x 4 x {args.mem_size}^2 ({m1['input_mb']:.0f} MB, dask)", f"{m1['peak_rss_mb']:.0f} MB", f"{m1['seconds']:.1f} s"),
+        (f"4x: {args.mem_months} x 4 x {2 * args.mem_size}^2 ({m4['input_mb']:.0f} MB, dask)", f"{m4['peak_rss_mb']:.0f} MB", f"{m4['seconds']:.1f} s"),
+    ]
+    text = [
+        f"Command: `python bench/bench_encode.py --months {args.months} --size {args.size} --mem-size {args.mem_size} --mem-months {args.mem_months}`",
+        "",
+        f"Input: {args.months} months x 4 bands x {args.size} x {args.size} uint16 (synthetic fields with a seasonal cycle, a river and noise), cs 512, zstd level 5.",
+        "",
+        "| write | wall time | vs zarr-python | bytes |",
+        "|---|---:|---:|---:|",
+        *[f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows],
+        "",
+        "| read (cell 1,1 of a star-delta store, median of 15) | time | vs raw chunk |",
+        "|---|---:|---:|",
+        *[f"| {a} | {b} | {c} |" for a, b, c in read_rows],
+        "",
+        f"Peak RSS encoding a dask-backed input (subprocess): grows {m4['peak_rss_mb'] / m1['peak_rss_mb']:.2f}x when the area grows 4x.",
+        "",
+        "| input | peak RSS | wall time |",
+        "|---|---:|---:|",
+        *[f"| {a} | {b} | {c} |" for a, b, c in mem_rows],
+        "",
+        f"Targets (issue 2): encode <= 1.5x the plain level-0 write (measured {ratio_write:.2f}x); a delta read_cell <= 2.5x one raw chunk decode (measured {reads['delta_cold_ms'] / reads['raw_chunk_ms']:.2f}x cold, {reads['delta_warm_ms'] / reads['raw_chunk_ms']:.2f}x with the anchor cached); peak memory <= 1.3x when the input grows 4x (measured {m4['peak_rss_mb'] / m1['peak_rss_mb']:.2f}x).",
+    ]
+    body = "\n".join(text)
+    print(body)
+    if not args.no_doc:
+        update_section("Encode and read (format library)", body)
+
+
+if __name__ == "__main__":
+    main()
+
