@@ -28,8 +28,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import chronozarr  # noqa: E402
-from bench.common import series_block, update_section  # noqa: E402
+import chronozarr
+from bench.common import series_block, update_section
 
 BANDS = ["B02", "B03", "B04", "B08"]
 TRANSFORM = [10.0, 0.0, 600000.0, 0.0, -10.0, 5000000.0]
@@ -55,7 +55,11 @@ def bench_encode(data: np.ndarray, work: Path) -> dict:
     times = [f"{2024 + m // 12}-{m % 12 + 1:02d}-01" for m in range(data.shape[0])]
     out: dict = {}
     cz_path = work / "cz.zarr"
-    out["encode_s"] = timed(lambda: chronozarr.encode(data, cz_path, times=times, bands=BANDS, crs="EPSG:32631", transform=TRANSFORM))
+    out["encode_s"] = timed(
+        lambda: chronozarr.encode(
+            data, cz_path, times=times, bands=BANDS, crs="EPSG:32631", transform=TRANSFORM
+        )
+    )
     reader = chronozarr.open_store(cz_path)
     out["encoding"] = reader.encoding
     out["selection"] = dict(reader.attrs.temporal.selection or {})
@@ -67,14 +71,27 @@ def bench_encode(data: np.ndarray, work: Path) -> dict:
 
     def plain_write() -> None:
         shutil.rmtree(zpath, ignore_errors=True)
-        arr = zarr.create_array(zpath, shape=data.shape, chunks=(1, data.shape[1], 512, 512), dtype="uint16", compressors=ZstdCodec(level=5), fill_value=0, dimension_names=["time", "band", "y", "x"])
+        arr = zarr.create_array(
+            zpath,
+            shape=data.shape,
+            chunks=(1, data.shape[1], 512, 512),
+            dtype="uint16",
+            compressors=ZstdCodec(level=5),
+            fill_value=0,
+            dimension_names=["time", "band", "y", "x"],
+        )
         arr[:] = data
 
     out["zarr_write_s"] = timed(plain_write)
     out["zarr_bytes"] = dir_bytes(zpath)
 
     comp = numcodecs.Zstd(level=5)
-    chunks = [(t, r, c) for t in range(data.shape[0]) for r in range(0, data.shape[2], 512) for c in range(0, data.shape[3], 512)]
+    chunks = [
+        (t, r, c)
+        for t in range(data.shape[0])
+        for r in range(0, data.shape[2], 512)
+        for c in range(0, data.shape[3], 512)
+    ]
 
     def zstd_only() -> int:
         def one(key):
@@ -96,7 +113,15 @@ def bench_reads(data: np.ndarray, work: Path) -> dict:
     times = [f"{2024 + m // 12}-{m % 12 + 1:02d}-01" for m in range(n_time)]
     path = work / "sd.zarr"
     sub = data[:, :, :1024, :1024]
-    chronozarr.encode(sub, path, times=times, bands=BANDS, crs="EPSG:32631", transform=TRANSFORM, encoding="star-delta")
+    chronozarr.encode(
+        sub,
+        path,
+        times=times,
+        bands=BANDS,
+        crs="EPSG:32631",
+        transform=TRANSFORM,
+        encoding="star-delta",
+    )
     zarr_arr = zarr.open_array(path / "0" / "data", mode="r")
     reader = chronozarr.open_store(path)
     anchor_t, delta_t = 6, 8  # anchors every 6; 8 references 6
@@ -125,7 +150,12 @@ def bench_reads(data: np.ndarray, work: Path) -> dict:
     warm = chronozarr.open_store(path)
     warm.read_cell(anchor_t, 1, 1)
     delta_warm = med(lambda: warm.read_cell(delta_t, 1, 1))
-    return {"raw_chunk_ms": raw * 1e3, "anchor_cold_ms": anchor_cold * 1e3, "delta_cold_ms": delta_cold * 1e3, "delta_warm_ms": delta_warm * 1e3}
+    return {
+        "raw_chunk_ms": raw * 1e3,
+        "anchor_cold_ms": anchor_cold * 1e3,
+        "delta_cold_ms": delta_cold * 1e3,
+        "delta_warm_ms": delta_warm * 1e3,
+    }
 
 
 MEM_SCRIPT = """
@@ -147,14 +177,21 @@ def bench_memory(size: int, n_time: int, work: Path) -> dict:
     for factor, side in (("1x", size), ("4x", size * 2)):
         path = work / f"mem-{factor}.zarr"
         code = MEM_SCRIPT.format(root=root, n_time=n_time, size=side, out=str(path))
-        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        out[factor] = json.loads(res.stdout.strip().splitlines()[-1]) | {"pixels": side * side, "input_mb": n_time * 4 * side * side * 2 / 1e6}
+        res = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        out[factor] = json.loads(res.stdout.strip().splitlines()[-1]) | {
+            "pixels": side * side,
+            "input_mb": n_time * 4 * side * side * 2 / 1e6,
+        }
         shutil.rmtree(path, ignore_errors=True)
     return out
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--months", type=int, default=24)
     ap.add_argument("--size", type=int, default=2048)
     ap.add_argument("--mem-size", type=int, default=1024)
@@ -165,7 +202,10 @@ def main() -> None:
     try:
         t0 = time.perf_counter()
         data = series_block(0, args.months, 4, 0, args.size, 0, args.size)
-        print(f"generated {data.nbytes / 1e6:.0f} MB in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        print(
+            f"generated {data.nbytes / 1e6:.0f} MB in {time.perf_counter() - t0:.1f} s",
+            file=sys.stderr,
+        )
         enc = bench_encode(data, work)
         reads = bench_reads(data, work)
         del data
@@ -174,20 +214,59 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     ratio_write = enc["encode_s"] / enc["zarr_write_s"]
     rows = [
-        ("chronozarr.encode (all %d levels, auto -> %s, ratio %s)" % (enc["levels"], enc["encoding"], enc["selection"].get("ratio")), f"{enc['encode_s']:.2f} s", f"{ratio_write:.2f}x", f"{enc['cz_bytes'] / 1e6:.0f} MB (level 0: {enc['cz_level0_bytes'] / 1e6:.0f} MB)"),
-        ("zarr-python, level 0 only, same codec and chunks", f"{enc['zarr_write_s']:.2f} s", "1.00x", f"{enc['zarr_bytes'] / 1e6:.0f} MB"),
-        ("zstd level 5 alone over the same chunks (2 threads)", f"{enc['zstd_only_s']:.2f} s", f"{enc['zstd_only_s'] / enc['zarr_write_s']:.2f}x", ""),
+        (
+            f"chronozarr.encode (all {enc['levels']} levels, auto -> {enc['encoding']}, ratio {enc['selection'].get('ratio')})",
+            f"{enc['encode_s']:.2f} s",
+            f"{ratio_write:.2f}x",
+            f"{enc['cz_bytes'] / 1e6:.0f} MB (level 0: {enc['cz_level0_bytes'] / 1e6:.0f} MB)",
+        ),
+        (
+            "zarr-python, level 0 only, same codec and chunks",
+            f"{enc['zarr_write_s']:.2f} s",
+            "1.00x",
+            f"{enc['zarr_bytes'] / 1e6:.0f} MB",
+        ),
+        (
+            "zstd level 5 alone over the same chunks (2 threads)",
+            f"{enc['zstd_only_s']:.2f} s",
+            f"{enc['zstd_only_s'] / enc['zarr_write_s']:.2f}x",
+            "",
+        ),
     ]
     read_rows = [
-        ("zarr-python: one raw chunk (2 x 512 x 512 ... all bands)", f"{reads['raw_chunk_ms']:.2f} ms", "1.00x"),
-        ("read_cell, anchor timestep, cold reader", f"{reads['anchor_cold_ms']:.2f} ms", f"{reads['anchor_cold_ms'] / reads['raw_chunk_ms']:.2f}x"),
-        ("read_cell, delta timestep, cold (anchor + delta read)", f"{reads['delta_cold_ms']:.2f} ms", f"{reads['delta_cold_ms'] / reads['raw_chunk_ms']:.2f}x"),
-        ("read_cell, delta timestep, anchor cached", f"{reads['delta_warm_ms']:.2f} ms", f"{reads['delta_warm_ms'] / reads['raw_chunk_ms']:.2f}x"),
+        (
+            "zarr-python: one raw chunk (2 x 512 x 512 ... all bands)",
+            f"{reads['raw_chunk_ms']:.2f} ms",
+            "1.00x",
+        ),
+        (
+            "read_cell, anchor timestep, cold reader",
+            f"{reads['anchor_cold_ms']:.2f} ms",
+            f"{reads['anchor_cold_ms'] / reads['raw_chunk_ms']:.2f}x",
+        ),
+        (
+            "read_cell, delta timestep, cold (anchor + delta read)",
+            f"{reads['delta_cold_ms']:.2f} ms",
+            f"{reads['delta_cold_ms'] / reads['raw_chunk_ms']:.2f}x",
+        ),
+        (
+            "read_cell, delta timestep, anchor cached",
+            f"{reads['delta_warm_ms']:.2f} ms",
+            f"{reads['delta_warm_ms'] / reads['raw_chunk_ms']:.2f}x",
+        ),
     ]
     m1, m4 = mem["1x"], mem["4x"]
     mem_rows = [
-        (f"1x: {args.mem_months} x 4 x {args.mem_size}^2 ({m1['input_mb']:.0f} MB, dask)", f"{m1['peak_rss_mb']:.0f} MB", f"{m1['seconds']:.1f} s"),
-        (f"4x: {args.mem_months} x 4 x {2 * args.mem_size}^2 ({m4['input_mb']:.0f} MB, dask)", f"{m4['peak_rss_mb']:.0f} MB", f"{m4['seconds']:.1f} s"),
+        (
+            f"1x: {args.mem_months} x 4 x {args.mem_size}^2 ({m1['input_mb']:.0f} MB, dask)",
+            f"{m1['peak_rss_mb']:.0f} MB",
+            f"{m1['seconds']:.1f} s",
+        ),
+        (
+            f"4x: {args.mem_months} x 4 x {2 * args.mem_size}^2 ({m4['input_mb']:.0f} MB, dask)",
+            f"{m4['peak_rss_mb']:.0f} MB",
+            f"{m4['seconds']:.1f} s",
+        ),
     ]
     text = [
         f"Command: `python bench/bench_encode.py --months {args.months} --size {args.size} --mem-size {args.mem_size} --mem-months {args.mem_months}`",
@@ -218,4 +297,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-

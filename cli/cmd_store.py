@@ -6,11 +6,11 @@ from collections import defaultdict
 from typing import Annotated, Any
 
 import typer
-from cz.output import EXIT_INVALID, EXIT_OK, err, fail, out, print_json
 from rich.table import Table
 
 import chronozarr
 from chronozarr.errors import ChronozarrError, StoreNotFoundError
+from cz.output import EXIT_INVALID, EXIT_OK, err, fail, out, print_json
 
 __all__ = ["inspect_summary", "register"]
 
