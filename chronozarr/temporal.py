@@ -55,8 +55,11 @@ def is_valid_reference(t: int, ref: int, anchors: Iterable[int], anchor_interval
 
 def residual(source: np.ndarray, anchor: np.ndarray) -> np.ndarray:
     """(source - anchor) mod 2^bits in the stored unsigned dtype (spec 4.2 step 4). No clipping."""
-    if source.dtype != anchor.dtype or source.dtype.kind != "u":
-        raise TypeError("residuals are defined for matching uint8/uint16 arrays")
+    if source.dtype != anchor.dtype or source.dtype.name not in ("uint8", "uint16"):
+        raise TypeError(
+            f"residuals are defined for matching uint8/uint16 arrays (spec 4.1), got "
+            f"{source.dtype.name} and {anchor.dtype.name}"
+        )
     return np.subtract(source, anchor, dtype=source.dtype)  # numpy unsigned arithmetic wraps
 
 
