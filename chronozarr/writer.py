@@ -104,15 +104,16 @@ class _Input:
         cache: OrderedDict[int, np.ndarray] = OrderedDict()
 
         def get(t: int) -> np.ndarray:
-            b = (t - start) // batch
-            if b not in cache:
-                t0 = start + b * batch
+            # batches are aligned to the task's first timestep; an anchor before it (or past its
+            # end) gets a batch of its own, clamped at 0 so a slice start is never negative
+            t0 = max(0, start + ((t - start) // batch) * batch)
+            if t0 not in cache:
                 block = self.data[(slice(t0, t0 + batch), *space)]
-                cache[b] = np.asarray(block.compute() if hasattr(block, "compute") else block)
+                cache[t0] = np.asarray(block.compute() if hasattr(block, "compute") else block)
                 while len(cache) > 2:
                     cache.popitem(last=False)
-            cache.move_to_end(b)
-            return cache[b][t - start - b * batch]
+            cache.move_to_end(t0)
+            return cache[t0][t - t0]
 
         return get
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 
 import typer
-from cz import cmd_store
+
+from cz import cmd_build, cmd_store
 
 app = typer.Typer(
     name="cz",
@@ -20,6 +21,7 @@ app = typer.Typer(
 )
 
 cmd_store.register(app)
+cmd_build.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,272 @@
+"""``cz build RECIPE``: from a recipe to a store. This issue implements the plan (``--dry-run``).
+
+``--dry-run`` resolves the recipe's items and prints the monthly plan without loading a pixel:
+the grid and its levels, per month the items kept and dropped (with the reason), the
+digital-number correction of each item, totals, and an estimate of the store's size and object
+count. ``--json`` prints the same plan as JSON on stdout. Progress goes to stderr.
+
+Exit codes: 0 plan printed, 1 runtime error (catalog unreachable, not implemented), 2 usage error
+(a broken recipe: every problem is listed with file, line and field).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from cz.errors import CzError, RecipeError
+from cz.output import EXIT_RUNTIME, EXIT_USAGE, err, fail, out, print_json
+from cz.plan import DroppedItem, Plan, PlannedItem, plan_recipe
+from cz.recipe import load_recipe
+
+__all__ = ["build_cmd", "print_plan", "register"]
+
+NOT_IMPLEMENTED = "building pixels is not implemented yet (issue 5); use --dry-run"
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return str(n)  # pragma: no cover
+
+
+def _source_line(plan: Plan) -> str:
+    src = plan.source
+    if src.get("kind") == "api":
+        where = f"{src['url']} (STAC API, {src.get('method', 'POST')} search"
+        where += f", {src.get('pages', 0)} page(s), server filter: {src.get('server_filter')})"
+    else:
+        where = f"{src.get('path')} (local file; every check on the client)"
+    return f"{plan.collection} from {where}"
+
+
+def _fmt(value: float) -> str:
+    """A number without float noise: integral values without decimals (9126760, not 9.1e6)."""
+    value = float(value)
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.10g}"
+
+
+def _short_time(iso: str | None) -> str:
+    """``2020-06-01T08:06:11.024Z`` -> ``2020-06-01 08:06``."""
+    if not iso:
+        return "-"
+    return f"{iso[:10]} {iso[11:16]}"
+
+
+def _rule_label(item: PlannedItem) -> str:
+    if item.dn_offset_rule == "baseline" and item.processing_baseline:
+        return f"baseline {item.processing_baseline}"
+    return {
+        "earthsearch-flag": "boa_offset_applied",
+        "raster-bands": "raster:bands",
+        "acquisition-date": "assumed from date",
+    }.get(item.dn_offset_rule, item.dn_offset_rule)
+
+
+def _dropped_row(d: DroppedItem) -> list[str]:
+    return [
+        f"[dim]{escape(d.id)}[/]",
+        _short_time(d.datetime),
+        "",
+        f"[yellow]dropped ({d.reason})[/] {escape(d.detail)}",
+        "",
+    ]
+
+
+def print_plan(plan: Plan) -> None:
+    """Print a plan for people: rich tables on stdout."""
+    grid = plan.grid
+    title = plan.name or plan.recipe
+    out.print(f"[bold]Plan[/] {escape(title)} ({escape(plan.recipe)})", highlight=False)
+    out.print(f"  catalog   {escape(_source_line(plan))}", highlight=False)
+    if plan.signing != "none":
+        out.print(f"  signing   {plan.signing}, per month at build time", highlight=False)
+    out.print(
+        f"  grid      {grid.crs} ({escape(grid.crs_reason)}), {_fmt(grid.resolution)} m, "
+        f"{grid.shape[0]} x {grid.shape[1]} px, chunk {grid.chunk_size}, "
+        f"{grid.cells} cells at level 0, {len(grid.levels)} levels",
+        highlight=False,
+    )
+    out.print(
+        f"  transform [{', '.join(_fmt(v) for v in grid.transform)}]  bounds "
+        f"[{', '.join(_fmt(v) for v in grid.bounds)}]",
+        highlight=False,
+    )
+    store = plan.store
+    layout = f"sharded, shard_time {store['shard_time']}" if store["shard"] else "unsharded"
+    codec = store["codec"]
+    out.print(
+        f"  store     {escape(str(store['path'] or '(not set: --out)'))}: {store['dtype']}, "
+        f"nodata {store['nodata']}, encoding {store['encoding']}, {codec['name']} "
+        f"{codec.get('level', '')}, {layout}",
+        highlight=False,
+    )
+    bands = ", ".join(
+        f"{b['name']} <- {'|'.join(b['asset'])} (x{_fmt(b['scale'])} {_fmt(b['offset']):s})"
+        for b in plan.bands
+    )
+    out.print(f"  bands     {escape(bands)}", highlight=False)
+    conv = plan.dn_convention
+    if conv["harmonized_bands"]:
+        out.print(
+            f"  numbers   stored with Sentinel-2 offset {conv['store_dn_offset']} "
+            f"(physical = stored x scale + offset); each item corrected to it",
+            highlight=False,
+        )
+    if plan.mask is not None:
+        keep = ", ".join(str(k) for k in plan.mask["keep"])
+        out.print(
+            f"  mask      {escape('|'.join(plan.mask['asset']))}, classes kept {keep}",
+            highlight=False,
+        )
+    gap = plan.gap_fill
+    gap_text = gap["method"] + (f", max age {gap['max_age']} months" if gap.get("max_age") else "")
+    out.print(
+        f"  composite monthly {plan.composite['method']}; gap-fill {gap_text}", highlight=False
+    )
+
+    levels = Table(title="levels", title_justify="left")
+    for col in ("level", "resolution (m)", "shape (y, x)", "grid (rows x cols)", "cells"):
+        levels.add_column(col, justify="right")
+    for lv in grid.levels:
+        levels.add_row(
+            lv.path,
+            _fmt(lv.resolution),
+            f"{lv.shape[0]} x {lv.shape[1]}",
+            f"{lv.grid[0]} x {lv.grid[1]}",
+            str(lv.grid[0] * lv.grid[1]),
+        )
+    out.print(levels)
+
+    months = Table(title="months", title_justify="left")
+    for col, justify in (
+        ("month", "left"),
+        ("items", "right"),
+        ("solar days", "right"),
+        ("dropped", "left"),
+    ):
+        months.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for m in plan.months:
+        reasons: dict[str, int] = {}
+        for d in m.dropped:
+            reasons[d.reason] = reasons.get(d.reason, 0) + 1
+        dropped = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) or "-"
+        months.add_row(
+            m.month,
+            str(len(m.items)) if m.items else "[yellow]0 (empty)[/]",
+            str(len(m.solar_days)),
+            escape(dropped),
+        )
+    out.print(months)
+
+    items = Table(title="items", title_justify="left")
+    items.add_column("item", overflow="fold")
+    items.add_column("acquired")
+    items.add_column("cloud %", justify="right")
+    items.add_column("decision", overflow="fold")
+    items.add_column("DN offset -> correction", overflow="fold")
+    for m in plan.months:
+        rows: list[tuple[str, list[str]]] = []
+        for p in m.items:
+            notes = "".join(f"\n[dim]{escape(n)}[/]" for n in p.notes)
+            dn = f"{p.dn_offset} -> {p.correction:+d} [dim]({escape(_rule_label(p))})[/]"
+            if not p.lossless:
+                dn += " [red]lossy[/]"
+            rows.append(
+                (
+                    p.datetime,
+                    [
+                        escape(p.id),
+                        _short_time(p.datetime),
+                        f"{p.cloud_cover:.1f}" if p.cloud_cover is not None else "-",
+                        "[green]kept[/]" + notes,
+                        dn,
+                    ],
+                )
+            )
+        for d in m.dropped:
+            rows.append((d.datetime or "", _dropped_row(d)))
+        for i, (_, row) in enumerate(sorted(rows, key=lambda r: r[0])):
+            items.add_row(*row, end_section=i == len(rows) - 1)
+    for d in plan.outside:
+        items.add_row(*_dropped_row(d))
+    if items.row_count:
+        out.print(items)
+
+    t = plan.totals
+    dropped = ", ".join(f"{k} {v}" for k, v in t.dropped.items()) or "none"
+    corrections = ", ".join(f"{k} x{v}" for k, v in t.corrections.items()) or "none"
+    out.print(
+        f"[bold]totals[/]    {t.months} months ({t.empty_months} empty), {t.items_found} items "
+        f"found, {t.items_kept} kept, dropped: {escape(dropped)}; {t.observations} solar-day "
+        f"observations; corrections: {escape(corrections)}",
+        highlight=False,
+    )
+    e = plan.estimate
+    out.print(
+        f"[bold]estimate[/]  {e.timesteps} timesteps x {e.bands} bands, {e.levels} levels; "
+        f"{_human_bytes(e.raw_bytes)} raw, about {_human_bytes(e.estimated_bytes)} stored; "
+        f"{e.objects} objects ({e.chunk_objects} chunks, {e.metadata_objects} metadata)",
+        highlight=False,
+    )
+    for warning in plan.warnings:
+        out.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+
+
+def _recipe_failure(exc: RecipeError) -> None:
+    """Print every problem of a broken recipe on stderr, one per line, and exit 2."""
+    for problem in exc.problems:
+        err.print(f"[bold red]error:[/] {escape(str(problem))}", highlight=False)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def build_cmd(
+    recipe: Annotated[str, typer.Argument(help="The recipe YAML file.", show_default=False)],
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the monthly plan; load no pixels."),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the plan as JSON on stdout.")
+    ] = False,
+    out_path: Annotated[
+        str | None,
+        typer.Option("--out", help="Store path or URL; overrides store.path of the recipe."),
+    ] = None,
+) -> None:
+    """Build the store of a recipe. With --dry-run: print the plan (grid, months, items, cost)."""
+    try:
+        parsed = load_recipe(recipe)
+    except RecipeError as exc:
+        _recipe_failure(exc)
+        return
+    if not dry_run:
+        fail(NOT_IMPLEMENTED, EXIT_RUNTIME)
+
+    def on_page(page: int, count: int) -> None:
+        status.update(f"searching: page {page}, {count} items")
+
+    try:
+        with err.status("resolving items ...") as status:
+            plan = plan_recipe(parsed, out=out_path, on_page=on_page)
+    except RecipeError as exc:
+        _recipe_failure(exc)
+        return
+    except CzError as exc:
+        fail(escape(str(exc)), EXIT_RUNTIME)
+    if as_json:
+        print_json(plan.to_dict())
+    else:
+        print_plan(plan)
+
+
+def register(app: Any) -> None:
+    """Add ``build`` to the typer app."""
+    app.command("build")(build_cmd)
