@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH_DOC = ROOT / "docs" / "benchmarks.md"
 
 
-def series_block(t0: int, t1: int, n_band: int, y0: int, y1: int, x0: int, x1: int, seed: int = 7) -> np.ndarray:
+def series_block(
+    t0: int, t1: int, n_band: int, y0: int, y1: int, x0: int, x1: int, seed: int = 7
+) -> np.ndarray:
     """uint16 (time, band, y, x) Sentinel-2-like reflectance: fields with a seasonal vegetation
     cycle per field, a river, and sensor noise. Deterministic per pixel (any block, same values)."""
     yy, xx = np.mgrid[y0:y1, x0:x1].astype(np.float32)
@@ -64,7 +66,11 @@ def machine() -> str:
 def update_section(title: str, body: str) -> None:
     """Replace (or add) the ``## title`` section of docs/benchmarks.md, keeping the others."""
     BENCH_DOC.parent.mkdir(parents=True, exist_ok=True)
-    text = BENCH_DOC.read_text() if BENCH_DOC.exists() else "# Benchmarks\n\nMeasured figures; each section says the command that produced it.\n"
+    text = (
+        BENCH_DOC.read_text()
+        if BENCH_DOC.exists()
+        else "# Benchmarks\n\nMeasured figures; each section says the command that produced it.\n"
+    )
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     section = f"## {title}\n\n_Last run {stamp} on {machine()}._\n\n{body.strip()}\n"
     pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
