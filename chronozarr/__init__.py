@@ -18,6 +18,7 @@ from chronozarr.errors import (
     CorruptStoreError,
     EncodeError,
     NotAChronozarrStoreError,
+    RemoteStoreError,
     StoreNotFoundError,
     UnsupportedError,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "Finding",
     "NotAChronozarrStoreError",
     "Reader",
+    "RemoteStoreError",
     "Report",
     "StoreNotFoundError",
     "UnsupportedError",

@@ -12,6 +12,7 @@ __all__ = [
     "CorruptStoreError",
     "EncodeError",
     "NotAChronozarrStoreError",
+    "RemoteStoreError",
     "StoreNotFoundError",
     "UnsupportedError",
 ]
@@ -51,3 +52,9 @@ class UnsupportedError(ChronozarrError):
 
 class CorruptStoreError(ChronozarrError):
     """Metadata or an object of the store is malformed (bad JSON, bad index checksum, ...)."""
+
+
+class RemoteStoreError(ChronozarrError, OSError):
+    """A request to a remote store failed for a reason other than an absent key (a 404 is not
+    an error: it reads as a missing object, spec 7.2/9). The message names the request, the URL
+    and the host's answer, without the client library's debug dump."""
