@@ -101,7 +101,10 @@ def format_time(ms: int) -> str:
     Fractional seconds appear only when non-zero (milliseconds).
     """
     dt = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC) + _dt.timedelta(milliseconds=int(ms))
-    text = dt.strftime("%Y-%m-%dT%H:%M:%S")
+    # not strftime("%Y"): glibc does not zero-pad years below 1000, and ISO-8601 needs 4 digits
+    text = (
+        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
+    )
     if dt.microsecond:
         text += f".{dt.microsecond // 1000:03d}"
     return text + "Z"
@@ -191,7 +194,7 @@ class Temporal:
             interval = int(obj["anchor_interval"])
             anchors = tuple(int(a) for a in obj["anchor_indices"])
             refs = {int(k): int(v) for k, v in obj.get("delta_reference", {}).items()}
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CorruptStoreError(f"{key}: malformed star-delta block ({exc!r})") from exc
         return cls(
             encoding="star-delta",
@@ -337,6 +340,11 @@ class RootAttrs:
                 raise CorruptStoreError("chronozarr.levels: expected a list")
             levels = tuple(LevelInfo.from_json(v, i) for i, v in enumerate(obj["levels"]))
         band_names = obj.get("band_names")
+        if band_names is not None and not isinstance(band_names, list):
+            raise CorruptStoreError("chronozarr.band_names: expected a list of strings")
+        shard_bytes = obj.get("shard_bytes")
+        if shard_bytes is not None:
+            _check_shard_bytes(shard_bytes)
         raw_bands = obj["bands"]
         return cls(
             spec_version=version,
@@ -392,6 +400,21 @@ class RootAttrs:
 
     def evolve(self, **changes: Any) -> RootAttrs:
         return replace(self, **changes)
+
+
+def _check_shard_bytes(value: Any) -> None:
+    """shard_bytes is {level: {"ts/r/c": non-negative length}} (spec 7.3)."""
+    key = "chronozarr.shard_bytes"
+    if not isinstance(value, Mapping):
+        raise CorruptStoreError(f"{key}: expected an object")
+    for level, shards in value.items():
+        if not isinstance(shards, Mapping):
+            raise CorruptStoreError(f"{key}.{level}: expected an object")
+        for name, length in shards.items():
+            if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+                raise CorruptStoreError(
+                    f"{key}.{level}.{name}: expected a byte length, got {length!r}"
+                )
 
 
 def _key_order(key: str) -> tuple[int, ...]:
@@ -468,6 +491,11 @@ def codec_chain(codec: str, options: Mapping[str, Any] | None, dtype: str) -> li
     Raises ValueError naming the option when ``codec`` or an option is not allowed.
     """
     opts = dict(options or {})
+    for name, value in opts.items():
+        if name in ("level", "clevel", "blocksize") and (
+            isinstance(value, bool) or not isinstance(value, int | np.integer)
+        ):
+            raise ValueError(f"codec_options.{name}: expected an integer, got {value!r}")
     itemsize = np.dtype(dtype).itemsize
     bytes_codec: dict[str, Any] = {"name": "bytes"}
     if itemsize > 1:  # spec 2.3: a one-byte dtype has no byte order
@@ -645,6 +673,13 @@ class ArrayInfo:
     @classmethod
     def from_json(cls, doc: Any, key: str, *, allowed_dtypes: Sequence[str] = DTYPES) -> ArrayInfo:
         """Parse and check an array document; unsupported dtype/codec raises UnsupportedError."""
+        try:
+            return cls._from_json(doc, key, allowed_dtypes)
+        except (TypeError, AttributeError, ValueError, KeyError, IndexError) as exc:
+            raise CorruptStoreError(f"{key}: malformed array metadata ({exc!r})") from exc
+
+    @classmethod
+    def _from_json(cls, doc: Any, key: str, allowed_dtypes: Sequence[str]) -> ArrayInfo:
         if not isinstance(doc, Mapping) or doc.get("node_type") != "array":
             raise CorruptStoreError(f"{key}: not a Zarr v3 array document")
         try:

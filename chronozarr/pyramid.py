@@ -6,6 +6,8 @@ its validity, the mask and the coverage alike), so H_k = ceil(H_{k-1} / 2). Pure
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["block_mean", "coverage_reduce", "mask_reduce", "pad_even", "validity"]
@@ -50,6 +52,15 @@ def block_mean(values: np.ndarray, valid: np.ndarray, nodata: float | int | None
     v = pad_even(values)
     ok = pad_even(np.broadcast_to(np.asarray(valid, dtype=bool), values.shape))
     wide = np.float64 if dtype.kind == "f" else np.int32
+    if dtype.kind == "f":  # infinities are data: inf + -inf is NaN, quietly (its honest mean)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return _block_mean(v, ok, nodata, dtype, wide)
+    return _block_mean(v, ok, nodata, dtype, wide)
+
+
+def _block_mean(
+    v: np.ndarray, ok: np.ndarray, nodata: Any, dtype: np.dtype, wide: Any
+) -> np.ndarray:
     qa, qb, qc, qd = _quads(v)
     if ok.all():  # the common case: no mask or nodata inside; one pass, no selects
         total = qa.astype(wide) + qb + qc + qd

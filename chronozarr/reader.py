@@ -94,10 +94,16 @@ class ArrayReader:
         self.info = info
         self.shard_bytes = dict(shard_bytes or {})
         self._index_cache = index_cache if index_cache is not None else _LRU(64 << 20)
-        self._codec = _codecs.ChunkCodec(info.codecs, info.dtype, info.inner_chunk_shape)
+        try:
+            self._codec = _codecs.ChunkCodec(info.codecs, info.dtype, info.inner_chunk_shape)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise CorruptStoreError(f"{path}: malformed codec configuration ({exc!r})") from exc
         self.has_band = len(info.shape) == 4
         self.chunk_reads = 0
-        self.fill = info.typed_fill()
+        try:
+            self.fill = info.typed_fill()
+        except (TypeError, ValueError) as exc:
+            raise CorruptStoreError(f"{path}: fill_value {info.fill_value!r} ({exc})") from exc
 
     def _key(self, t_index: int, r: int, c: int) -> str:
         sep = self.info.separator
@@ -178,6 +184,8 @@ class Reader:
     def __init__(self, store: Store, root: Mapping[str, Any], *, cache_bytes: int = 256 << 20):
         self.store = store
         attributes = root.get("attributes") or {}
+        if not isinstance(attributes, Mapping):
+            raise CorruptStoreError(f"{store.url}/zarr.json: attributes must be an object")
         if "chronozarr" not in attributes:
             raise NotAChronozarrStoreError(
                 f"{store.url}/zarr.json: a Zarr group without the 'chronozarr' attribute"
@@ -185,9 +193,8 @@ class Reader:
         self.attrs = RootAttrs.from_json(attributes["chronozarr"])
         self.multiscales = attributes.get("multiscales")
         consolidated = root.get("consolidated_metadata") or {}
-        self._consolidated: Mapping[str, Any] = (
-            consolidated.get("metadata", {}) if isinstance(consolidated, Mapping) else {}
-        )
+        meta = consolidated.get("metadata") if isinstance(consolidated, Mapping) else None
+        self._consolidated: Mapping[str, Any] = meta if isinstance(meta, Mapping) else {}
         self._index_cache = _LRU(64 << 20)
         self._anchor_cache = _LRU(cache_bytes)
         self._arrays: dict[tuple[int, str], ArrayReader] = {}
@@ -367,7 +374,7 @@ class Reader:
         if ref is None:
             if t in self.attrs.temporal._anchor_set:
                 return self._anchor(arr, t, row, col, level).copy()
-            return arr.inner(t, row, col)[0]
+            return np.require(arr.inner(t, row, col)[0], requirements="W")  # caller may edit it
         anchor = self._anchor(arr, ref, row, col, level)
         return apply_residual(anchor, arr.inner(t, row, col)[0])
 
@@ -555,4 +562,8 @@ def open_store(path_or_url: Any, **options: Any) -> Reader:
         or root.get("node_type") != "group"
     ):
         raise NotAChronozarrStoreError(f"{store.url}/zarr.json: not a Zarr v3 group")
-    return Reader(store, root, cache_bytes=cache_bytes)
+    try:
+        return Reader(store, root, cache_bytes=cache_bytes)
+    except (TypeError, AttributeError, ValueError, KeyError, IndexError) as exc:
+        # a safety net under the typed checks: malformed metadata never escapes as a bare error
+        raise CorruptStoreError(f"{store.url}: malformed metadata ({exc!r})") from exc

@@ -71,7 +71,11 @@ def apply_residual(anchor: np.ndarray, delta: np.ndarray) -> np.ndarray:
 def abs_diff_sum(source: np.ndarray, ref: np.ndarray) -> float:
     """Sum of |source - ref| on exact differences (int64 for integers, float64 for float32) (5)."""
     if source.dtype.kind == "f":
-        return float(np.abs(source.astype(np.float64) - ref.astype(np.float64)).sum())
+        a, b = source.astype(np.float64), ref.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            # equal values (the same infinity included) differ by 0, not inf - inf = NaN
+            diff = np.where(a == b, 0.0, np.abs(a - b))
+        return float(diff.sum())
     return float(np.abs(source.astype(np.int64) - ref.astype(np.int64)).sum())
 
 

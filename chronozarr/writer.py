@@ -168,6 +168,27 @@ def _normalize_bands(bands: Sequence[Any], n_band: int) -> tuple[Band, ...]:
     return tuple(out)
 
 
+def _local_target(store: Any) -> str:
+    """The local folder a store is written to: a path or a ``file://`` URL. Other URLs are
+    refused (write locally, then ``cz publish``: spec 9's upload order is the publisher's job)."""
+    from urllib.parse import unquote, urlparse
+
+    try:
+        text = os.fspath(store)
+    except TypeError as exc:
+        raise EncodeError("store", f"expected a local path, got {store!r}") from exc
+    parsed = urlparse(text)
+    if parsed.scheme == "file":
+        return unquote(parsed.path)
+    if len(parsed.scheme) > 1:  # (one letter is a Windows drive)
+        raise EncodeError(
+            "store",
+            f"{text!r}: encode writes a local folder; write it locally, then publish it with "
+            f"`cz publish STORE {parsed.scheme}://...`",
+        )
+    return text
+
+
 def _normalize_crs(crs: Any) -> str:
     if isinstance(crs, int) and not isinstance(crs, bool):
         return f"EPSG:{crs}"
@@ -698,7 +719,7 @@ def encode(
     if provenance is not None and not isinstance(provenance, Mapping):
         raise EncodeError("provenance", "expected an object (mapping)")
 
-    target = LocalStore(store)
+    target = LocalStore(_local_target(store))
     if target.root.exists() and (not target.root.is_dir() or any(target.root.iterdir())):
         what = "holds a Zarr store" if target.get("zarr.json") is not None else "is not empty"
         raise EncodeError(
