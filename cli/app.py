@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from cz import cmd_build, cmd_publish, cmd_store
+from cz import cmd_append, cmd_build, cmd_publish, cmd_store
 
 app = typer.Typer(
     name="cz",
@@ -22,6 +22,7 @@ app = typer.Typer(
 
 cmd_store.register(app)
 cmd_build.register(app)
+cmd_append.register(app)
 cmd_publish.register(app)
 
 

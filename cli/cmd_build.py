@@ -1,30 +1,54 @@
-"""``cz build RECIPE``: from a recipe to a store. This issue implements the plan (``--dry-run``).
+"""``cz build RECIPE``: from a recipe to a store (``--dry-run``: only the plan).
 
 ``--dry-run`` resolves the recipe's items and prints the monthly plan without loading a pixel:
 the grid and its levels, per month the items kept and dropped (with the reason), the
 digital-number correction of each item, totals, and an estimate of the store's size and object
-count. ``--json`` prints the same plan as JSON on stdout. Progress goes to stderr.
+count. ``--json`` prints the same plan as JSON on stdout.
 
-Exit codes: 0 plan printed, 1 runtime error (catalog unreachable, not implemented), 2 usage error
-(a broken recipe: every problem is listed with file, line and field).
+Without ``--dry-run`` the store is built (:func:`cz.build.build`): composites month by month, then
+the store cell by cell, with progress bars on stderr (months and cells, rates and ETA) and a
+summary on stdout (``--json``: the summary as JSON). ``--scheduler ADDRESS`` runs the composites
+on a dask.distributed cluster; ``--workers N`` sets the local threads. A URL ``--out``
+(``s3://...``) is built locally, then published with ``cz publish``'s machinery.
+
+Exit codes: 0 done, 1 runtime error (catalog unreachable, an unreadable asset, an unwritable
+target), 2 usage error (a broken recipe: every problem is listed with file, line and field).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    ProgressColumn,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import Progress as RichBars
 from rich.table import Table
+from rich.text import Text
 
+from cz.build import BuildOptions, BuildResult, Progress, build
 from cz.errors import CzError, RecipeError
 from cz.output import EXIT_RUNTIME, EXIT_USAGE, err, fail, out, print_json
 from cz.plan import DroppedItem, Plan, PlannedItem, plan_recipe
 from cz.recipe import load_recipe
 
-__all__ = ["build_cmd", "print_plan", "register"]
-
-NOT_IMPLEMENTED = "building pixels is not implemented yet (issue 5); use --dry-run"
+__all__ = [
+    "RichProgress",
+    "build_cmd",
+    "print_plan",
+    "print_result",
+    "register",
+    "run_build_errors",
+]
 
 
 def _human_bytes(n: float) -> str:
@@ -227,6 +251,156 @@ def _recipe_failure(exc: RecipeError) -> None:
     raise typer.Exit(EXIT_USAGE)
 
 
+# --------------------------------------------------------------------------------------------
+# progress and summary of a build (shared with cz append)
+
+_PHASES = {
+    "plan": ("plan", ""),
+    "months": ("months", "months"),
+    "cells": ("cells", "cells"),
+    "pyramid": ("pyramid", ""),
+    "publish": ("publish", "objects"),
+}
+
+
+class _Count(ProgressColumn):
+    """``done/total`` (fractions kept while a month or cell is under way)."""
+
+    def render(self, task: Any) -> Text:
+        if task.total is None or not task.fields.get("unit"):
+            return Text("")
+        done = task.completed
+        text = f"{done:.0f}" if float(done).is_integer() else f"{done:.1f}"
+        return Text(f"{text}/{task.total:.0f}", style="progress.download")
+
+
+class _Rate(ProgressColumn):
+    """Units per second (or seconds per unit when slower than one a second)."""
+
+    def render(self, task: Any) -> Text:
+        unit = task.fields.get("unit", "")
+        elapsed = task.finished_time if task.finished else task.elapsed
+        speed = task.completed / elapsed if elapsed else None
+        if not unit or not speed:
+            return Text("")
+        if speed >= 1:
+            return Text(f"{speed:.1f} {unit}/s", style="progress.data.speed")
+        return Text(f"{1 / speed:.1f} s/{unit.rstrip('s')}", style="progress.data.speed")
+
+
+class RichProgress(Progress):
+    """Draws the build's phases as rich progress bars on stderr (see :class:`cz.build.Progress`).
+
+    Thread-safe: the writer's threads report cells while the main thread reports months.
+    """
+
+    def __init__(self) -> None:
+        self.bars = RichBars(
+            SpinnerColumn(finished_text="[green]✓[/]"),
+            TextColumn("{task.description:<8}"),
+            BarColumn(bar_width=24),
+            _Count(),
+            _Rate(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TextColumn("[dim]{task.fields[detail]}[/]"),
+            console=err,
+            transient=False,
+            refresh_per_second=8,
+        )
+        self.tasks: dict[str, TaskID] = {}
+        self.lock = threading.Lock()
+        self.started = False
+
+    def __enter__(self) -> RichProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.started:
+            self.bars.stop()
+
+    def start(self, phase: str, total: float | None = None, detail: str = "") -> None:
+        label, unit = _PHASES.get(phase, (phase, ""))
+        with self.lock:
+            if not self.started:  # drawn from the first phase on: a refusal draws nothing
+                self.bars.start()
+                self.started = True
+            if phase in self.tasks:
+                self.bars.update(self.tasks[phase], total=total, detail=escape(detail))
+                return
+            self.tasks[phase] = self.bars.add_task(
+                label, total=total, detail=escape(detail), unit=unit
+            )
+
+    def advance(self, phase: str, amount: float = 1.0) -> None:
+        task = self.tasks.get(phase)
+        if task is not None:
+            self.bars.advance(task, amount)
+
+    def finish(self, phase: str) -> None:
+        with self.lock:
+            task = self.tasks.get(phase)
+            if task is None:
+                return
+            total = self.bars.tasks[task].total  # type: ignore[index]
+            if total is None:
+                self.bars.update(task, total=1, completed=1)
+            else:
+                self.bars.update(task, completed=total)
+            self.bars.stop_task(task)
+
+    def note(self, message: str) -> None:
+        self.bars.console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+
+
+def print_result(result: BuildResult) -> None:
+    """The summary of a build or append, for people, on stdout."""
+    verb = "built" if result.action == "build" else "appended to"
+    where = result.published or result.store
+    out.print(f"[bold]{verb}[/] {escape(where)} in {result.seconds:.1f} s", highlight=False)
+    months = result.months
+    span = f"{months[0]} .. {months[-1]}" if months else "-"
+    empty = f"; {len(result.empty_months)} empty: {', '.join(result.empty_months[:6])}"
+    out.print(
+        f"  {len(months)} month(s) ({span}{empty if result.empty_months else ''}), "
+        f"{len(result.bands)} bands ({', '.join(result.bands)}), "
+        f"{result.shape[0]} x {result.shape[1]} px, {result.levels} levels, "
+        f"{result.cells} cells at level 0",
+        highlight=False,
+    )
+    out.print(
+        f"  {result.items_read} items read, {result.observations} solar-day observations; "
+        f"pixels valid {100 * result.valid_fraction:.1f} %, gap-filled "
+        f"{100 * result.gap_filled_fraction:.1f} %",
+        highlight=False,
+    )
+    out.print(
+        f"  composites {result.composite_seconds:.1f} s, store {result.write_seconds:.1f} s; "
+        f"encoding {result.encoding}; {_human_bytes(result.bytes)} in {result.objects} objects",
+        highlight=False,
+    )
+    if result.skipped:
+        out.print(
+            f"  [yellow]{len(result.skipped)} item(s) skipped[/] (recorded in the provenance):",
+            highlight=False,
+        )
+        for s in result.skipped[:20]:
+            out.print(
+                f"    {escape(s.item)} ({s.month}): asset {escape(s.asset)}: {escape(s.error)}",
+                highlight=False,
+            )
+
+
+def run_build_errors(exc: BaseException) -> None:
+    """Turn a build/append error into a message on stderr and an exit code."""
+    if isinstance(exc, RecipeError):
+        _recipe_failure(exc)
+    if isinstance(exc, CzError):
+        fail(escape(str(exc)), EXIT_RUNTIME)
+    raise exc
+
+
 def build_cmd(
     recipe: Annotated[str, typer.Argument(help="The recipe YAML file.", show_default=False)],
     dry_run: Annotated[
@@ -234,12 +408,45 @@ def build_cmd(
         typer.Option("--dry-run", help="Print the monthly plan; load no pixels."),
     ] = False,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the plan as JSON on stdout.")
+        bool, typer.Option("--json", help="Print the plan (or the build summary) as JSON.")
     ] = False,
     out_path: Annotated[
         str | None,
         typer.Option("--out", help="Store path or URL; overrides store.path of the recipe."),
     ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="Address of a dask.distributed scheduler (tcp://host:8786) to composite on; "
+            "default: local threads.",
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", min=1, help="Local threads (default: CPU count, at most 8)."),
+    ] = None,
+    skip_failed: Annotated[
+        bool,
+        typer.Option(
+            "--skip-failed-items",
+            help="Leave out items whose assets cannot be read (recorded in the provenance).",
+        ),
+    ] = False,
+    work_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--work-dir",
+            help="Folder for the temporary composites (and the local copy of a URL target); "
+            "default: next to the store.",
+        ),
+    ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite", help="Replace an existing local store once the new one is complete."
+        ),
+    ] = False,
 ) -> None:
     """Build the store of a recipe. With --dry-run: print the plan (grid, months, items, cost)."""
     try:
@@ -248,7 +455,24 @@ def build_cmd(
         _recipe_failure(exc)
         return
     if not dry_run:
-        fail(NOT_IMPLEMENTED, EXIT_RUNTIME)
+        options = BuildOptions(
+            scheduler=scheduler,
+            workers=workers,
+            skip_failed=skip_failed,
+            overwrite=overwrite,
+            work_dir=work_dir,
+        )
+        try:
+            with RichProgress() as progress:
+                result = build(parsed, out=out_path, options=options, progress=progress)
+        except Exception as exc:
+            run_build_errors(exc)
+            return
+        if as_json:
+            print_json(result.to_json())
+        else:
+            print_result(result)
+        return
 
     def on_page(page: int, count: int) -> None:
         status.update(f"searching: page {page}, {count} items")

@@ -82,11 +82,11 @@ def test_out_url_is_kept_as_given(cli: Any, recipe_35mnm: Path) -> None:
     assert json.loads(result.stdout)["store"]["path"] == "s3://bucket/store.zarr"
 
 
-def test_build_without_dry_run_is_not_implemented(cli: Any, recipe_35mnm: Path) -> None:
+def test_build_without_an_output_is_a_clear_error(cli: Any, recipe_35mnm: Path) -> None:
     result = cli(str(recipe_35mnm))
     assert result.exit_code == 1
     assert result.stdout == ""
-    assert "building pixels is not implemented yet (issue 5); use --dry-run" in result.stderr
+    assert "no output: give --out or set store.path in the recipe" in result.stderr
 
 
 def test_broken_recipe_exits_2_with_every_located_problem(cli: Any, tmp_path: Path) -> None:

@@ -1,0 +1,94 @@
+"""``cz append RECIPE --month 2026-10[..2026-12]``: composite new months and append them (spec 14).
+
+The months are composited with the recipe exactly as ``cz build`` does (:func:`cz.build.append_months`)
+and added with ``chronozarr.append``. Refused, before anything is written: months already in the
+store, months before its last one or leaving a gap after it, a recipe whose grid, bands or store
+options differ from the store's, and a store given as a URL (append to a local copy, validate,
+then ``cz publish``).
+
+Exit codes: 0 appended, 1 runtime error or refusal, 2 usage error (a broken recipe or month).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from cz.build import BuildOptions, append_months, parse_months
+from cz.cmd_build import RichProgress, print_result, run_build_errors
+from cz.errors import RecipeError
+from cz.output import EXIT_USAGE, fail, print_json
+from cz.recipe import load_recipe
+
+__all__ = ["append_cmd", "register"]
+
+
+def append_cmd(
+    recipe: Annotated[str, typer.Argument(help="The recipe YAML file.", show_default=False)],
+    month: Annotated[
+        str,
+        typer.Option(
+            "--month",
+            help="The month to append, YYYY-MM, or a range YYYY-MM..YYYY-MM.",
+            show_default=False,
+        ),
+    ],
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="The local store; default: store.path of the recipe."),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", help="Address of a dask.distributed scheduler."),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", min=1, help="Local threads (default: CPU count, at most 8)."),
+    ] = None,
+    skip_failed: Annotated[
+        bool,
+        typer.Option(
+            "--skip-failed-items",
+            help="Leave out items whose assets cannot be read (recorded in the provenance).",
+        ),
+    ] = False,
+    work_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--work-dir",
+            help="Folder for the temporary composites (and the local copy of a URL target); "
+            "default: next to the store.",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Composite new months with the recipe and append them to its store."""
+    try:
+        months = parse_months(month)
+    except ValueError as exc:
+        fail(f"--month: {escape(str(exc))}", EXIT_USAGE)
+    try:
+        parsed = load_recipe(recipe)
+    except RecipeError as exc:
+        run_build_errors(exc)
+        return
+    options = BuildOptions(
+        scheduler=scheduler, workers=workers, skip_failed=skip_failed, work_dir=work_dir
+    )
+    try:
+        with RichProgress() as progress:
+            result = append_months(parsed, months, store=store, options=options, progress=progress)
+    except Exception as exc:
+        run_build_errors(exc)
+        return
+    if as_json:
+        print_json(result.to_json())
+    else:
+        print_result(result)
+
+
+def register(app: Any) -> None:
+    """Add ``append`` to the typer app."""
+    app.command("append")(append_cmd)
