@@ -76,7 +76,9 @@ def abs_diff_sum(source: np.ndarray, ref: np.ndarray) -> float:
             # equal values (the same infinity included) differ by 0, not inf - inf = NaN
             diff = np.where(a == b, 0.0, np.abs(a - b))
         return float(diff.sum())
-    return float(np.abs(source.astype(np.int64) - ref.astype(np.int64)).sum())
+    diff = np.subtract(source, ref, dtype=np.int32)  # exact for uint8, uint16 and int16 (spec 5)
+    np.abs(diff, out=diff)
+    return float(diff.sum(dtype=np.int64))
 
 
 def volatility_value(total_abs_diff: float, count: int) -> np.float32:

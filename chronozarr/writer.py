@@ -510,8 +510,18 @@ def _sample_cells(rows: int, cols: int) -> list[tuple[int, int]]:
     return [divmod(i, cols) for i in idx]
 
 
+def sample_window(n_time: int, anchor_interval: int) -> range:
+    """The timesteps the auto sample encodes both ways (spec 4.3 samples cells; we also bound
+    the time axis): two anchor intervals (at least 12 timesteps) starting at the anchor nearest
+    the middle of the series, or the whole axis when it is shorter. A decade of months then costs
+    the same sample as two years, and the sampled chunks of the chosen encoding are reused."""
+    width = min(n_time, max(12, 2 * anchor_interval))
+    start = ((n_time - width) // 2 // anchor_interval) * anchor_interval
+    return range(start, start + width)
+
+
 def _choose_encoding(
-    layout_sd: Layout, inp: _Input, height: int, width: int, workers: int
+    layout_sd: Layout, inp: _Input, height: int, width: int, workers: int, anchor_interval: int
 ) -> tuple[
     float, int, dict[tuple[int, int], dict[int, bytes]], dict[tuple[int, int], dict[int, bytes]]
 ]:
@@ -520,7 +530,7 @@ def _choose_encoding(
     cs = layout_sd.cs
     rows, cols = grid_shape(height, width, cs)
     cells = _sample_cells(rows, cols)
-    tasks = split_tasks(cells, range(layout_sd.n_time), None, workers)
+    tasks = split_tasks(cells, sample_window(layout_sd.n_time, anchor_interval), None, workers)
 
     def one(
         task: tuple[tuple[int, int], range],
@@ -763,7 +773,9 @@ def encode(
     chosen = encoding
     if encoding == "auto":
         if dtype.name in DELTA_DTYPES:
-            ratio, n_sampled, plains, deltas = _choose_encoding(layout, inp, height, width, workers)
+            ratio, n_sampled, plains, deltas = _choose_encoding(
+                layout, inp, height, width, workers, int(anchor_interval)
+            )
             ratio = round(ratio, 4)  # the recorded ratio is the one the 0.85 rule is applied to
             chosen = "star-delta" if ratio <= AUTO_THRESHOLD else "none"
             samples = deltas if chosen == "star-delta" else plains
