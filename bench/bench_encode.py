@@ -237,7 +237,7 @@ def main() -> None:
     ]
     read_rows = [
         (
-            "zarr-python: one raw chunk (2 x 512 x 512 ... all bands)",
+            "zarr-python: one raw chunk (4 bands x 512 x 512 uint16)",
             f"{reads['raw_chunk_ms']:.2f} ms",
             "1.00x",
         ),
