@@ -254,15 +254,30 @@ class LevelInfo:
     def from_json(cls, obj: Any, i: int) -> LevelInfo:
         key = f"chronozarr.levels[{i}]"
         try:
-            return cls(
+            level = cls(
                 path=str(obj["path"]),
                 resolution=float(obj["resolution"]),
                 transform=tuple(float(v) for v in obj["transform"]),
                 shape=tuple(int(v) for v in obj["shape"]),
-                grid=(int(obj["grid"][0]), int(obj["grid"][1])),
+                grid=tuple(int(v) for v in obj["grid"]),  # type: ignore[arg-type]
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise CorruptStoreError(f"{key}: malformed level entry ({exc!r})") from exc
+        # spec 3.7: shape mirrors the (time, band, y, x) data array, grid the cell grid
+        if len(level.shape) != 4 or any(v < 0 for v in level.shape):
+            raise CorruptStoreError(
+                f"{key}.shape: expected 4 non-negative integers (time, band, y, x), "
+                f"got {list(level.shape)}"
+            )
+        if len(level.grid) != 2 or any(v < 0 for v in level.grid):
+            raise CorruptStoreError(
+                f"{key}.grid: expected 2 non-negative integers, got {list(level.grid)}"
+            )
+        if len(level.transform) != 6:
+            raise CorruptStoreError(
+                f"{key}.transform: expected 6 numbers, got {list(level.transform)}"
+            )
+        return level
 
     def to_json(self) -> dict[str, Any]:
         return {
