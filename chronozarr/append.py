@@ -31,6 +31,7 @@ from chronozarr.metadata import (
     dumps,
     format_time,
     parse_time,
+    parse_times,
 )
 from chronozarr.reader import ArrayReader, Reader
 from chronozarr.storage import LocalStore
@@ -494,27 +495,16 @@ def _check(
         raise _refuse(
             "dtype", f"data is {np.dtype(data.dtype).name}, the store holds {store_dtype.name}"
         )
-    if isinstance(times, str) or len(times) != shape[0]:
-        raise _refuse(
-            "times",
-            f"expected {shape[0]} times (data axis 0), got {0 if isinstance(times, str) else len(times)}",
-        )
     try:
-        new_ms = [parse_time(t) for t in times]
-    except (TypeError, ValueError) as exc:
-        raise _refuse("times", f"cannot read a time: {exc}") from exc
+        new_ms = parse_times(times, shape[0])
+    except ValueError as exc:
+        raise _refuse("times", str(exc)) from exc
     last = parse_time(attrs.times[-1]) if attrs.times else None
     if last is not None and new_ms[0] <= last:
         raise _refuse(
             "times",
             f"new times must be after the store's last time {attrs.times[-1]}, got {format_time(new_ms[0])}",
         )
-    for i in range(1, len(new_ms)):
-        if new_ms[i] <= new_ms[i - 1]:
-            raise _refuse(
-                "times",
-                f"must be strictly increasing: {format_time(new_ms[i])} is not after {format_time(new_ms[i - 1])}",
-            )
     for name, plane, has in (
         ("mask", mask, attrs.mask_variable),
         ("coverage", coverage, attrs.coverage_variable),

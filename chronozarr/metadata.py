@@ -43,6 +43,7 @@ __all__ = [
     "level_group_attrs",
     "multiscales",
     "parse_time",
+    "parse_times",
     "plane_array_doc",
     "root_doc",
     "volatility_array_doc",
@@ -93,6 +94,27 @@ def parse_time(value: Any) -> int:
         dt = dt.replace(tzinfo=_dt.UTC)
     delta = dt - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def parse_times(times: Any, expected: int) -> list[int]:
+    """Milliseconds of ``expected`` strictly increasing times (encode and append share the rule).
+
+    Raises ValueError with a message meant to follow the argument name ``times``.
+    """
+    if isinstance(times, str) or not hasattr(times, "__len__") or len(times) != expected:
+        got = 0 if isinstance(times, str) or not hasattr(times, "__len__") else len(times)
+        raise ValueError(f"expected {expected} times (data axis 0), got {got}")
+    try:
+        values = [parse_time(t) for t in times]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cannot read a time: {exc}") from exc
+    for i in range(1, len(values)):
+        if values[i] <= values[i - 1]:
+            raise ValueError(
+                f"must be strictly increasing: times[{i}] = {format_time(values[i])} is not "
+                f"after times[{i - 1}] = {format_time(values[i - 1])}"
+            )
+    return values
 
 
 def format_time(ms: int) -> str:

@@ -44,7 +44,7 @@ from chronozarr.metadata import (
     group_doc,
     level_group_attrs,
     multiscales,
-    parse_time,
+    parse_times,
     plane_array_doc,
     root_doc,
     volatility_array_doc,
@@ -646,21 +646,10 @@ def encode(
     if min(n_time, n_band, height, width) < 1:
         raise EncodeError("data", f"every axis needs at least one element, got shape {data.shape}")
 
-    if isinstance(times, str) or len(times) != n_time:
-        raise EncodeError(
-            "times",
-            f"expected {n_time} times (data axis 0), got {0 if isinstance(times, str) else len(times)}",
-        )
     try:
-        times_ms = [parse_time(t) for t in times]
-    except (TypeError, ValueError) as exc:
-        raise EncodeError("times", f"cannot read a time: {exc}") from exc
-    for i in range(1, n_time):
-        if times_ms[i] <= times_ms[i - 1]:
-            raise EncodeError(
-                "times",
-                f"must be strictly increasing: times[{i}] = {format_time(times_ms[i])} is not after times[{i - 1}] = {format_time(times_ms[i - 1])}",
-            )
+        times_ms = parse_times(times, n_time)
+    except ValueError as exc:
+        raise EncodeError("times", str(exc)) from exc
     band_objs = _normalize_bands(bands, n_band)
     crs_text = _normalize_crs(crs)
     transform_t, resolution = _normalize_transform(transform)

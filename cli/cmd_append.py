@@ -19,6 +19,7 @@ from rich.markup import escape
 from cz.build import BuildOptions, append_months, parse_months
 from cz.cmd_build import RichProgress, print_result, run_build_errors
 from cz.errors import RecipeError
+from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt
 from cz.output import EXIT_USAGE, fail, print_json
 from cz.recipe import load_recipe
 
@@ -39,29 +40,10 @@ def append_cmd(
         str | None,
         typer.Option("--store", help="The local store; default: store.path of the recipe."),
     ] = None,
-    scheduler: Annotated[
-        str | None,
-        typer.Option("--scheduler", help="Address of a dask.distributed scheduler."),
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option("--workers", min=1, help="Local threads (default: CPU count, at most 8)."),
-    ] = None,
-    skip_failed: Annotated[
-        bool,
-        typer.Option(
-            "--skip-failed-items",
-            help="Leave out items whose assets cannot be read (recorded in the provenance).",
-        ),
-    ] = False,
-    work_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--work-dir",
-            help="Folder for the temporary composites (and the local copy of a URL target); "
-            "default: next to the store.",
-        ),
-    ] = None,
+    scheduler: SchedulerOpt = None,
+    workers: WorkersOpt = None,
+    skip_failed: SkipFailedOpt = False,
+    work_dir: WorkDirOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Composite new months with the recipe and append them to its store."""

@@ -37,6 +37,7 @@ from rich.text import Text
 
 from cz.build import BuildOptions, BuildResult, Progress, build
 from cz.errors import CzError, RecipeError
+from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt
 from cz.output import EXIT_RUNTIME, EXIT_USAGE, err, fail, out, print_json
 from cz.plan import DroppedItem, Plan, PlannedItem, plan_recipe
 from cz.recipe import load_recipe
@@ -414,33 +415,10 @@ def build_cmd(
         str | None,
         typer.Option("--out", help="Store path or URL; overrides store.path of the recipe."),
     ] = None,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(
-            "--scheduler",
-            help="Address of a dask.distributed scheduler (tcp://host:8786) to composite on; "
-            "default: local threads.",
-        ),
-    ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option("--workers", min=1, help="Local threads (default: CPU count, at most 8)."),
-    ] = None,
-    skip_failed: Annotated[
-        bool,
-        typer.Option(
-            "--skip-failed-items",
-            help="Leave out items whose assets cannot be read (recorded in the provenance).",
-        ),
-    ] = False,
-    work_dir: Annotated[
-        str | None,
-        typer.Option(
-            "--work-dir",
-            help="Folder for the temporary composites (and the local copy of a URL target); "
-            "default: next to the store.",
-        ),
-    ] = None,
+    scheduler: SchedulerOpt = None,
+    workers: WorkersOpt = None,
+    skip_failed: SkipFailedOpt = False,
+    work_dir: WorkDirOpt = None,
     overwrite: Annotated[
         bool,
         typer.Option(
