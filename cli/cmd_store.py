@@ -10,7 +10,7 @@ from rich.table import Table
 
 import chronozarr
 from chronozarr.errors import ChronozarrError, StoreNotFoundError
-from cz.output import EXIT_INVALID, EXIT_OK, err, fail, out, print_json
+from cz.output import EXIT_INVALID, EXIT_OK, fail, out, print_json
 
 __all__ = ["inspect_summary", "register"]
 
@@ -186,8 +186,17 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
             f"  total     {s['total']['objects']} objects, {_human(s['total']['bytes'])}",
             highlight=False,
         )
-    if s["provenance"]:
-        err.print(f"  provenance: {s['provenance']}", highlight=False)
+    prov = s["provenance"]
+    if isinstance(prov, dict) and prov:
+        # the human summary (spec 3.8 keys); everything else is in --json
+        for key in ("sources", "composite", "gap_fill", "notes"):
+            if key in prov:
+                value = prov[key]
+                text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+                out.print(f"  {key:9} {text}", highlight=False)
+        extra = sorted(k for k in prov if k not in ("sources", "composite", "gap_fill", "notes"))
+        if extra:
+            out.print(f"  provenance also: {', '.join(extra)} (see --json)", highlight=False)
 
 
 def register(app: typer.Typer) -> None:
