@@ -39,6 +39,7 @@ only grow: its old bytes must be a prefix of the new one). Anything else raises
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import json
 import logging
@@ -302,7 +303,7 @@ def file_md5(path: Path, limit: int | None = None) -> str:
     return h.hexdigest()
 
 
-class Target:
+class Target(abc.ABC):
     """Where a store is published. Subclasses: :class:`S3Target`, :class:`DirectoryTarget`."""
 
     url: str
@@ -310,22 +311,22 @@ class Target:
     #: the web server's configuration (a directory: docs/hosting.md)
     sets_headers: bool = False
 
+    @abc.abstractmethod
     def listing(self) -> dict[str, TargetObject]:
         """Every object already at the target (one listing)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def read(self, key: str) -> bytes | None:
         """The bytes of an object at the target, None when absent."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def stored_md5(self, key: str, obj: TargetObject, expected: str) -> str | None:
         """The MD5 of the object at the target (``expected`` lets a matching ETag answer without
         a request); None when the host cannot tell."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def upload(self, obj: StoreObject, path: Path, md5: str) -> None:
         """Write one object (atomically: a reader sees the old object or the new one)."""
-        raise NotImplementedError
 
     def overlaps(self, source: Path) -> bool:
         return False

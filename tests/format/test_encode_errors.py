@@ -32,7 +32,7 @@ def _kwargs(**over: Any) -> dict[str, Any]:
     return kw
 
 
-def _refused(tmp_path: Path, argument: str, data: Any = None, **over: Any) -> EncodeError:
+def assert_refused(tmp_path: Path, argument: str, data: Any = None, **over: Any) -> EncodeError:
     store = tmp_path / "out.zarr"
     with pytest.raises(EncodeError) as info:
         chronozarr.encode(_data() if data is None else data, store, **_kwargs(**over))
@@ -44,7 +44,7 @@ def _refused(tmp_path: Path, argument: str, data: Any = None, **over: Any) -> En
 
 @pytest.mark.parametrize("cs", [3, 1, 0, -2, 513, 2.0, True, "512"])
 def test_chunk_size_must_be_even_integer(tmp_path: Path, cs: Any) -> None:
-    _refused(tmp_path, "chunk_size", chunk_size=cs)
+    assert_refused(tmp_path, "chunk_size", chunk_size=cs)
 
 
 def test_chunk_size_small_even_accepted(tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_chunk_size_small_even_accepted(tmp_path: Path) -> None:
 @pytest.mark.parametrize("dtype", ["float32"])
 @pytest.mark.parametrize("nodata", [float("nan"), np.float32("nan"), float("inf"), -np.inf])
 def test_nan_and_inf_nodata(tmp_path: Path, dtype: str, nodata: Any) -> None:
-    err = _refused(tmp_path, "nodata", data=_data(dtype), nodata=nodata)
+    err = assert_refused(tmp_path, "nodata", data=_data(dtype), nodata=nodata)
     assert "NaN" in str(err) or "inf" in str(err).lower()
 
 
@@ -64,28 +64,28 @@ def test_nan_and_inf_nodata(tmp_path: Path, dtype: str, nodata: Any) -> None:
     [("uint8", 256), ("uint8", -1), ("uint16", 70000), ("int16", 40000), ("uint16", 1.5)],
 )
 def test_nodata_must_fit_dtype(tmp_path: Path, dtype: str, nodata: Any) -> None:
-    _refused(tmp_path, "nodata", data=_data(dtype), nodata=nodata)
+    assert_refused(tmp_path, "nodata", data=_data(dtype), nodata=nodata)
 
 
 @pytest.mark.parametrize("nodata", ["0", True, [0]])
 def test_nodata_must_be_a_number(tmp_path: Path, nodata: Any) -> None:
-    _refused(tmp_path, "nodata", nodata=nodata)
+    assert_refused(tmp_path, "nodata", nodata=nodata)
 
 
 @pytest.mark.parametrize("dtype", ["int16", "float32"])
 def test_star_delta_only_for_unsigned(tmp_path: Path, dtype: str) -> None:
-    err = _refused(tmp_path, "encoding", data=_data(dtype), encoding="star-delta")
+    err = assert_refused(tmp_path, "encoding", data=_data(dtype), encoding="star-delta")
     assert dtype in str(err)
 
 
 @pytest.mark.parametrize("encoding", ["chain", "delta", None, "AUTO"])
 def test_unknown_encoding(tmp_path: Path, encoding: Any) -> None:
-    _refused(tmp_path, "encoding", encoding=encoding)
+    assert_refused(tmp_path, "encoding", encoding=encoding)
 
 
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "float64", "int8", "bool", "uint64"])
 def test_unsupported_dtype(tmp_path: Path, dtype: str) -> None:
-    err = _refused(tmp_path, "data", data=_data("uint8").astype(dtype))
+    err = assert_refused(tmp_path, "data", data=_data("uint8").astype(dtype))
     assert dtype in str(err)
 
 
@@ -93,11 +93,11 @@ def test_unsupported_dtype(tmp_path: Path, dtype: str) -> None:
     "shape", [(B, H, W), (T, B, H, W, 1), (0, B, H, W), (T, 0, H, W), (T, B, 0, W)]
 )
 def test_data_shape(tmp_path: Path, shape: tuple[int, ...]) -> None:
-    _refused(tmp_path, "data", data=np.zeros(shape, dtype=np.uint16))
+    assert_refused(tmp_path, "data", data=np.zeros(shape, dtype=np.uint16))
 
 
 def test_times_length(tmp_path: Path) -> None:
-    err = _refused(tmp_path, "times", times=["2024-01-01", "2024-02-01"])
+    err = assert_refused(tmp_path, "times", times=["2024-01-01", "2024-02-01"])
     assert "3" in str(err)
 
 
@@ -110,22 +110,22 @@ def test_times_length(tmp_path: Path) -> None:
     ],
 )
 def test_times_strictly_increasing(tmp_path: Path, times: list[str]) -> None:
-    err = _refused(tmp_path, "times", times=times)
+    err = assert_refused(tmp_path, "times", times=times)
     assert "increasing" in str(err)
 
 
 @pytest.mark.parametrize("times", [["not a date", "2024-02-01", "2024-03-01"], "2024-01-01"])
 def test_times_unreadable(tmp_path: Path, times: Any) -> None:
-    _refused(tmp_path, "times", times=times)
+    assert_refused(tmp_path, "times", times=times)
 
 
 @pytest.mark.parametrize("bands", [["red"], ["red", "nir", "swir"], "rn"])
 def test_bands_length(tmp_path: Path, bands: Any) -> None:
-    _refused(tmp_path, "bands", bands=bands)
+    assert_refused(tmp_path, "bands", bands=bands)
 
 
 def test_bands_unique(tmp_path: Path) -> None:
-    _refused(tmp_path, "bands", bands=["red", "red"])
+    assert_refused(tmp_path, "bands", bands=["red", "red"])
 
 
 @pytest.mark.parametrize(
@@ -139,7 +139,7 @@ def test_bands_unique(tmp_path: Path) -> None:
     ],
 )
 def test_band_objects(tmp_path: Path, band: Any, argument: str) -> None:
-    _refused(tmp_path, argument, bands=["red", band])
+    assert_refused(tmp_path, argument, bands=["red", band])
 
 
 @pytest.mark.parametrize(
@@ -147,20 +147,20 @@ def test_band_objects(tmp_path: Path, band: Any, argument: str) -> None:
     [("mask", (T, H, W + 1)), ("mask", (T - 1, H, W)), ("coverage", (T, H)), ("coverage", (H, W))],
 )
 def test_plane_shape(tmp_path: Path, name: str, shape: tuple[int, ...]) -> None:
-    err = _refused(tmp_path, name, **{name: np.ones(shape, dtype=np.uint8)})
+    err = assert_refused(tmp_path, name, **{name: np.ones(shape, dtype=np.uint8)})
     assert "shape" in str(err)
 
 
 @pytest.mark.parametrize("name", ["mask", "coverage"])
 @pytest.mark.parametrize("dtype", ["uint16", "float32", "int8"])
 def test_plane_dtype(tmp_path: Path, name: str, dtype: str) -> None:
-    _refused(tmp_path, name, **{name: np.ones((T, H, W), dtype=dtype)})
+    assert_refused(tmp_path, name, **{name: np.ones((T, H, W), dtype=dtype)})
 
 
 def test_mask_values_above_one(tmp_path: Path) -> None:
     mask = np.ones((T, H, W), dtype=np.uint8)
     mask[2, 4, 3] = 2
-    err = _refused(tmp_path, "mask", mask=mask)
+    err = assert_refused(tmp_path, "mask", mask=mask)
     assert "0" in str(err) and "1" in str(err)
 
 
@@ -180,21 +180,21 @@ def test_mask_values_above_one(tmp_path: Path) -> None:
     ],
 )
 def test_codecs(tmp_path: Path, codec: str, options: Any, argument: str) -> None:
-    _refused(tmp_path, argument, codec=codec, codec_options=options)
+    assert_refused(tmp_path, argument, codec=codec, codec_options=options)
 
 
 def test_codec_option_of_wrong_type_names_codec_options(tmp_path: Path) -> None:
-    _refused(tmp_path, "codec_options", codec="zstd", codec_options={"level": "high"})
+    assert_refused(tmp_path, "codec_options", codec="zstd", codec_options={"level": "high"})
 
 
 @pytest.mark.parametrize("value", [0, -1, 1.5, True])
 def test_anchor_interval(tmp_path: Path, value: Any) -> None:
-    _refused(tmp_path, "anchor_interval", anchor_interval=value)
+    assert_refused(tmp_path, "anchor_interval", anchor_interval=value)
 
 
 @pytest.mark.parametrize("value", [0, -3, 2.5, True])
 def test_shard_time(tmp_path: Path, value: Any) -> None:
-    _refused(tmp_path, "shard_time", shard_time=value)
+    assert_refused(tmp_path, "shard_time", shard_time=value)
 
 
 @pytest.mark.parametrize(
@@ -209,21 +209,21 @@ def test_shard_time(tmp_path: Path, value: Any) -> None:
     ],
 )
 def test_transform(tmp_path: Path, transform: Any) -> None:
-    _refused(tmp_path, "transform", transform=transform)
+    assert_refused(tmp_path, "transform", transform=transform)
 
 
 @pytest.mark.parametrize("crs", [None, "", 3.5])
 def test_crs(tmp_path: Path, crs: Any) -> None:
-    _refused(tmp_path, "crs", crs=crs)
+    assert_refused(tmp_path, "crs", crs=crs)
 
 
 @pytest.mark.parametrize("variable", ["mask", "time", "a/b", "", "../x", 3])
 def test_variable(tmp_path: Path, variable: Any) -> None:
-    _refused(tmp_path, "variable", variable=variable)
+    assert_refused(tmp_path, "variable", variable=variable)
 
 
 def test_provenance(tmp_path: Path) -> None:
-    _refused(tmp_path, "provenance", provenance=["sentinel-2"])
+    assert_refused(tmp_path, "provenance", provenance=["sentinel-2"])
 
 
 def test_existing_store_is_not_overwritten(tmp_path: Path) -> None:
