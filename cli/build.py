@@ -1138,6 +1138,25 @@ def _store_size(path: Path) -> tuple[int, int]:
     return total, count
 
 
+def _spill_planes(
+    spill: Spill, recipe: Any, plan: Any, options: Any, progress: Any, **extra: Any
+) -> SpillPlanes:
+    """The writer's view of a plan's spilled composites (build and append read them alike)."""
+    grid = plan.grid
+    return SpillPlanes(
+        spill,
+        n_months=len(plan.months),
+        shape=(grid.shape[0], grid.shape[1]),
+        cs=grid.chunk_size,
+        n_band=len(recipe.bands),
+        dtype=recipe.store.dtype,
+        nodata=recipe.store.effective_nodata,
+        on_data=_CellCounter(len(plan.months), grid, progress),
+        readers=options.threads(),
+        **extra,
+    )
+
+
 def _max_age(recipe: Recipe) -> int:
     """Months a value may be carried forward (0: no gap-fill)."""
     if recipe.gap_fill.method != "carry-forward":
@@ -1306,19 +1325,7 @@ def _build_local(
         executor.close()
     grid = plan.grid
     n_months = len(plan.months)
-    counter = _CellCounter(n_months, grid, progress)
-    planes = SpillPlanes(
-        spill,
-        n_months=n_months,
-        shape=(grid.shape[0], grid.shape[1]),
-        cs=grid.chunk_size,
-        n_band=len(recipe.bands),
-        dtype=recipe.store.dtype,
-        nodata=recipe.store.effective_nodata,
-        max_age=_max_age(recipe),
-        on_data=counter,
-        readers=options.threads(),
-    )
+    planes = _spill_planes(spill, recipe, plan, options, progress, max_age=_max_age(recipe))
     store = recipe.store
     progress.start("cells", grid.cells, f"{grid.cells} cells x {n_months} months")
     write_start = time.perf_counter()
@@ -1571,19 +1578,8 @@ def append_months(
             return np.asarray(values), np.asarray(coverage, dtype=np.uint8)
 
         n_new = len(plan.months)
-        counter = _CellCounter(n_new, grid, progress)
-        planes = SpillPlanes(
-            spill,
-            n_months=n_new,
-            shape=(grid.shape[0], grid.shape[1]),
-            cs=grid.chunk_size,
-            n_band=len(recipe.bands),
-            dtype=recipe.store.dtype,
-            nodata=recipe.store.effective_nodata,
-            max_age=max_age,
-            history=history,
-            on_data=counter,
-            readers=options.threads(),
+        planes = _spill_planes(
+            spill, recipe, plan, options, progress, max_age=max_age, history=history
         )
         documents = [_month_document(m, stats.skipped) for m in plan.months]
         write_start = time.perf_counter()
