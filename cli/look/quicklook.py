@@ -1,0 +1,227 @@
+"""``cz quicklook``: a picture of one timestep (RGB, one band or an index), an animation or tiled
+overview of several, or the volatility map (spec 5) over the level-0 footprint.
+
+Values are physical (stored * scale + offset, spec 3.6), invalid pixels (spec 2.3: mask when
+present, else per band value == nodata) are transparent, bands are found by common_name first.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import chronozarr
+from chronozarr.pyramid import validity
+from cz.look import expr as band_math
+from cz.look.errors import LookError
+from cz.look.picture import Colorbar, Frame, colormap_lut, compose, save_frames, tile
+from cz.look.select import band_index, default_rgb
+from cz.look.stretch import Stretch, StretchSpec, apply_stretch, compute_stretch
+
+__all__ = ["View", "quicklook", "render_values", "resolve_view", "store_name"]
+
+DEFAULT_STRETCH = StretchSpec("percentile", 2.0, 98.0)
+
+
+@dataclass(frozen=True)
+class View:
+    """What a picture shows: ``kind`` is ``rgb``, ``band``, ``expr`` or ``volatility``."""
+
+    kind: str
+    bands: tuple[int, ...]  # band indices read (rgb: r, g, b; expr: every band named)
+    label: str  # for the title: "B04, B03, B02 (red, green, blue)", "nir (B08)", the expression
+    units: str  # for the colour bar
+    colormap: str | None  # None for rgb
+    expression: str | None = None
+    names: tuple[str, ...] = ()  # expr: the names as written, matched to ``bands``
+
+
+def _band_label(band: chronozarr.Band) -> str:
+    return band.name + (f" ({band.common_name})" if band.common_name else "")
+
+
+def resolve_view(
+    reader: chronozarr.Reader,
+    *,
+    rgb: str | None = None,
+    band: str | None = None,
+    expression: str | None = None,
+    volatility: bool = False,
+    colormap: str | None = None,
+) -> View:
+    """The view the options ask for; the default is red, green, blue by common_name when the
+    store has them, else its first band."""
+    chosen = [o for o, v in (("--rgb", rgb), ("--band", band), ("--expr", expression)) if v]
+    if volatility:
+        chosen.append("--volatility")
+    if len(chosen) > 1:
+        raise LookError(f"{' and '.join(chosen)}: give one of them")
+    bands = reader.bands
+    if volatility:
+        if reader.attrs.volatility_path is None:
+            raise LookError(f"{reader.store.url}: the store has no volatility array (spec 5)")
+        return View(
+            "volatility", (), "volatility", "mean |change| / 10000 (spec 5)", colormap or "magma"
+        )
+    if expression:
+        names = band_math.names_in(expression)
+        if not names:
+            raise LookError(f"--expr {expression!r}: names no band")
+        idx = tuple(band_index(bands, n) for n in names)
+        return View(
+            "expr", idx, expression, expression, colormap or "RdYlGn", expression, tuple(names)
+        )
+    if band:
+        i = band_index(bands, band)
+        units = bands[i].units or "no units"
+        return View(
+            "band", (i,), _band_label(bands[i]), f"{bands[i].name} [{units}]", colormap or "viridis"
+        )
+    if rgb:
+        parts = [p.strip() for p in rgb.split(",")]
+        if len(parts) != 3 or not all(parts):
+            raise LookError(f"--rgb {rgb!r}: expected three bands, e.g. red,green,blue")
+        idx = tuple(band_index(bands, p) for p in parts)
+    else:
+        found = default_rgb(bands)
+        if found is None:
+            b0 = bands[0]
+            return View(
+                "band",
+                (0,),
+                _band_label(b0),
+                f"{b0.name} [{b0.units or 'no units'}]",
+                colormap or "viridis",
+            )
+        idx = tuple(found)
+    names = ", ".join(bands[i].name for i in idx)
+    commons = [bands[i].common_name for i in idx]
+    label = names + (f" ({', '.join(c or '?' for c in commons)})" if any(commons) else "")
+    return View("rgb", idx, label, "", None)
+
+
+def _physical_planes(reader: chronozarr.Reader, view: View, t: int, level: int) -> np.ndarray:
+    """(channels, H, W) float64 physical values of the view at timestep t, NaN where invalid."""
+    values = reader.read(t, level)
+    mask = reader.read_mask(t, level)
+    valid = validity(values, reader.nodata, mask)
+    phys = reader.physical(values, valid)
+    if view.kind == "expr":
+        assert view.expression is not None
+        named = {name: phys[i] for name, i in zip(view.names, view.bands, strict=True)}
+        result = band_math.evaluate(view.expression, named)
+        return np.where(np.isfinite(result), result, np.nan)[None]
+    planes = phys[list(view.bands)]
+    if view.kind == "rgb":  # a pixel is drawn only where all three bands are valid
+        planes = np.where(np.isfinite(planes).all(axis=0), planes, np.nan)
+    return planes
+
+
+def _volatility_plane(reader: chronozarr.Reader, level: int) -> np.ndarray:
+    """(1, H_k, W_k): each level-k pixel shows the volatility of the level-0 cell it lies in."""
+    vol = reader.volatility()
+    if vol is None:
+        raise LookError(f"{reader.store.url}: the volatility array is missing")
+    cs0 = reader.chunk_size(0)
+    h, w = reader.levels[level].shape[-2:]
+    rows = np.minimum((np.arange(h) << level) // cs0, vol.shape[0] - 1)
+    cols = np.minimum((np.arange(w) << level) // cs0, vol.shape[1] - 1)
+    return vol.astype(np.float64)[np.ix_(rows, cols)][None]
+
+
+def render_values(
+    planes: np.ndarray, stretches: Sequence[Stretch], lut: np.ndarray | None
+) -> np.ndarray:
+    """(H, W, 4) uint8: three planes as RGB, or one plane through ``lut``; alpha 0 where NaN."""
+    levels = np.stack([apply_stretch(p, s) for p, s in zip(planes, stretches, strict=True)])
+    valid = np.isfinite(levels).all(axis=0)
+    idx = np.where(np.isfinite(levels), levels, 0).astype(np.uint8)
+    h, w = planes.shape[1:]
+    out = np.zeros((h, w, 4), dtype=np.uint8)
+    if lut is None:
+        out[..., :3] = np.moveaxis(idx, 0, -1)
+        out[..., 3] = 255
+    else:
+        out[:] = lut[idx[0]]
+    out[~valid] = 0
+    return out
+
+
+def store_name(url: str) -> str:
+    return os.path.basename(url.rstrip("/")) or url
+
+
+def quicklook(
+    reader: chronozarr.Reader,
+    view: View,
+    *,
+    times: Sequence[int],
+    level: int,
+    out: Path,
+    stretch: StretchSpec = DEFAULT_STRETCH,
+    tiled: bool = False,
+    duration_ms: int = 700,
+) -> dict[str, Any]:
+    """Draw the picture(s) and write ``out``; returns the numbers (for ``--json``)."""
+    if view.kind == "volatility":
+        stack = [_volatility_plane(reader, level)]
+        times = []
+    else:
+        stack = [_physical_planes(reader, view, t, level) for t in times]
+    # one stretch for every frame (per channel), so colours compare across an animation
+    joined = np.stack(stack)  # (frames, channels, H, W)
+    stretches = [compute_stretch(joined[:, ch], stretch) for ch in range(joined.shape[1])]
+    lut = None if view.colormap is None else colormap_lut(view.colormap)
+    name = store_name(reader.store.url)
+    lv = reader.levels[level]
+    stretch_text = (
+        f"{stretches[0].lo:.4g}..{stretches[0].hi:.4g}" if len(stretches) == 1 else "per band"
+    )
+    subtitle = f"level {level}, resolution {lv.resolution:g} · stretch {stretch} = {stretch_text}"
+    bar = (
+        None
+        if view.colormap is None
+        else Colorbar(view.colormap, stretches[0].lo, stretches[0].hi, view.units)
+    )
+    frames: list[Frame] = []
+    for i, planes in enumerate(stack):
+        when = "level-0 cells" if view.kind == "volatility" else reader.attrs.times[times[i]][:10]
+        rgba = render_values(planes, stretches, lut)
+        frames.append(
+            compose(rgba, title=f"{name} · {when} · {view.label}", subtitle=subtitle, colorbar=bar)
+        )
+    if tiled and len(frames) > 1:
+        frames = [tile(frames)]
+    written = save_frames(frames, out, duration_ms=duration_ms)
+    valid = np.isfinite(joined).all(axis=1)
+    channel_names = (
+        [reader.bands[i].name for i in view.bands] if view.kind in ("rgb", "band") else [view.label]
+    )
+    return {
+        **written,
+        "store": reader.store.url,
+        "view": view.kind,
+        "bands": [reader.bands[i].name for i in view.bands],
+        "expression": view.expression,
+        "level": level,
+        "resolution": lv.resolution,
+        "times": [reader.attrs.times[t] for t in times],
+        "indices": list(times),
+        "stretch": {
+            "spec": str(stretch),
+            "channels": [
+                {"name": n, **s.to_json()} for n, s in zip(channel_names, stretches, strict=True)
+            ],
+        },
+        "colormap": view.colormap,
+        "units": view.units or None,
+        "tiled": bool(tiled and len(stack) > 1),
+        "image_box": frames[0].box.to_json() if not (tiled and len(stack) > 1) else None,
+        "data_shape": list(joined.shape[-2:]),
+        "valid_fraction": float(valid.mean()) if valid.size else 0.0,
+    }
