@@ -11,6 +11,7 @@ import sys
 import typer
 
 from cz import cmd_append, cmd_build, cmd_publish, cmd_store
+from cz.look import commands as look_commands
 
 app = typer.Typer(
     name="cz",
@@ -24,6 +25,7 @@ cmd_store.register(app)
 cmd_build.register(app)
 cmd_append.register(app)
 cmd_publish.register(app)
+look_commands.register(app)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 __all__ = [
     "EXIT_INVALID",
@@ -30,8 +31,9 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str, code: int = EXIT_RUNTIME) -> NoReturn:
-    """Print ``error: message`` on stderr and exit with ``code`` (no traceback)."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    """Print ``error: message`` on stderr and exit with ``code`` (no traceback). The message is
+    plain text, never rich markup: it often quotes store, recipe or user text."""
+    err.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
     raise typer.Exit(code)
 
 
