@@ -161,6 +161,28 @@ def tile(frames: list[Frame]) -> Frame:
     return Frame(out, frames[0].box)
 
 
+_GIF_CLEAR = 255  # the palette index of transparent pixels in a GIF
+
+
+def _gif_frame(image: Any) -> Any:
+    """A palette frame: 255 colours quantized from the RGB, index 255 where alpha is 0 (GIF has
+    one-bit transparency; Pillow's own RGBA conversion drops it)."""
+    from PIL import Image
+
+    alpha = np.asarray(image)[..., 3]
+    quant = image.convert("RGB").quantize(
+        colors=255, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE
+    )
+    index = np.asarray(quant).copy()
+    index[alpha < 128] = _GIF_CLEAR
+    palette = (quant.getpalette() or [])[: 3 * 255]
+    palette += [0] * (3 * 256 - len(palette))
+    frame = Image.fromarray(index, mode="P")
+    frame.putpalette(palette)
+    frame.info["transparency"] = _GIF_CLEAR
+    return frame
+
+
 def save_frames(frames: list[Frame], out: Path, *, duration_ms: int = 700) -> dict[str, Any]:
     """Write one PNG, or an animation (APNG for ``.png``/``.apng``, GIF for ``.gif``).
 
@@ -182,12 +204,19 @@ def save_frames(frames: list[Frame], out: Path, *, duration_ms: int = 700) -> di
         canvas[: f.rgba.shape[0], : f.rgba.shape[1]] = f.rgba
         images.append(Image.fromarray(canvas, mode="RGBA"))
     fmt = "GIF" if suffix == ".gif" else "PNG"
+    if fmt == "GIF":
+        images = [_gif_frame(im) for im in images]
     tmp = out.with_name(f".{out.name}.partial")
     try:
         if len(images) == 1:
-            images[0].save(tmp, format=fmt)
+            single: dict[str, Any] = {"transparency": _GIF_CLEAR} if fmt == "GIF" else {}
+            images[0].save(tmp, format=fmt, **single)
         else:
-            extra: dict[str, Any] = {"disposal": 2} if fmt == "GIF" else {}
+            extra: dict[str, Any] = (
+                {"disposal": 2, "transparency": _GIF_CLEAR, "optimize": False}
+                if fmt == "GIF"
+                else {}
+            )
             images[0].save(
                 tmp,
                 format=fmt,

@@ -102,6 +102,10 @@ def resolve_view(
     names = ", ".join(bands[i].name for i in idx)
     commons = [bands[i].common_name for i in idx]
     label = names + (f" ({', '.join(c or '?' for c in commons)})" if any(commons) else "")
+    if colormap is not None:
+        raise LookError(
+            f"--colormap {colormap}: only for one band, --expr or --volatility (not RGB)"
+        )
     return View("rgb", idx, label, "", None)
 
 

@@ -21,7 +21,13 @@ N_TIME, N_BAND, H, W, CS = 6, 4, 40, 52, 16
 TRANSFORM = [10.0, 0.0, 600000.0, 0.0, -10.0, 5100000.0]
 BANDS = [
     {"name": "B02", "common_name": "blue", "scale": 0.0001, "offset": -0.1, "units": "reflectance"},
-    {"name": "B03", "common_name": "green", "scale": 0.0001, "offset": -0.1, "units": "reflectance"},
+    {
+        "name": "B03",
+        "common_name": "green",
+        "scale": 0.0001,
+        "offset": -0.1,
+        "units": "reflectance",
+    },
     {"name": "B04", "common_name": "red", "scale": 0.0001, "offset": -0.1, "units": "reflectance"},
     {"name": "B08", "common_name": "nir", "scale": 0.0001, "offset": -0.1, "units": "reflectance"},
 ]
