@@ -42,3 +42,21 @@ def data_pixels(img: np.ndarray, box: dict[str, int], h: int, w: int) -> np.ndar
 def levels(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """The display level of a stretch, written independently of cz.look.stretch."""
     return np.rint(np.clip((values - lo) / (hi - lo), 0, 1) * 255)
+
+
+def stand_in_bundle(folder: Any) -> Any:
+    """A tiny self-contained 'viewer bundle' (index.html + app.js + a .wasm file): what the
+    locator, preview and share need of the real one, for tests that do not render."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "index.html").write_text(
+        '<!doctype html><html><head><meta charset="utf-8"><title>stand-in</title>\n'
+        '<script type="module" src="app.js"></script></head><body></body></html>\n'
+    )
+    (folder / "app.js").write_text(
+        'document.body.textContent = new URL(location.href).searchParams.get("store");\n'
+    )
+    (folder / "codec.wasm").write_bytes(b"\0asm\x01\0\0\0")
+    return folder
