@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from cz.look.errors import LookError
 from cz.look.viewer import Viewer
@@ -24,6 +24,11 @@ from cz.look.viewer import Viewer
 __all__ = ["default_store_ref", "embed_snippets", "inject_default_store", "share"]
 
 _MARKER = "chronozarr-share: default store"
+
+
+def _js_string(text: str) -> str:
+    """A JavaScript string literal safe inside an HTML <script> (no '<', '>' or '&' at all)."""
+    return json.dumps(text).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _is_url(text: str) -> bool:
@@ -42,7 +47,7 @@ def default_store_ref(store: str, out_dir: Path) -> str:
 def inject_default_store(page: str, store_ref: str) -> str:
     """``index.html`` with a classic inline script, placed before the first script of the page,
     that sets ``?store=`` when absent (module scripts run later, so the viewer sees it)."""
-    literal = json.dumps(store_ref).replace("</", "<\\/")
+    literal = _js_string(store_ref)
     script = (
         f"<script>/* {_MARKER} */(function(){{var u=new URL(location.href);"
         f'if(!u.searchParams.has("store")){{u.searchParams.set("store",{literal});'
@@ -65,8 +70,8 @@ def embed_snippets(page_url: str, store_url: str, title: str) -> dict[str, str]:
         f'<iframe src="{src}" title="{name}" width="100%" height="520" '
         'style="border:0" loading="lazy" allow="fullscreen"></iframe>'
     )
-    js_src = json.dumps(page_url).replace("</", "<\\/")
-    js_title = json.dumps(title).replace("</", "<\\/")
+    js_src = _js_string(page_url)
+    js_title = _js_string(title)
     script = (
         '<div id="chronozarr-viewer" style="width:100%;height:520px"></div>\n'
         "<script>\n"
@@ -83,7 +88,7 @@ def embed_snippets(page_url: str, store_url: str, title: str) -> dict[str, str]:
     reader = (
         '<script type="module">\n'
         '  import { openStore } from "chronozarr"; // npm install chronozarr (js/)\n'
-        f"  const store = await openStore({json.dumps(store_url)});\n"
+        f"  const store = await openStore({_js_string(store_url)});\n"
         "  console.log(store.nTime, store.bandNames);\n"
         "</script>"
     )
@@ -133,7 +138,7 @@ def share(
     page_text = (viewer.folder / "index.html").read_text(encoding="utf-8")
     base = None if base_url is None else base_url.rstrip("/") + "/"
     page_url = f"{base}index.html" if base else "index.html"
-    public_store = ref if _is_url(ref) else (f"{base}{ref}" if base else ref)
+    public_store = ref if _is_url(ref) or not base else urljoin(base, ref)
     snippets = embed_snippets(page_url, public_store, title)
     note = (
         f"Upload this folder so that its index.html is at {page_url}."
