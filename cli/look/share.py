@@ -1,9 +1,9 @@
 """``cz share``: a static viewer folder to upload next to a store, and its embed snippets.
 
 OUT_DIR receives a copy of the viewer bundle (:mod:`cz.look.viewer`) whose ``index.html``
-opens the store by default (an inline script adds ``?store=URL`` when the page has none, so the
-viewer's own ``?store=`` handling does the rest and a link with another ``?store=`` still wins),
-and ``embed.html`` with an ``<iframe>`` and a script snippet. The folder is staged beside
+opens the store by default (its ``chronozarr-config`` block names the store, and the bundle's
+offline basemap when it has one; a link with another ``?store=`` still wins), and
+``embed.html`` with an ``<iframe>`` and a script snippet. The folder is staged beside
 OUT_DIR and renamed into place: a failure leaves nothing half-written.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -44,10 +45,27 @@ def default_store_ref(store: str, out_dir: Path) -> str:
     return Path(rel).as_posix().rstrip("/") + "/"
 
 
-def inject_default_store(page: str, store_ref: str) -> str:
-    """``index.html`` with a classic inline script, placed before the first script of the page,
-    that sets ``?store=`` when absent (module scripts run later, so the viewer sees it)."""
+_CONFIG_BLOCK = re.compile(
+    r'(<script\b[^>]*\bid="chronozarr-config"[^>]*>)(.*?)(</script>)', re.S | re.I
+)
+
+
+def inject_default_store(page: str, store_ref: str, *, style: str | None = None) -> str:
+    """``index.html`` naming ``store_ref`` as its default store.
+
+    The bundled viewer keeps its configuration in ``<script id="chronozarr-config">`` (``store``:
+    the default store, used when the link has no ``?store=``; ``style``: the basemap): that block
+    is rewritten. A page without it gets a classic inline script before its first script that
+    adds ``?store=`` when absent (module scripts run later, so the viewer reads it).
+    """
     literal = _js_string(store_ref)
+    match = _CONFIG_BLOCK.search(page)
+    if match:
+        config = (
+            f'{{"store": {literal}, "style": {"null" if style is None else _js_string(style)}}}'
+        )
+        body = f"\n      /* {_MARKER} */\n      window.CHRONOZARR_VIEWER = {config};\n    "
+        return page[: match.start(2)] + body + page[match.end(2) :]
     script = (
         f"<script>/* {_MARKER} */(function(){{var u=new URL(location.href);"
         f'if(!u.searchParams.has("store")){{u.searchParams.set("store",{literal});'
@@ -149,7 +167,10 @@ def share(
     try:
         target = staging / "site"
         shutil.copytree(viewer.folder, target, symlinks=False)
-        (target / "index.html").write_text(inject_default_store(page_text, ref), encoding="utf-8")
+        # the bundle's offline basemap, when it has one: a shared page requests no third party
+        style = "style.json" if (viewer.folder / "style.json").is_file() else None
+        page = inject_default_store(page_text, ref, style=style)
+        (target / "index.html").write_text(page, encoding="utf-8")
         (target / "embed.html").write_text(_embed_page(snippets, note), encoding="utf-8")
         if out_dir.exists():
             old = staging / "old"

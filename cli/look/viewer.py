@@ -1,5 +1,6 @@
 """Where the browser viewer is: the bundled viewer (self-contained, copyable) or, for a source
-checkout without a bundle, the module viewer of ``examples/viewer/`` (preview only).
+checkout without a bundle, the module viewer of ``examples/viewer/`` when its page still loads
+unbundled modules through an import map (preview only).
 
 The bundle is a folder with ``index.html``, one bundled JS file, CSS, WASM and an offline map
 style (``cd js && npm run build:viewer`` writes it to ``js/dist/viewer/``). A wheel ships it as
@@ -71,7 +72,12 @@ def find_bundle() -> Path | None:
 def _source_viewer() -> Viewer | None:
     """``examples/viewer/`` of a checkout whose ``js/node_modules`` is installed."""
     page = _CHECKOUT / "examples" / "viewer" / "index.html"
-    if page.is_file() and (_CHECKOUT / "js" / "node_modules" / "zarrita").is_dir():
+    # only a page whose import map resolves its modules into js/node_modules runs unbundled
+    if (
+        page.is_file()
+        and 'type="importmap"' in page.read_text(encoding="utf-8", errors="replace")
+        and (_CHECKOUT / "js" / "node_modules" / "zarrita").is_dir()
+    ):
         return Viewer(
             "source",
             "examples/viewer/index.html",

@@ -1,7 +1,7 @@
 // Drive headless Chromium (playwright-core from js/node_modules) to a page; used by
 // test_share_browser.py. Usage: node browser.mjs REPO URL SCREENSHOT [STATE_TIMEOUT_MS]
-// Prints one JSON line: the page's final location.search, body[data-state], page errors, the
-// console errors, and where the screenshot was written.
+// Prints one JSON line: the page's final location.search, its configured default store,
+// body[data-state], page errors, the console errors, and where the screenshot was written.
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -48,6 +48,7 @@ try {
   await page.waitForTimeout(500);
   result.state = await page.evaluate(() => document.body?.dataset?.state ?? null);
   result.search = await page.evaluate(() => location.search);
+  result.configStore = await page.evaluate(() => window.CHRONOZARR_VIEWER?.store ?? null);
   await page.screenshot({ path: shot });
   result.screenshot = shot;
 } finally {

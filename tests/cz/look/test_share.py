@@ -140,3 +140,29 @@ def test_store_refs(tmp_path: Path) -> None:
     assert default_store_ref(str(tmp_path / "s.zarr"), tmp_path / "s.zarr" / "viewer") == "../"
     page = inject_default_store("<html><head></head><body></body></html>", "x/")
     assert page.index("<script>") < page.index("</head>")
+
+
+BUNDLED_PAGE = """<!doctype html><html><head>
+    <script id="chronozarr-config">
+      window.CHRONOZARR_VIEWER = { store: null, style: null };
+    </script>
+    <script>var early = window.CHRONOZARR_VIEWER.store;</script>
+    <script type="module" src="viewer.js"></script>
+  </head><body></body></html>
+"""
+
+
+def test_the_bundles_config_block_is_rewritten(bundle: Path, site: Path) -> None:
+    (bundle / "index.html").write_text(BUNDLED_PAGE)
+    (bundle / "style.json").write_text('{"version": 8}')
+    result = run("share", site / "look.zarr", site / "v")
+    assert result.exit_code == 0, result.stderr
+    page = (site / "v" / "index.html").read_text()
+    assert 'window.CHRONOZARR_VIEWER = {"store": "../look.zarr/", "style": "style.json"};' in page
+    assert "{ store: null, style: null }" not in page
+    assert "history.replaceState" not in page  # one mechanism: the config block
+    assert page.count("<script") == BUNDLED_PAGE.count("<script")
+    assert page.endswith(BUNDLED_PAGE[BUNDLED_PAGE.index("    <script>var early") :])
+    (bundle / "style.json").unlink()
+    page = inject_default_store(BUNDLED_PAGE, "https://h.example/</script>.zarr/")
+    assert '"style": null' in page and "</script>.zarr" not in page
