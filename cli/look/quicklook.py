@@ -101,7 +101,8 @@ def resolve_view(
         idx = tuple(found)
     names = ", ".join(bands[i].name for i in idx)
     commons = [bands[i].common_name for i in idx]
-    label = names + (f" ({', '.join(c or '?' for c in commons)})" if any(commons) else "")
+    shown = [c for c, i in zip(commons, idx, strict=True) if c and c != bands[i].name]
+    label = names + (f" ({', '.join(c or '?' for c in commons)})" if shown else "")
     if colormap is not None:
         raise LookError(
             f"--colormap {colormap}: only for one band, --expr or --volatility (not RGB)"

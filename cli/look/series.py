@@ -188,7 +188,7 @@ def series_chart(s: PixelSeries, out: Path) -> None:
             ms=4,
             lw=1.4,
             color=colour,
-            label=b.name + (f" ({b.common_name})" if b.common_name else ""),
+            label=b.name + (f" ({b.common_name})" if b.common_name not in (None, b.name) else ""),
         )
         filled = gap & s.valid[:, i]
         ax.plot(
