@@ -21,6 +21,7 @@ __all__ = [
     "lonlat_to_xy",
     "parse_level",
     "pixel_at",
+    "pixel_of",
     "select_times",
 ]
 
@@ -117,24 +118,31 @@ def parse_level(reader: chronozarr.Reader, text: str) -> int:
     return level
 
 
-def pixel_at(reader: chronozarr.Reader, x: float, y: float, level: int) -> tuple[int, int]:
-    """(row, col) of the level-``level`` pixel containing CRS point (x, y) (spec 3.3 affine)."""
-    a, b, c, d, e, f = reader.levels[level].transform
+def pixel_of(transform: Sequence[float], x: float, y: float) -> tuple[int, int]:
+    """(row, col) of the pixel containing CRS point (x, y) under an affine ``transform``
+    [a, b, c, d, e, f] (spec 3.3: x = a*col + b*row + c, y = d*col + e*row + f, origin at the
+    outer corner of pixel (0, 0)). Raises LookError when the transform is not invertible."""
+    a, b, c, d, e, f = (float(v) for v in transform)
     det = a * e - b * d
     if det == 0 or not all(math.isfinite(v) for v in (a, b, c, d, e, f)):
-        raise LookError(
-            f"level {level}: the store's transform {[a, b, c, d, e, f]} is not invertible"
-        )
+        raise LookError(f"the store's transform {[a, b, c, d, e, f]} is not invertible")
     col_f = (e * (x - c) - b * (y - f)) / det
     row_f = (a * (y - f) - d * (x - c)) / det
-    row, col = math.floor(row_f), math.floor(col_f)
+    return math.floor(row_f), math.floor(col_f)
+
+
+def pixel_at(reader: chronozarr.Reader, x: float, y: float, level: int) -> tuple[int, int]:
+    """(row, col) of the level-``level`` pixel containing CRS point (x, y); LookError outside."""
+    transform = reader.levels[level].transform
+    row, col = pixel_of(transform, x, y)
     h, w = reader.levels[level].shape[-2:]
     if not (0 <= row < h and 0 <= col < w):
-        x0, y0 = c, f
-        x1, y1 = a * w + b * h + c, d * w + e * h + f
+        a, b, c, d, e, f = transform
+        xs = (c, a * w + c, b * h + c, a * w + b * h + c)
+        ys = (f, d * w + f, e * h + f, d * w + e * h + f)
         raise LookError(
             f"point x={x:g}, y={y:g} ({reader.attrs.crs}) is outside the store "
-            f"(x {min(x0, x1):g} .. {max(x0, x1):g}, y {min(y0, y1):g} .. {max(y0, y1):g})"
+            f"(x {min(xs):g} .. {max(xs):g}, y {min(ys):g} .. {max(ys):g})"
         )
     return row, col
 

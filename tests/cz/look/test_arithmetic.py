@@ -13,7 +13,7 @@ from hypothesis.extra import numpy as hnp
 from chronozarr import Band
 from cz.look.errors import LookError
 from cz.look.expr import ExpressionError, evaluate, names_in
-from cz.look.select import band_index, default_rgb
+from cz.look.select import band_index, default_rgb, pixel_of
 from cz.look.stretch import Stretch, apply_stretch, compute_stretch, parse_stretch
 
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
@@ -120,3 +120,38 @@ def test_bands_by_common_name_first() -> None:
     assert default_rgb([Band("B04"), Band("B08")]) is None
     with pytest.raises(LookError, match=r"no band 'swir'.*B04 \(red\)"):
         band_index(bands, "swir")
+
+
+@given(
+    a=st.floats(0.5, 100),
+    e=st.floats(-100, -0.5),
+    b=st.floats(-0.4, 0.4),
+    d=st.floats(-0.4, 0.4),
+    c=st.floats(-1e6, 1e6),
+    f=st.floats(-1e6, 1e7),
+    row=st.integers(0, 10_000),
+    col=st.integers(0, 10_000),
+    fy=st.floats(0.05, 0.95),
+    fx=st.floats(0.05, 0.95),
+)
+def test_pixel_of_inverts_the_affine(
+    a: float,
+    e: float,
+    b: float,
+    d: float,
+    c: float,
+    f: float,
+    row: int,
+    col: int,
+    fy: float,
+    fx: float,
+) -> None:
+    # any point inside pixel (row, col), written forward with the spec 3.3 affine, maps back to it
+    x = a * (col + fx) + b * (row + fy) + c
+    y = d * (col + fx) + e * (row + fy) + f
+    assert pixel_of([a, b, c, d, e, f], x, y) == (row, col)
+
+
+def test_pixel_of_refuses_a_singular_transform() -> None:
+    with pytest.raises(LookError, match="not invertible"):
+        pixel_of([0, 0, 0, 0, 0, 0], 1, 1)

@@ -167,3 +167,23 @@ def test_static_server_refuses_paths_out_of_its_mounts(tmp_path: Path) -> None:
             body = r.read()
             conn.close()
             assert r.status == 404 and b"secret" not in body, path
+
+
+def test_a_store_url_is_named_not_served(tmp_path: Path) -> None:
+    from cz.look.preview import start_preview
+    from cz.look.viewer import Viewer
+
+    bundle = stand_in_bundle(tmp_path / "viewer")
+    preview = start_preview(
+        "https://data.example/s2.zarr/", Viewer("bundle", "index.html", {"/": bundle})
+    )
+    try:
+        assert (
+            preview.page_url
+            == f"{preview.server.url}/index.html?store=https://data.example/s2.zarr/"
+        )
+        assert preview.to_json()["store"] == "https://data.example/s2.zarr/"
+        assert requests.get(f"{preview.server.url}/store/zarr.json", timeout=10).status_code == 404
+        assert requests.get(preview.page_url, timeout=10).status_code == 200
+    finally:
+        preview.server.stop()
