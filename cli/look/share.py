@@ -149,6 +149,8 @@ def share(
         raise LookError(f"{out_dir}: exists and is not a folder")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
         raise LookError(f"{out_dir}: not empty (give --overwrite to replace it)")
+    if not _is_url(store) and out_dir.resolve().is_relative_to(Path(store).resolve()):
+        raise LookError(f"{out_dir}: inside the store {store}; write the viewer beside it")
     parent = out_dir.resolve().parent
     if not parent.is_dir():
         raise LookError(f"{out_dir}: the folder {parent} does not exist")

@@ -127,6 +127,13 @@ def test_a_store_that_does_not_open_is_refused(bundle: Path, tmp_path: Path) -> 
     assert not (tmp_path / "v").exists()
 
 
+def test_never_writes_into_the_store(bundle: Path, site: Path) -> None:
+    before = sorted(p.relative_to(site).as_posix() for p in site.rglob("*"))
+    result = run("share", site / "look.zarr", site / "look.zarr" / "viewer")
+    assert result.exit_code == 1 and "inside the store" in result.stderr
+    assert sorted(p.relative_to(site).as_posix() for p in site.rglob("*")) == before
+
+
 def test_bad_base_url(bundle: Path, site: Path) -> None:
     result = run("share", site / "look.zarr", site / "v", "--base-url", "bucket/site")
     assert result.exit_code == 1 and "expected an http(s):// URL" in result.stderr
