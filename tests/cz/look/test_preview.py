@@ -48,7 +48,7 @@ def stop(proc: subprocess.Popen[str], sig: int) -> tuple[int, str]:
     return proc.returncode, stderr
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_preview_serves_store_and_viewer_with_range_and_cors(
     tmp_path: Path, sharded_store: LookStore, sig: int
 ) -> None:

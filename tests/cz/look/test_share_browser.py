@@ -14,7 +14,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -166,4 +168,52 @@ def test_shared_folder_shows_the_first_frame_in_chromium(
     assert first_frame, f"no chunk of timestep 0 was read: {paths}"
     img = read_png(shot)
     colours = np.unique(img[..., :3].reshape(-1, 3), axis=0)
+    assert len(colours) > 200, f"the page looks blank ({len(colours)} colours)"
+
+
+@pytest.mark.timeout(300)
+def test_preview_page_shows_the_first_frame_in_chromium(
+    tmp_path: Path, look_store: LookStore
+) -> None:
+    """``cz preview`` (a real process) serves whatever viewer the locator finds, bundle or the
+    checkout's module page, and the store; Chromium opens the printed URL and draws timestep 0."""
+    missing = _requirements()
+    if missing:
+        print(f"SKIP: {missing}")
+        pytest.skip(missing)
+    from cz.look.viewer import ViewerNotFoundError, locate_viewer
+
+    try:
+        kind = locate_viewer(allow_source=True).kind
+    except ViewerNotFoundError as exc:
+        print(f"SKIP: {exc}")
+        pytest.skip(str(exc))
+    print(f"viewer: {kind}")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cz", "preview", str(look_store.path), "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.stderr else ""
+        shot = tmp_path / "preview.png"
+        out = subprocess.run(
+            ["node", str(Path(__file__).with_name("browser.mjs")), str(REPO), url, str(shot)],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=15)
+    assert out.returncode == 0, out.stderr
+    page = json.loads(out.stdout.strip().splitlines()[-1])
+    assert page["errors"] == [] and page["state"] == "ready", page
+    assert proc.returncode == 0 and "stopped (" in stderr
+    served = int(stderr.rsplit("stopped (", 1)[1].split()[0])
+    assert served > 5  # page, modules, the store's metadata and chunks
+    colours = np.unique(read_png(shot)[..., :3].reshape(-1, 3), axis=0)
     assert len(colours) > 200, f"the page looks blank ({len(colours)} colours)"
