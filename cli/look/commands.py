@@ -130,10 +130,14 @@ def quicklook_cmd(
             tiled=tiled,
             duration_ms=delay,
         )
-    except (LookError, ExpressionError, ValueError) as exc:
-        fail(str(exc), EXIT_USAGE)
-    except ChronozarrError as exc:
+    except ChronozarrError as exc:  # the store: unreadable or corrupt
         fail(str(exc))
+    except (
+        LookError,
+        ExpressionError,
+        ValueError,
+    ) as exc:  # the options (parse_stretch: ValueError)
+        fail(str(exc), EXIT_USAGE)
     except OSError as exc:
         fail(f"{store}: {exc}")
     if as_json:

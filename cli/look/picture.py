@@ -28,6 +28,7 @@ __all__ = [
     "ImageBox",
     "colormap_lut",
     "compose",
+    "plain_text",
     "save_frames",
     "tile",
     "upscale_factor",
@@ -81,6 +82,12 @@ class Frame:
     box: ImageBox
 
 
+def plain_text(text: str) -> str:
+    """``text`` for a matplotlib label that cannot take ``parse_math`` (legend entries): every
+    ``$`` escaped, so store text never turns into mathtext (or a mathtext parse error)."""
+    return text.replace("$", r"\$")
+
+
 def colormap_lut(name: str) -> np.ndarray:
     """(256, 4) uint8 colours of a matplotlib colormap; level L is drawn as ``lut[L]``."""
     import matplotlib
@@ -117,8 +124,25 @@ def compose(
     fig_h = _TITLE_H + img_h + _MARGIN
     fig = Figure(figsize=(fig_w / 100, fig_h / 100), dpi=100, facecolor="white")
     FigureCanvasAgg(fig)
-    fig.text(_MARGIN / fig_w, 1 - 10 / fig_h, title, va="top", fontsize=11, weight="bold")
-    fig.text(_MARGIN / fig_w, 1 - 32 / fig_h, subtitle, va="top", fontsize=8.5, color="#555555")
+    # store and user text is never mathtext: parse_math=False (a "$" in a path stays a "$")
+    fig.text(
+        _MARGIN / fig_w,
+        1 - 10 / fig_h,
+        title,
+        va="top",
+        fontsize=11,
+        weight="bold",
+        parse_math=False,
+    )
+    fig.text(
+        _MARGIN / fig_w,
+        1 - 32 / fig_h,
+        subtitle,
+        va="top",
+        fontsize=8.5,
+        color="#555555",
+        parse_math=False,
+    )
     if colorbar is not None:
         import matplotlib
 
@@ -131,7 +155,7 @@ def compose(
             cmap=matplotlib.colormaps[colorbar.cmap].resampled(256),
         )
         bar = fig.colorbar(mappable, cax=cax)
-        bar.set_label(colorbar.label, fontsize=8.5)
+        bar.set_label(colorbar.label, fontsize=8.5, parse_math=False)
         bar.ax.tick_params(labelsize=8)
     fig.canvas.draw()
     buf = np.array(fig.canvas.buffer_rgba(), dtype=np.uint8)  # type: ignore[attr-defined]

@@ -19,6 +19,7 @@ import numpy as np
 import chronozarr
 from chronozarr.pyramid import validity
 from cz.look.errors import LookError
+from cz.look.picture import plain_text
 
 __all__ = ["PixelSeries", "read_series", "series_chart", "series_csv", "write_series"]
 
@@ -188,7 +189,9 @@ def series_chart(s: PixelSeries, out: Path) -> None:
             ms=4,
             lw=1.4,
             color=colour,
-            label=b.name + (f" ({b.common_name})" if b.common_name not in (None, b.name) else ""),
+            label=plain_text(
+                b.name + (f" ({b.common_name})" if b.common_name not in (None, b.name) else "")
+            ),
         )
         filled = gap & s.valid[:, i]
         ax.plot(
@@ -200,12 +203,13 @@ def series_chart(s: PixelSeries, out: Path) -> None:
     ax.set_ylabel(
         f"physical value [{units.pop() if len(units) == 1 and None not in units else 'per band'}]",
         fontsize=9,
+        parse_math=False,
     )
     ax.tick_params(labelsize=8)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", ncols=min(4, len(s.bands)))
     title = f"{Path(s.store).name} · pixel row {s.row}, col {s.col} (level {s.level}) · x {s.x:.1f}, y {s.y:.1f}"
-    ax.set_title(title, fontsize=10, loc="left")
+    ax.set_title(title, fontsize=10, loc="left", parse_math=False)
     if gap.any():
         ax.text(
             0.99,

@@ -250,3 +250,32 @@ def test_the_format_library_and_the_cli_import_no_picture_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"imported eagerly: {out.stdout.strip()}"
+
+
+def test_store_text_is_never_markup_or_mathtext(tmp_path: Path) -> None:
+    """Band names, units and paths with rich markup and matplotlib mathtext in them draw as text."""
+    data = np.full((2, 2, 20, 20), 1000, dtype=np.uint16)
+    data[:, :, :5] = 2000
+    path = tmp_path / "a$\\nope$[/]b.zarr"
+    bands = [
+        {"name": "$\\undefinedmacro$", "units": "$\\frac{$", "scale": 0.0001},
+        {"name": "[bold]x[/]", "common_name": "nir", "units": "[/]"},
+    ]
+    chronozarr.encode(
+        data,
+        path,
+        times=["2024-01-01", "2024-02-01"],
+        bands=bands,
+        crs="EPSG:32631",
+        transform=[10, 0, 600000, 0, -10, 5100000],
+        nodata=0,
+        chunk_size=16,
+    )
+    for args in (["--band", "$\\undefinedmacro$"], ["--band", "nir"], ["--volatility"]):
+        result = run("quicklook", path, *args, "--out", tmp_path / "q.png")
+        assert result.exit_code == 0, result.stderr
+        assert read_png(tmp_path / "q.png").shape[2] == 4
+    result = run("series", path, "--x", "600015", "--y", "5099985", "--out", tmp_path / "s.png")
+    assert result.exit_code == 0, result.stderr
+    table = run("series", path, "--x", "600015", "--y", "5099985")
+    assert table.exit_code == 0 and "[bold]x[/]" in table.stdout  # printed, not interpreted
