@@ -68,7 +68,11 @@ def quicklook_cmd(
         bool, typer.Option("--volatility", help="The per-cell volatility map (spec 5).")
     ] = False,
     level: Annotated[
-        str, typer.Option("--level", help="Pyramid level, or auto (longer side at most 1024 px).")
+        str,
+        typer.Option(
+            "--level",
+            help="Pyramid level, or auto (longer side at most 1024 px; less for long animations).",
+        ),
     ] = "auto",
     stretch: Annotated[
         str, typer.Option("--stretch", help="Percentiles p2,p98 or physical limits 0,0.3.")
@@ -108,8 +112,8 @@ def quicklook_cmd(
             volatility=volatility,
             colormap=colormap,
         )
-        k = parse_level(reader, level)
         times = [] if volatility else select_times(reader, time, index)
+        k = parse_level(reader, level, frames=len(times) or 1)
         if out_file is None:
             name = store_name(reader.store.url).removesuffix(".zarr")
             if volatility:

@@ -7,6 +7,7 @@ present, else per band value == nodata) are transparent, bands are found by comm
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from cz.look.stretch import Stretch, StretchSpec, apply_stretch, compute_stretch
 __all__ = ["View", "quicklook", "render_values", "resolve_view", "store_name"]
 
 DEFAULT_STRETCH = StretchSpec("percentile", 2.0, 98.0)
+#: at most this many values per channel feed the percentiles of a multi-frame stretch
+STRETCH_SAMPLE = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -172,15 +175,36 @@ def quicklook(
     tiled: bool = False,
     duration_ms: int = 700,
 ) -> dict[str, Any]:
-    """Draw the picture(s) and write ``out``; returns the numbers (for ``--json``)."""
+    """Draw the picture(s) and write ``out``; returns the numbers (for ``--json``).
+
+    Memory stays bounded for long ranges: the values of one frame at a time are kept (a first
+    pass gathers a strided sample of at most ``STRETCH_SAMPLE`` values per channel for the
+    percentiles when there are several frames), and only the rendered RGBA frames accumulate.
+    """
     if view.kind == "volatility":
-        stack = [_volatility_plane(reader, level)]
         times = []
+
+        def planes_of(i: int) -> np.ndarray:
+            return _volatility_plane(reader, level)
     else:
-        stack = [_physical_planes(reader, view, t, level) for t in times]
+
+        def planes_of(i: int) -> np.ndarray:
+            return _physical_planes(reader, view, times[i], level)
+
+    n_frames = max(1, len(times))
+    first = planes_of(0)
     # one stretch for every frame (per channel), so colours compare across an animation
-    joined = np.stack(stack)  # (frames, channels, H, W)
-    stretches = [compute_stretch(joined[:, ch], stretch) for ch in range(joined.shape[1])]
+    if n_frames == 1 or stretch.kind == "limits":
+        sample = first
+    else:
+        step = max(1, math.ceil(math.sqrt(n_frames * first[0].size / STRETCH_SAMPLE)))
+        sample = np.concatenate(
+            [first[:, ::step, ::step]]
+            + [planes_of(i)[:, ::step, ::step] for i in range(1, n_frames)],
+            axis=1,
+        )
+    stretches = [compute_stretch(sample[ch], stretch) for ch in range(sample.shape[0])]
+    del sample
     lut = None if view.colormap is None else colormap_lut(view.colormap)
     name = store_name(reader.store.url)
     lv = reader.levels[level]
@@ -194,16 +218,23 @@ def quicklook(
         else Colorbar(view.colormap, stretches[0].lo, stretches[0].hi, view.units)
     )
     frames: list[Frame] = []
-    for i, planes in enumerate(stack):
+    n_valid = n_total = 0
+    for i in range(n_frames):
+        planes = first if i == 0 else planes_of(i)
         when = "level-0 cells" if view.kind == "volatility" else reader.attrs.times[times[i]][:10]
+        valid = np.isfinite(planes).all(axis=0)
+        n_valid, n_total = n_valid + int(valid.sum()), n_total + valid.size
         rgba = render_values(planes, stretches, lut)
         frames.append(
             compose(rgba, title=f"{name} · {when} · {view.label}", subtitle=subtitle, colorbar=bar)
         )
-    if tiled and len(frames) > 1:
+        del planes
+    data_shape = list(first.shape[-2:])
+    del first
+    many = n_frames > 1
+    if tiled and many:
         frames = [tile(frames)]
     written = save_frames(frames, out, duration_ms=duration_ms)
-    valid = np.isfinite(joined).all(axis=1)
     channel_names = (
         [reader.bands[i].name for i in view.bands] if view.kind in ("rgb", "band") else [view.label]
     )
@@ -225,8 +256,8 @@ def quicklook(
         },
         "colormap": view.colormap,
         "units": view.units or None,
-        "tiled": bool(tiled and len(stack) > 1),
-        "image_box": frames[0].box.to_json() if not (tiled and len(stack) > 1) else None,
-        "data_shape": list(joined.shape[-2:]),
-        "valid_fraction": float(valid.mean()) if valid.size else 0.0,
+        "tiled": bool(tiled and many),
+        "image_box": None if tiled and many else frames[0].box.to_json(),
+        "data_shape": data_shape,
+        "valid_fraction": n_valid / n_total if n_total else 0.0,
     }

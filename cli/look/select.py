@@ -97,18 +97,25 @@ def select_times(
     return hits if last else hits[:1]
 
 
-def auto_level(reader: chronozarr.Reader, max_pixels: int = AUTO_MAX_PIXELS) -> int:
-    """The finest level whose longer side is at most ``max_pixels`` (the coarsest if none is)."""
+def auto_level(
+    reader: chronozarr.Reader, max_pixels: int = AUTO_MAX_PIXELS, frames: int = 1
+) -> int:
+    """The finest level whose longer side is at most ``max_pixels`` (the coarsest if none is).
+
+    For an animation of many frames the side shrinks with sqrt(8 / frames), down to 256 px, so
+    that a decade of months stays a file (and a memory footprint) of about 8 full frames."""
+    if frames > 8:
+        max_pixels = max(256, int(max_pixels * math.sqrt(8 / frames)))
     for k, lv in enumerate(reader.levels):
         if max(lv.shape[-2:]) <= max_pixels:
             return k
     return len(reader.levels) - 1
 
 
-def parse_level(reader: chronozarr.Reader, text: str) -> int:
-    """``auto`` or a level number valid for the store."""
+def parse_level(reader: chronozarr.Reader, text: str, frames: int = 1) -> int:
+    """``auto`` (see :func:`auto_level`) or a level number valid for the store."""
     if text == "auto":
-        return auto_level(reader)
+        return auto_level(reader, frames=frames)
     try:
         level = int(text)
     except ValueError:

@@ -155,3 +155,22 @@ def test_pixel_of_inverts_the_affine(
 def test_pixel_of_refuses_a_singular_transform() -> None:
     with pytest.raises(LookError, match="not invertible"):
         pixel_of([0, 0, 0, 0, 0, 0], 1, 1)
+
+
+class _Levels:
+    """Just what auto_level reads of a Reader: level shapes."""
+
+    def __init__(self, sides: list[int]) -> None:
+        self.levels = [type("L", (), {"shape": (1, 1, s, s)})() for s in sides]
+
+
+def test_auto_level_shrinks_for_long_animations() -> None:
+    from cz.look.select import auto_level
+
+    r = _Levels([4096, 2048, 1024, 512, 256, 128])
+    assert auto_level(r) == 2  # type: ignore[arg-type]
+    assert auto_level(r, frames=8) == 2  # type: ignore[arg-type]
+    assert auto_level(r, frames=32) == 3  # 1024 * sqrt(8/32) = 512  # type: ignore[arg-type]
+    assert auto_level(r, frames=120) == 4  # 264 px -> the 256 level  # type: ignore[arg-type]
+    assert auto_level(r, frames=10_000) == 4  # never below 256 px  # type: ignore[arg-type]
+    assert auto_level(_Levels([5000, 2500]), frames=1) == 1  # type: ignore[arg-type]  # coarsest

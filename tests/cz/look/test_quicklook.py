@@ -279,3 +279,25 @@ def test_store_text_is_never_markup_or_mathtext(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     table = run("series", path, "--x", "600015", "--y", "5099985")
     assert table.exit_code == 0 and "[bold]x[/]" in table.stdout  # printed, not interpreted
+
+
+def test_a_long_range_stretches_on_a_sample_and_draws_with_it(
+    tmp_path: Path, look_store: LookStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cz.look.quicklook
+
+    monkeypatch.setattr(cz.look.quicklook, "STRETCH_SAMPLE", 500)  # stride > 1 over 6 frames
+    info, _ = quicklook(
+        tmp_path, look_store, "--time", "2024-01..2024-06", "--band", "nir", "--level", "0"
+    )
+    (channel,) = info["stretch"]["channels"]
+    every = np.stack([physical(look_store, t, 3) for t in range(6)])
+    lo, hi = np.nanpercentile(every, [2, 98])
+    assert channel["min"] == pytest.approx(lo, abs=0.01) and channel["max"] == pytest.approx(
+        hi, abs=0.01
+    )
+    for t in (0, 3):  # every frame drawn with the reported stretch
+        px = data_pixels(read_png(tmp_path / "q.png", frame=t), info["image_box"], H, W)
+        want = levels(physical(look_store, t, 3), channel["min"], channel["max"])
+        ok = np.isfinite(want)
+        np.testing.assert_array_equal(px[ok], lut("viridis")[want[ok].astype(int)])
