@@ -240,7 +240,7 @@ describe("AbortSignal", () => {
   test("a stalled host fails with a timeout instead of hanging", async () => {
     const entry = byName["uint16-none-unsharded-zstd"];
     const store = await openStore(urlOf(entry), { timeout: 200 });
-    store._fetch = (url, init) =>
+    store.source.fetch = (url, init) =>
       new Promise((_, reject) => init.signal.addEventListener("abort", () => reject(init.signal.reason)));
     const t0 = Date.now();
     await assert.rejects(store.readCell({ t: 0, row: 0, col: 0 }), { name: "FetchError", message: /timed out after 200 ms/ });

@@ -8,7 +8,7 @@ import path from "node:path";
 import { HERE, generateFixtures, python } from "./fixtures.js";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "chronozarr-js-"));
-let status = 1;
+let status;
 try {
   const started = Date.now();
   console.log(`# writing test stores with ${python()} ...`);

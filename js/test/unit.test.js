@@ -117,3 +117,25 @@ test("test server Range parsing covers every form", () => {
   assert.equal(parseRange("bytes=100-", 100), "unsatisfiable");
   assert.equal(parseRange("items=0-1", 100), null);
 });
+
+test("validity (2.3): the mask alone decides when present, else value != nodata per band, else all valid", async () => {
+  const { isValid, validityOf } = await import("../chronozarr/validity.js");
+  assert.equal(isValid(7, 1, 7), true); // mask 1: valid even at nodata
+  assert.equal(isValid(3, 0, 7), false); // mask 0: invalid even off nodata
+  assert.equal(isValid(7, null, 7), false);
+  assert.equal(isValid(3, null, 7), true);
+  assert.equal(isValid(7, null, null), true);
+  assert.equal(isValid(Number.NaN, null, null), true);
+  // Two bands of three pixels: per band against nodata, and a mask shared by the bands.
+  const values = Uint16Array.of(0, 5, 0, 5, 0, 5);
+  assert.deepEqual([...validityOf(values, null, 0, 2, 3)], [0, 1, 0, 1, 0, 1]);
+  assert.deepEqual([...validityOf(values, Uint8Array.of(1, 0, 1), 0, 2, 3)], [1, 0, 1, 1, 0, 1]);
+  assert.deepEqual([...validityOf(values, null, null, 2, 3)], [1, 1, 1, 1, 1, 1]);
+});
+
+test("one cache key names a chunk for every cache and residency check", async () => {
+  const { cacheKey } = await import("../chronozarr/cache.js");
+  assert.equal(cacheKey("0/data", [3, 0, 1, 2]), "0/data|3,0,1,2");
+  assert.notEqual(cacheKey("0/data", [1, 12]), cacheKey("0/data", [11, 2]));
+  assert.notEqual(cacheKey("0/data", [1]), cacheKey("1/data", [1]));
+});

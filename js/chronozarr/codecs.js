@@ -1,0 +1,79 @@
+// Codecs (spec 8): decode one inner chunk's bytes with the chain of its array: crc32c checked
+// here, zstd / gzip / blosc through the codec classes of zarrita's registry (numcodecs WASM,
+// DecompressionStream gzip), then the bytes codec's endianness, viewed as the stored dtype.
+
+import { registry } from "zarrita";
+import { crc32c } from "./crc32c.js";
+import { CorruptStoreError, UnsupportedError } from "./errors.js";
+
+/** One decode step of the chain: {name, decode(bytes) -> bytes | Promise<bytes>}. */
+async function codecStep(array, c) {
+  if (c.name === "crc32c") {
+    return {
+      name: c.name,
+      decode: (bytes) => {
+        const n = bytes.byteLength - 4;
+        const stored = new DataView(bytes.buffer, bytes.byteOffset + n, 4).getUint32(0, true);
+        if (crc32c(bytes.subarray(0, n)) !== stored) throw new Error("crc32c checksum mismatch");
+        return bytes.subarray(0, n);
+      },
+    };
+  }
+  const load = registry.get(c.name);
+  if (!load) throw new UnsupportedError(`${array.path}: codec "${c.name}" is not in zarrita's registry`);
+  const Codec = await load();
+  let conf = c.configuration ?? {};
+  if (c.name === "blosc") {
+    // numcodecs' Blosc takes the numeric shuffle of the C library; decoding reads the blosc header.
+    conf = {
+      cname: conf.cname ?? "lz4",
+      clevel: conf.clevel ?? 5,
+      shuffle: conf.shuffle === "shuffle" ? 1 : 0,
+      blocksize: conf.blocksize ?? 0,
+    };
+  }
+  const codec = Codec.fromConfig(conf, { dataType: array.dtype, shape: array.innerShape, codecs: [] });
+  return { name: c.name, decode: (bytes) => codec.decode(bytes) };
+}
+
+/**
+ * The decoder of one parsed array (metadata.parseArray): an async function (bytes, where) that
+ * returns the inner chunk as a typed array of the stored dtype owning its buffer (deltas are
+ * reconstructed in place and raw bytes are cached, so the result must not alias them).
+ */
+export async function makeChunkDecoder(array) {
+  const steps = await Promise.all(array.compressors.map((c) => codecStep(array, c)));
+  const T = array.TypedArray;
+  const bpe = array.bytesPerElement;
+  const want = array.innerLength * bpe;
+  const swap = array.endian === "big" && bpe > 1;
+  return async (bytes, where) => {
+    if (steps.length === 0) bytes = bytes.slice();
+    for (let i = steps.length - 1; i >= 0; i--) {
+      try {
+        bytes = await steps[i].decode(bytes);
+      } catch (err) {
+        throw new CorruptStoreError(`${where}: ${steps[i].name} decoding failed: ${err?.message ?? err}`, {
+          cause: err,
+        });
+      }
+      if (!(bytes instanceof Uint8Array)) bytes = new Uint8Array(bytes.buffer ?? bytes);
+    }
+    if (bytes.byteLength !== want) {
+      throw new CorruptStoreError(`${where}: chunk decodes to ${bytes.byteLength} bytes, expected ${want}`);
+    }
+    if (swap) {
+      bytes = bytes.slice();
+      for (let i = 0; i < bytes.length; i += bpe) bytes.subarray(i, i + bpe).reverse();
+    } else if (bytes.byteOffset % bpe !== 0) {
+      bytes = bytes.slice();
+    }
+    return new T(bytes.buffer, bytes.byteOffset, array.innerLength);
+  };
+}
+
+/** The chunk of an absent key (Zarr: fill_value everywhere), one shared instance per array. */
+export function fillChunk(array) {
+  if (!array._fillChunk) array._fillChunk = new array.TypedArray(array.innerLength).fill(array.fillValue);
+  return array._fillChunk;
+}

@@ -1,0 +1,143 @@
+// HTTP and byte ranges (spec 7.3, 10.1): every object the reader touches is one GET (or, for a
+// shard that shard_bytes does not list, a HEAD) of `{base}{key}{query}` through a
+// fetch-compatible function. A 404 is an absent key (spec 9: a chunk of fill values); a host
+// that ignores Range and answers 200 with the whole object still works (the range is cut out).
+
+import { abortError } from "./abort.js";
+import { CorruptStoreError, FetchError } from "./errors.js";
+
+/**
+ * The store's base URL (ending in "/") and query string ("" or "?..."), from a store URL given
+ * with or without its trailing "zarr.json". A relative URL resolves against the page.
+ */
+export function resolveStoreUrl(url, caller = "openStore") {
+  const text = String(url ?? "");
+  if (!text) throw new TypeError(`${caller}: a store URL is required`);
+  let u;
+  try {
+    u = globalThis.location?.href ? new URL(text, globalThis.location.href) : new URL(text);
+  } catch {
+    throw new TypeError(`${caller}: ${JSON.stringify(text)} is not a URL (give an absolute http(s) URL)`);
+  }
+  u.hash = "";
+  const query = u.search;
+  u.search = "";
+  let base = u.href;
+  if (base.endsWith("/zarr.json")) base = base.slice(0, -"zarr.json".length);
+  if (!base.endsWith("/")) base += "/";
+  return { base, query };
+}
+
+/** A host that ignores Range answers 200 with the whole object: cut the range out of it. */
+function checkRange(bytes, status, range, url) {
+  if (range.suffix) {
+    if (status === 200) return bytes.subarray(Math.max(0, bytes.byteLength - range.suffix));
+    return bytes;
+  }
+  const want = range[1] - range[0] + 1;
+  if (status === 200) {
+    if (bytes.byteLength < range[1] + 1) {
+      throw new CorruptStoreError(`${url}: object is ${bytes.byteLength} bytes, range ends at ${range[1]}`);
+    }
+    return bytes.subarray(range[0], range[1] + 1);
+  }
+  if (bytes.byteLength !== want) {
+    throw new CorruptStoreError(
+      `${url}: asked for bytes ${range[0]}-${range[1]} (${want} bytes), got ${bytes.byteLength}: the object is shorter than its index or shard_bytes says`,
+    );
+  }
+  return bytes;
+}
+
+/** The objects of one store over HTTP, with a timeout per request and request counters. */
+export class HttpSource {
+  /** options: fetch, headers, timeout (ms per request). */
+  constructor(url, { fetch, headers, timeout }, caller = "openStore") {
+    const { base, query } = resolveStoreUrl(url, caller);
+    this.url = base;
+    this.query = query;
+    this.fetch = fetch ?? globalThis.fetch.bind(globalThis);
+    this.headers = headers ?? {};
+    this.timeout = timeout;
+    this.stats = { requests: 0, heads: 0, bytes: 0, chunkReads: 0, indexReads: 0 };
+  }
+
+  /**
+   * GET (or HEAD) one object, optionally a byte range. Returns a Uint8Array (HEAD: {length}), or
+   * null on 404 (an absent key: spec 9). range: [first, last] inclusive, or {suffix: n}.
+   */
+  async request(key, { method = "GET", range = null, signal } = {}) {
+    const url = this.url + key + this.query;
+    const headers = { ...this.headers };
+    if (range) headers.Range = range.suffix ? `bytes=-${range.suffix}` : `bytes=${range[0]}-${range[1]}`;
+    signal?.throwIfAborted();
+    const ctrl = new AbortController();
+    let timedOut = false;
+    const timeoutError = (what) => new FetchError(`timed out after ${this.timeout} ms${what}`, { url });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ctrl.abort(timeoutError(`: ${method} ${url}`));
+    }, this.timeout);
+    const onAbort = () => ctrl.abort(abortError(signal));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    this.stats.requests++;
+    if (method === "HEAD") this.stats.heads++;
+    try {
+      let res;
+      try {
+        res = await this.fetch(url, { method, headers, signal: ctrl.signal });
+      } catch (err) {
+        if (signal?.aborted) throw abortError(signal);
+        if (timedOut) throw timeoutError(`: ${method} ${url}`);
+        throw new FetchError(`${method} ${url} failed: ${err?.message ?? err}`, { url, cause: err });
+      }
+      if (res.status === 404) {
+        res.body?.cancel?.().catch(() => {});
+        return null;
+      }
+      if (res.status === 416) {
+        throw new CorruptStoreError(
+          `${url}: range ${headers.Range} not satisfiable (HTTP 416): shard_bytes is stale or the object is truncated; reopen the store`,
+        );
+      }
+      if (!res.ok) {
+        res.body?.cancel?.().catch(() => {});
+        throw new FetchError(`HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""} for ${method} ${url}`, {
+          url,
+          status: res.status,
+        });
+      }
+      if (method === "HEAD") {
+        const len = res.headers.get("content-length");
+        return len === null ? { length: null } : { length: Number(len) };
+      }
+      let bytes;
+      try {
+        bytes = new Uint8Array(await res.arrayBuffer());
+      } catch (err) {
+        if (signal?.aborted) throw abortError(signal);
+        if (timedOut) throw timeoutError(` reading ${url}`);
+        throw new FetchError(`reading ${url} failed: ${err?.message ?? err}`, { url, cause: err });
+      }
+      this.stats.bytes += bytes.byteLength;
+      return range ? checkRange(bytes, res.status, range, url) : bytes;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** A JSON document; null when absent and not `required`, else CorruptStoreError. */
+  async json(key, signal, { required = true } = {}) {
+    const bytes = await this.request(key, { signal });
+    if (bytes === null) {
+      if (!required) return null;
+      throw new CorruptStoreError(`${this.url}${key} is missing (HTTP 404)`);
+    }
+    try {
+      return JSON.parse(new TextDecoder().decode(bytes));
+    } catch (err) {
+      throw new CorruptStoreError(`${this.url}${key} is not valid JSON: ${err.message}`);
+    }
+  }
+}

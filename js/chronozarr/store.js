@@ -1,0 +1,496 @@
+// The public store API (spec 10): openStore and ChronozarrStore. Opening reads the root
+// zarr.json (one GET with consolidated metadata, 10.1, 10.2); reads locate chunks from metadata
+// alone and go through the chunk reader (chunks.js), which caches decoded anchors so that, once
+// the anchors of a viewport are resident, any timestep costs one delta read (10.4).
+
+import { ChunkReader } from "./chunks.js";
+import { CorruptStoreError, FetchError, NotAChronozarrStoreError, StoreNotFoundError } from "./errors.js";
+import { HttpSource } from "./http.js";
+import { loadLevels } from "./levels.js";
+import { DTYPES, V01_DEFAULT_SCALE, levelForResolution, parseArray, parseBands, parseRoot, pixelCentre, pixelOf } from "./metadata.js";
+import { anchorsFirst, cellVolatility, planPrefetch, pool } from "./prefetch.js";
+import { trimCopy, trueValues } from "./reconstruct.js";
+import { isValid, validityOf } from "./validity.js";
+
+const MiB = 1024 * 1024;
+
+/** Defaults of openStore's options. */
+export const DEFAULTS = Object.freeze({
+  cacheBytes: 256 * MiB, // decoded anchors (and every chunk of a `none` store)
+  indexCacheBytes: 16 * MiB, // decoded shard indices
+  rawCacheBytes: 64 * MiB, // compressed delta chunks (prefetched or read)
+  timeout: 30_000, // ms per request, so a stalled host fails instead of hanging
+  concurrency: 6, // parallel requests of prefetch and series (a browser's per-host limit)
+});
+
+/** One timestep of one cell: every band, trimmed to the array shape, in the stored dtype. */
+export class CellData {
+  constructor(init) {
+    Object.assign(this, init);
+  }
+
+  /** Band `i` as a (height * width) view of `data`. */
+  band(i) {
+    const n = this.height * this.width;
+    return this.data.subarray(i * n, (i + 1) * n);
+  }
+}
+
+/**
+ * Open a chronozarr store (spec 10.1, 10.2): one GET of the root zarr.json when it carries
+ * consolidated metadata, per-array zarr.json otherwise.
+ *
+ * options: fetch (a fetch-compatible function, e.g. a counting wrapper), headers, signal,
+ * timeout (ms per request), cacheBytes, indexCacheBytes, rawCacheBytes, concurrency,
+ * v01Scale (scale of a 0.1.x store's string bands; 0.0001 by spec 3.6).
+ */
+export async function openStore(url, options = {}) {
+  const store = new ChronozarrStore(url, options);
+  await store._open(options.signal);
+  return store;
+}
+
+/** Parse the root document's bytes; a 404 or unreachable root is StoreNotFoundError (10.1). */
+async function readRoot(source, signal) {
+  let bytes;
+  try {
+    bytes = await source.request("zarr.json", { signal });
+  } catch (err) {
+    if (err instanceof FetchError) {
+      throw new StoreNotFoundError(`cannot open a chronozarr store at ${source.url}: ${err.message}`, { cause: err });
+    }
+    throw err;
+  }
+  if (bytes === null) {
+    throw new StoreNotFoundError(`no chronozarr store at ${source.url}: ${source.url}zarr.json returned HTTP 404`);
+  }
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    throw new NotAChronozarrStoreError(`${source.url}zarr.json is not JSON: not a Zarr v3 store`);
+  }
+}
+
+export class ChronozarrStore {
+  constructor(url, options = {}) {
+    this.source = new HttpSource(url, {
+      fetch: options.fetch,
+      headers: options.headers,
+      timeout: options.timeout ?? DEFAULTS.timeout,
+    });
+    this.url = this.source.url;
+    this.stats = this.source.stats;
+    this._options = options;
+    this._concurrency = options.concurrency ?? DEFAULTS.concurrency;
+    this._v01Scale = options.v01Scale ?? V01_DEFAULT_SCALE;
+    this._volatility = undefined;
+  }
+
+  // --- open (10.1, 10.2) --------------------------------------------------------------------------
+
+  async _open(signal) {
+    const doc = await readRoot(this.source, signal);
+    const meta = parseRoot(doc, `${this.url}zarr.json`);
+    if (meta.isV01) meta.bands = parseBands(doc.attributes.chronozarr.bands, true, this._v01Scale);
+    this.rootDocument = doc;
+    this.meta = meta;
+    this.specVersion = meta.specVersion;
+    this.variable = meta.variable;
+    this.times = meta.times;
+    this.timesMs = meta.timesMs;
+    this.nTime = meta.times.length;
+    this.bands = meta.bands;
+    this.bandNames = meta.bands.map((b) => b.name);
+    this.nBands = meta.bands.length;
+    this.nodata = meta.nodata;
+    this.crs = meta.crs;
+    this.temporal = meta.temporal;
+    this.encoding = meta.temporal.encoding;
+    this.provenance = meta.provenance;
+    this.hasMask = meta.maskVariable != null;
+    this.hasCoverage = meta.coverageVariable != null;
+    const o = this._options;
+    this.chunks = new ChunkReader(this.source, meta, {
+      cacheBytes: o.cacheBytes ?? DEFAULTS.cacheBytes,
+      indexCacheBytes: o.indexCacheBytes ?? DEFAULTS.indexCacheBytes,
+      rawCacheBytes: o.rawCacheBytes ?? DEFAULTS.rawCacheBytes,
+    });
+    this.chunkCache = this.chunks.chunkCache;
+    this.indexCache = this.chunks.indexCache;
+    this.rawCache = this.chunks.rawCache;
+    this.levels = await loadLevels(meta, (key, sig) => this.source.json(key, sig), signal);
+    const first = this.levels[0];
+    this.dtype = first.data.dtype;
+    this.TypedArray = DTYPES[this.dtype];
+    this.cs = first.cs;
+    this.resolutions = this.levels.map((l) => l.resolution);
+    this._volatilityDoc = meta.volatilityPath ? (meta.consolidated?.[meta.volatilityPath] ?? null) : null;
+    return this;
+  }
+
+  // --- geometry -----------------------------------------------------------------------------------
+
+  /** Level index for an output ground sample distance (10.3). */
+  levelFor(gsd) {
+    return levelForResolution(this.resolutions, gsd);
+  }
+
+  level(k = 0) {
+    const L = this.levels[k];
+    if (!L) throw new RangeError(`level ${k} does not exist (the store has levels 0..${this.levels.length - 1})`);
+    return L;
+  }
+
+  /** Pixel (row, col) at level k containing projected (x, y), or null outside the array. */
+  pixelAt({ x, y, level = 0 }) {
+    const L = this.level(level);
+    const p = pixelOf(L.transform, x, y);
+    if (p.row < 0 || p.col < 0 || p.row >= L.height || p.col >= L.width) return null;
+    return p;
+  }
+
+  /** Projected centre of pixel (row, col) at level k. */
+  pixelCentre({ row, col, level = 0 }) {
+    return pixelCentre(this.level(level).transform, row, col);
+  }
+
+  /** Projected bounds {x0, y0, x1, y1} of a level (north-up). */
+  bounds(level = 0) {
+    const L = this.level(level);
+    const [a, , c, , e, f] = L.transform;
+    const xs = [c, c + a * L.width];
+    const ys = [f, f + e * L.height];
+    return { x0: Math.min(...xs), x1: Math.max(...xs), y0: Math.min(...ys), y1: Math.max(...ys) };
+  }
+
+  /** Cells of level k that intersect the pixel window [row0, row1) x [col0, col1). */
+  cellsInWindow({ level = 0, row0, col0, row1, col1 }) {
+    const L = this.level(level);
+    const r0 = Math.max(0, Math.floor(row0 / L.cs));
+    const c0 = Math.max(0, Math.floor(col0 / L.cs));
+    const r1 = Math.min(L.grid[0] - 1, Math.floor((row1 - 1) / L.cs));
+    const c1 = Math.min(L.grid[1] - 1, Math.floor((col1 - 1) / L.cs));
+    const cells = [];
+    for (let r = r0; r <= r1; r++) for (let c = c0; c <= c1; c++) cells.push({ row: r, col: c });
+    return cells;
+  }
+
+  /** Size (height, width) and origin of cell (row, col), trimmed to the array (2.1). */
+  cellWindow(level, row, col) {
+    const L = this.level(level);
+    if (!Number.isInteger(row) || !Number.isInteger(col) || row < 0 || col < 0 || row >= L.grid[0] || col >= L.grid[1]) {
+      throw new RangeError(`cell (${row}, ${col}) is outside level ${level}'s grid ${L.grid[0]} x ${L.grid[1]}`);
+    }
+    const y0 = row * L.cs;
+    const x0 = col * L.cs;
+    return { y0, x0, height: Math.min(L.cs, L.height - y0), width: Math.min(L.cs, L.width - x0) };
+  }
+
+  _checkT(t) {
+    if (!Number.isInteger(t) || t < 0 || t >= this.nTime) {
+      throw new RangeError(`timestep ${t} is outside 0..${this.nTime - 1}`);
+    }
+  }
+
+  // --- chunk access (10.4) ------------------------------------------------------------------------
+
+  /** Compressed bytes of an inner chunk (bench/js/bench.js times the decode alone with these). */
+  _chunkBytes(array, coords, signal) {
+    return this.chunks.chunkBytes(array, coords, signal);
+  }
+
+  /** The decoder of an array (bench/js/bench.js). */
+  _decoder(array) {
+    return this.chunks.decoder(array);
+  }
+
+  /** The full decoded chunk(s) for timestep t of a cell: [chunk] or [anchor, delta] (10.4). */
+  async _chunksFor(L, t, row, col, signal) {
+    const ref = this.temporal.reference(t);
+    if (ref === null) return [await this.chunks.trueChunk(L.data, [t, 0, row, col], signal)];
+    return Promise.all([
+      this.chunks.trueChunk(L.data, [ref, 0, row, col], signal),
+      this.chunks.deltaChunk(L.data, [t, 0, row, col], signal),
+    ]);
+  }
+
+  /**
+   * The full (cs x cs, untrimmed) true chunk of timestep t of cell (row, col) at `level`: a
+   * decoded anchor or none chunk is the cached instance (do not modify it), a reconstructed
+   * delta is the caller's own. This is what a Zarr reader of true values expects (store-adapter.js).
+   */
+  async trueChunk({ t, level = 0, row, col, signal } = {}) {
+    this._checkT(t);
+    const L = this.level(level);
+    this.cellWindow(level, row, col);
+    return trueValues(await this._chunksFor(L, t, row, col, signal), L.data._fillChunk);
+  }
+
+  // --- public reads -------------------------------------------------------------------------------
+
+  /**
+   * Every band of timestep t of cell (row, col) at `level` (10.4, 10.5): at most two chunk reads
+   * (one with the anchor cached), reconstructed in the stored dtype, trimmed to the array shape.
+   * Returns a CellData {t, level, row, col, y0, x0, height, width, nBands, dtype, data}.
+   */
+  async readCell({ t, level = 0, row, col, signal } = {}) {
+    this._checkT(t);
+    const L = this.level(level);
+    const win = this.cellWindow(level, row, col);
+    const chunks = await this._chunksFor(L, t, row, col, signal);
+    const full = trueValues(chunks, L.data._fillChunk);
+    // A reconstructed delta is ours to return untrimmed; a cached chunk is always copied.
+    const data =
+      chunks.length === 2 && win.height === L.cs && win.width === L.cs
+        ? full
+        : trimCopy(full, this.nBands, L.cs, win.height, win.width, this.TypedArray);
+    return new CellData({ t, level, row, col, ...win, nBands: this.nBands, dtype: this.dtype, data });
+  }
+
+  /**
+   * The mask or coverage plane ("mask" | "coverage") of timestep t of a cell, trimmed, as a
+   * Uint8Array(height * width); null when the store has no such variable (10.7).
+   */
+  async readPlane(variable, { t, level = 0, row, col, signal } = {}) {
+    this._checkT(t);
+    const L = this.level(level);
+    const arr = variable === "mask" ? L.mask : variable === "coverage" ? L.coverage : undefined;
+    if (arr === undefined) throw new TypeError(`readPlane: variable must be "mask" or "coverage", not ${variable}`);
+    if (arr === null) return null;
+    const win = this.cellWindow(level, row, col);
+    const chunk = await this.chunks.trueChunk(arr, [t, row, col], signal);
+    return trimCopy(chunk, 1, L.cs, win.height, win.width, Uint8Array);
+  }
+
+  /**
+   * Validity of every band and pixel of a cell (spec 2.3) as Uint8Array(nBands * h * w), 1 valid:
+   * the mask when the store has one (never also nodata), else value != nodata, else all valid.
+   * Pass `cell` (a CellData) to reuse values already read.
+   */
+  async validity({ t, level = 0, row, col, signal, cell } = {}) {
+    const data = cell ?? (await this.readCell({ t, level, row, col, signal }));
+    const mask = this.hasMask ? await this.readPlane("mask", { t, level, row, col, signal }) : null;
+    return validityOf(data.data, mask, this.nodata, this.nBands, data.height * data.width);
+  }
+
+  /** Stored values of every band at pixel (iy, ix) of a cell: TypedArray(nBands). */
+  async _pixel(L, t, row, col, iy, ix, signal) {
+    const chunks = await this._chunksFor(L, t, row, col, signal);
+    const out = new this.TypedArray(this.nBands);
+    const plane = L.cs * L.cs;
+    const at = iy * L.cs + ix;
+    for (let b = 0; b < this.nBands; b++) {
+      // Storing the sum into the typed array wraps it mod 2^bits (4.2) without reconstructing all.
+      out[b] = chunks.length === 1 ? chunks[0][b * plane + at] : chunks[0][b * plane + at] + chunks[1][b * plane + at];
+    }
+    return out;
+  }
+
+  async _planeValue(arr, t, row, col, iy, ix, cs, signal) {
+    if (!arr) return null;
+    const chunk = await this.chunks.trueChunk(arr, [t, row, col], signal);
+    return chunk[iy * cs + ix];
+  }
+
+  _locate({ x, y, row, col, level = 0 }) {
+    const L = this.level(level);
+    let p;
+    if (Number.isInteger(row) && Number.isInteger(col)) {
+      p = row >= 0 && col >= 0 && row < L.height && col < L.width ? { row, col } : null;
+    } else {
+      if (typeof x !== "number" || typeof y !== "number") throw new TypeError("give projected {x, y} or pixel {row, col}");
+      p = this.pixelAt({ x, y, level });
+    }
+    if (!p) return null;
+    const cr = Math.floor(p.row / L.cs);
+    const cc = Math.floor(p.col / L.cs);
+    return { L, ...p, cellRow: cr, cellCol: cc, iy: p.row - cr * L.cs, ix: p.col - cc * L.cs };
+  }
+
+  /** Stored, mask and coverage values of one pixel at timestep t. */
+  _pixelValues(p, t, signal) {
+    const { L } = p;
+    return Promise.all([
+      this._pixel(L, t, p.cellRow, p.cellCol, p.iy, p.ix, signal),
+      this._planeValue(L.mask, t, p.cellRow, p.cellCol, p.iy, p.ix, L.cs, signal),
+      this._planeValue(L.coverage, t, p.cellRow, p.cellCol, p.iy, p.ix, L.cs, signal),
+    ]);
+  }
+
+  _describe(stored, maskValue) {
+    return this.bands.map((band, b) => {
+      const value = stored[b];
+      const valid = isValid(value, maskValue, this.nodata);
+      return {
+        name: band.name,
+        common_name: band.common_name,
+        units: band.units,
+        scale: band.scale,
+        offset: band.offset,
+        stored: value,
+        physical: valid ? value * band.scale + band.offset : null,
+        valid,
+      };
+    });
+  }
+
+  /**
+   * The exact stored and physical value of every band at projected (x, y) (or pixel {row, col})
+   * of timestep t (10.5, 10.7, 10.8), with validity, mask and coverage. null outside the array.
+   */
+  async valueAt({ x, y, row, col, t, level = 0, signal } = {}) {
+    this._checkT(t);
+    const p = this._locate({ x, y, row, col, level });
+    if (!p) return null;
+    const [stored, maskValue, coverage] = await this._pixelValues(p, t, signal);
+    const bands = this._describe(stored, maskValue);
+    const centre = pixelCentre(p.L.transform, p.row, p.col);
+    return {
+      t,
+      time: this.times[t],
+      level,
+      row: p.row,
+      col: p.col,
+      x: centre.x,
+      y: centre.y,
+      valid: bands.every((b) => b.valid),
+      mask: maskValue,
+      coverage,
+      bands,
+    };
+  }
+
+  /**
+   * Every timestep at one pixel (projected {x, y} or pixel {row, col}): per band the stored values
+   * (TypedArray), physical values (Float64Array, NaN where invalid) and validity (Uint8Array).
+   */
+  async series({ x, y, row, col, level = 0, signal, onProgress } = {}) {
+    const p = this._locate({ x, y, row, col, level });
+    if (!p) return null;
+    const { L } = p;
+    const nT = this.nTime;
+    const stored = this.bands.map(() => new this.TypedArray(nT));
+    const mask = L.mask ? new Uint8Array(nT) : null;
+    const coverage = L.coverage ? new Uint8Array(nT) : null;
+    let done = 0;
+    await pool(
+      anchorsFirst(nT, this.temporal), // so that every delta finds its anchor resident (10)
+      this._concurrency,
+      async (t) => {
+        const [v, m, c] = await this._pixelValues(p, t, signal);
+        for (let b = 0; b < this.nBands; b++) stored[b][t] = v[b];
+        if (mask) mask[t] = m;
+        if (coverage) coverage[t] = c;
+        onProgress?.(++done, nT);
+      },
+      signal,
+    );
+    const bands = this.bands.map((band, b) => {
+      const valid = new Uint8Array(nT);
+      const physical = new Float64Array(nT);
+      for (let t = 0; t < nT; t++) {
+        const v = stored[b][t];
+        valid[t] = isValid(v, mask ? mask[t] : null, this.nodata) ? 1 : 0;
+        physical[t] = valid[t] ? v * band.scale + band.offset : NaN;
+      }
+      return { ...band, stored: stored[b], physical, valid };
+    });
+    const centre = pixelCentre(L.transform, p.row, p.col);
+    return { level, row: p.row, col: p.col, x: centre.x, y: centre.y, times: this.times, timesMs: this.timesMs, bands, mask, coverage };
+  }
+
+  /**
+   * The volatility array (spec 5) as {rows, cols, data: Float32Array}, or null when absent.
+   * Read once per session.
+   */
+  async volatility({ signal } = {}) {
+    if (this._volatility !== undefined) return this._volatility;
+    const path = this.meta.volatilityPath;
+    if (!path) return (this._volatility = null);
+    const doc = this._volatilityDoc ?? (await this.source.json(`${path}/zarr.json`, signal, { required: false }));
+    if (!doc) return (this._volatility = null);
+    const arr = parseArray(doc, path, ["float32"]);
+    if (arr.shape.length !== 2) throw new CorruptStoreError(`${path}/zarr.json: volatility must be 2-D (spec 5)`);
+    const [rows, cols] = arr.shape;
+    const data = new Float32Array(rows * cols);
+    const [ch, cw] = arr.innerShape;
+    for (let i = 0; i < arr.chunkGrid[0]; i++) {
+      for (let j = 0; j < arr.chunkGrid[1]; j++) {
+        const chunk = await this.chunks.decode(arr, await this.chunks.chunkBytes(arr, [i, j], signal));
+        for (let y = 0; y < ch && i * ch + y < rows; y++) {
+          for (let x = 0; x < cw && j * cw + x < cols; x++) data[(i * ch + y) * cols + j * cw + x] = chunk[y * cw + x];
+        }
+      }
+    }
+    return (this._volatility = { rows, cols, data });
+  }
+
+  /** Cells of a level ordered by volatility, most volatile first (level k takes the max of its level-0 cells). */
+  async cellsByVolatility({ level = 0, cells = null, signal } = {}) {
+    const L = this.level(level);
+    const list = cells ? cells.map((c) => ({ row: c.row, col: c.col })) : this.cellsInWindow({ level, row0: 0, col0: 0, row1: L.height, col1: L.width });
+    const vol = await this.volatility({ signal });
+    if (!vol) return list;
+    return list.map((c) => ({ ...c, volatility: cellVolatility(vol, level, c) })).sort((a, b) => b.volatility - a.volatility);
+  }
+
+  /**
+   * Load what scrubbing `times` over `cells` of `level` needs: every anchor first (decoded into
+   * the anchor cache, cells ordered by volatility), then, with deltas (default), the compressed
+   * delta chunks into the raw cache. Under none every chunk is a true chunk and is decoded.
+   * times: priority order (default all, in order). Returns {anchors, deltas, bytes, ms}.
+   */
+  async prefetch({ level = 0, cells = null, times = null, deltas = true, signal, onProgress, concurrency } = {}) {
+    const started = Date.now();
+    const L = this.level(level);
+    const ts = times ?? [...Array(this.nTime).keys()];
+    ts.forEach((t) => this._checkT(t));
+    const ordered = await this.cellsByVolatility({ level, cells, signal });
+    const tasks = planPrefetch(this.temporal, ts, ordered, deltas);
+    const bytes0 = this.stats.bytes;
+    let done = 0;
+    let nAnchors = 0;
+    let nDeltas = 0;
+    await pool(
+      tasks,
+      concurrency ?? this._concurrency,
+      async (task) => {
+        const coords = [task.t, 0, task.row, task.col];
+        if (task.kind === "anchor") {
+          await this.chunks.trueChunk(L.data, coords, signal);
+          nAnchors++;
+        } else {
+          await this.chunks.warmDelta(L.data, coords, signal);
+          nDeltas++;
+        }
+        onProgress?.(++done, tasks.length, task);
+      },
+      signal,
+    );
+    return { anchors: nAnchors, deltas: nDeltas, bytes: this.stats.bytes - bytes0, ms: Date.now() - started };
+  }
+
+  /**
+   * True when timestep t of these cells needs no request: its anchor (or true chunk) is decoded in
+   * the cache and, for a delta, its compressed bytes are in the raw cache (after prefetch).
+   */
+  isResident({ level = 0, cells, t }) {
+    const { data } = this.level(level);
+    const ref = this.temporal.reference(t);
+    return cells.every(
+      (c) => this.chunks.hasTrue(data, [ref ?? t, 0, c.row, c.col]) && (ref === null || this.chunks.hasRaw(data, [t, 0, c.row, c.col])),
+    );
+  }
+
+  /** True when the anchor (or true chunk) timestep t of these cells needs is decoded in the cache. */
+  isAnchorResident({ level = 0, cells, t }) {
+    const { data } = this.level(level);
+    const a = this.temporal.reference(t) ?? t;
+    return cells.every((c) => this.chunks.hasTrue(data, [a, 0, c.row, c.col]));
+  }
+
+  /** Drop every cache and abort every in-flight request. */
+  close() {
+    this.chunks?.close(new DOMException("store closed", "AbortError"));
+  }
+}
