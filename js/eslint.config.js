@@ -24,11 +24,11 @@ export default [
   },
   {
     // Functions handed to playwright's page.evaluate run in the page.
-    files: ["test/browser*.test.js", "test/*-browser.test.js"],
+    files: ["test/browser.test.js", "test/zarr-layer.test.js", "test/package.test.js"],
     languageOptions: { globals: { ...globals.node, ...globals.browser } },
   },
   {
-    files: ["test/digest.js", "test/worker.js", "test/page/**/*.js"],
+    files: ["test/digest.js", "test/worker.js", "test/*-page.js"],
     languageOptions: { globals: { ...globals.browser, ...globals.worker } },
   },
 ];

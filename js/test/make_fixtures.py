@@ -397,6 +397,52 @@ def viewer_store(out: Path) -> dict:
     return info
 
 
+def map_stores(out: Path) -> dict:
+    """The same data written star-delta (sharded) and none (unsharded), for the map-library tests:
+    whatever a map library shows of the first through the store adapter must equal what it shows
+    of the second read plainly. 2 bands, 7 months, 96 x 128 pixels of 30 m in UTM 31N."""
+    rng = np.random.default_rng(11)
+    nt, h, w = 7, 96, 128
+    data, _, _ = landscape(rng, nt, h, w)
+    data = np.ascontiguousarray(data[:, 2:4])  # red, nir
+    bands = [
+        {
+            "name": "B04",
+            "common_name": "red",
+            "scale": 0.0001,
+            "offset": 0.0,
+            "units": "reflectance",
+        },
+        {
+            "name": "B08",
+            "common_name": "nir",
+            "scale": 0.0001,
+            "offset": 0.0,
+            "units": "reflectance",
+        },
+    ]
+    common = dict(
+        times=[f"2024-{m + 1:02d}-01" for m in range(nt)],
+        bands=bands,
+        crs="EPSG:32631",
+        transform=[30.0, 0.0, 600000.0, 0.0, -30.0, 5000000.0],
+        nodata=0,
+        anchor_interval=3,
+        chunk_size=64,
+    )
+    info = {}
+    for encoding, extra in (("star-delta", {"shard_time": 4}), ("none", {})):
+        name = f"map-{encoding}"
+        store = out / "stores" / f"{name}.zarr"
+        chronozarr.encode(data, str(store), encoding=encoding, **common, **extra)
+        entry = dump_expected(store, out / "expected" / f"{name}.bin")
+        entry.update(
+            name=name, path=f"stores/{name}.zarr", expected=f"expected/{name}.bin", case={"cs": 64}
+        )
+        info[encoding] = entry
+    return info
+
+
 def main(out: Path) -> None:
     if out.exists():
         shutil.rmtree(out)
@@ -636,6 +682,7 @@ def main(out: Path) -> None:
     chunk.write_bytes(b"\x00garbage" * 5)
 
     manifest["viewer"] = viewer_store(out)
+    manifest["map"] = map_stores(out)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     print(
         f"{len(manifest['stores'])} stores, {len(manifest['derived'])} derived, {len(manifest['broken'])} broken -> {out}"
