@@ -1183,7 +1183,7 @@ class _Validator:
             for c in reversed(codecs[1:]):
                 data = bytes(_codecs.compressor_for(c).decode(data))
             values = np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<"))
-            if path.endswith("/time") and len(values) > shape[0]:
+            if path.rsplit("/", 1)[-1] == "time" and len(values) > shape[0]:
                 # spec 14 write order: time/c/0 is rewritten before the zarr.json files
                 self.add(
                     "append.in_progress",
@@ -1269,6 +1269,29 @@ class _Validator:
                             f"{path}/{axis}",
                         )
             self.count("coordinates", 4)
+        self._check_root_coords(attrs, band_names)
+
+    def _check_root_coords(self, attrs: RootAttrs, band_names: list[str]) -> None:
+        """Root-level time and band, when present, mirror chronozarr.times and band_names like
+        every level's (root_coordinates; spec 2.2, 3.5). Stores without them are conforming."""
+        if self.doc("time") is not None:
+            times = self._coord("time", "int64")
+            if times is not None and [format_time(int(t)) for t in times] != list(attrs.times):
+                self.add(
+                    "mirror.times",
+                    "2.2",
+                    "root-level time differs from chronozarr.times (it must equal every level's)",
+                    "time",
+                )
+        if self.doc("band") is not None:
+            bands = self._coord("band", "string")
+            if bands is not None and list(bands) != band_names:
+                self.add(
+                    "mirror.band_names",
+                    "2.2",
+                    f"root-level band {list(bands)} differs from band names {band_names}",
+                    "band",
+                )
 
     def _check_volatility(self, attrs: RootAttrs, levels: list[dict[str, Any]]) -> None:
         path = attrs.volatility_path

@@ -51,6 +51,7 @@ from chronozarr.metadata import (
 )
 from chronozarr.pyramid import block_mean, coverage_reduce, mask_reduce, validity
 from chronozarr.reader import ArrayReader
+from chronozarr.root_coordinates import add_root_coordinates
 from chronozarr.storage import LocalStore, Store
 from chronozarr.temporal import (
     abs_diff_sum,
@@ -912,7 +913,8 @@ def coordinate_objects(
     codec: str,
     codec_options: Mapping[str, Any] | None,
 ) -> tuple[dict[str, bytes], dict[str, dict[str, Any]]]:
-    """Chunk bytes and zarr.json documents of time/band/y/x at every level (spec 2.2)."""
+    """Chunk bytes and zarr.json documents of time/band/y/x at every level (spec 2.2), and of
+    time/band at the root (root_coordinates)."""
     from chronozarr.grid import pixel_centres
 
     comp = coord_compressor(codec, codec_options, "float64")
@@ -940,6 +942,7 @@ def coordinate_objects(
         docs[f"{lv.path}/band"] = coord_array_doc("band", len(band_names), "string", comp_band)
         docs[f"{lv.path}/y"] = coord_array_doc("y", h, "float64", comp)
         docs[f"{lv.path}/x"] = coord_array_doc("x", w, "float64", comp)
+    add_root_coordinates(objects, docs, levels[0].path)
     return objects, docs
 
 

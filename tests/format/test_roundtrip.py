@@ -641,7 +641,7 @@ def test_write_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: di
         if key.endswith("zarr.json"):
             return 2
         parts = key.split("/")
-        if parts[0] == "volatility" or parts[1] in ("time", "band", "x", "y"):
+        if parts[0] in ("volatility", "time", "band") or parts[1] in ("time", "band", "x", "y"):
             return 1
         return 0
 

@@ -37,7 +37,7 @@ LONG = "public, max-age=31536000, immutable"
 
 def expected_cache_control(key: str, n_time: int, shard_time: int | None) -> str:
     """spec 14: short for objects an append rewrites in place, long (immutable) for the rest."""
-    if key.endswith("zarr.json") or re.fullmatch(r"\d+/time/c/0", key):
+    if key.endswith("zarr.json") or re.fullmatch(r"(\d+/)?time/c/0", key):
         return SHORT
     if key == "volatility/c/0/0":
         return SHORT
@@ -53,7 +53,7 @@ def phase_of(key: str) -> int:
         return 4
     if key.endswith("/zarr.json"):
         return 3
-    if re.fullmatch(r"\d+/time/c/0", key) or key == "volatility/c/0/0":
+    if re.fullmatch(r"(\d+/)?time/c/0", key) or key == "volatility/c/0/0":
         return 2
     return 1
 
