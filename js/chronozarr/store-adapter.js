@@ -25,6 +25,7 @@ import { openStore } from "./store.js";
 
 const ENC = new TextEncoder();
 const BYTES_LE = Object.freeze([{ name: "bytes", configuration: { endian: "little" } }]);
+const V2_METADATA = /(^|\/)\.z(array|group|attrs|metadata)$/;
 const clone = (v) => (v === undefined ? undefined : JSON.parse(JSON.stringify(v)));
 const jsonBytes = (doc) => ENC.encode(JSON.stringify(doc));
 
@@ -208,6 +209,9 @@ export class TrueValueStore {
     if (doc) return doc.slice();
     const obj = this._objects.get(path);
     if (obj) return obj.slice();
+    // The view is Zarr v3: a reader probing for v2 metadata (zarr-layer without zarrVersion: 3)
+    // learns that without a request.
+    if (V2_METADATA.test(path)) return undefined;
     const chunk = this._parseChunkKey(path);
     if (chunk) return this._chunk(chunk, signal);
     this.stats.passthrough++;

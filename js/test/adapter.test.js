@@ -109,6 +109,9 @@ describe("chronozarrStore under stock zarrita", () => {
     assert.equal(await store.get("/0/data/c/99/0/0/0"), undefined);
     assert.equal(await store.get("/0/data/c/0/0/x/0"), undefined);
     assert.equal(await store.get("/nothing/here"), undefined);
+    const before = store.reader.stats.requests;
+    for (const k of ["/.zmetadata", "/.zgroup", "/0/data/.zarray", "/.zattrs"]) assert.equal(await store.get(k), undefined);
+    assert.equal(store.reader.stats.requests, before, "v2 probes cost no request");
   });
 });
 

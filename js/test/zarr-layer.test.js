@@ -4,14 +4,17 @@
 //   and deltas, selecting time by date and band by name;
 // - what it renders of the star-delta store through the adapter equals, pixel for pixel, what it
 //   renders of the same data written `none` and read plainly; without the adapter it differs;
+// - a plain `none` store opened by URL (no adapter): band selected by name and time by its int64
+//   value, through the root-level time and band arrays the writer adds (root_coordinates.py);
 // Saves artifacts/zarr-layer-adapter-t1.png and zarr-layer-plain-t1.png (a delta timestep).
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import proj4 from "proj4";
+import { proj4ForEpsg } from "../chronozarr/store-adapter.js";
 import { HERE, REPO, fixtures, loadExpected } from "./fixtures.js";
 import { startServer } from "./server.js";
 
@@ -93,6 +96,7 @@ describe("stock zarr-layer in headless Chromium", { skip, timeout: 240_000 }, ()
     for (const d of [userDataDir, bundleDir]) if (d) rmSync(d, { recursive: true, force: true });
   });
 
+  const readRoot = (entry) => JSON.parse(readFileSync(path.join(dir, entry.path, "zarr.json"), "utf8"));
   const url = (entry) => `${server.url}/fixtures/${entry.path}`;
   const centreOf = (row, col) => [600000 + 30 * (col + 0.5), 5000000 - 30 * (row + 0.5)];
   const dateOf = (t) => `2024-${String(t + 1).padStart(2, "0")}-01`;
@@ -124,6 +128,31 @@ describe("stock zarr-layer in headless Chromium", { skip, timeout: 240_000 }, ()
       }
     }
     assert.ok(deltas >= 4, "delta timesteps were queried");
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test("a plain none store by URL: band by name and time by its int64 value (root-level time, band)", async () => {
+    // zarr-layer 0.5.0 reads no CRS attribute, so the proj4 string is derived from chronozarr.crs.
+    const def = proj4ForEpsg(readRoot(none).attributes.chronozarr.crs);
+    assert.equal(def, UTM31);
+    const exp = loadExpected(dir, none);
+    const [nt, , h, w] = none.levels[0].shape;
+    await page.evaluate((a) => window.czMap.open(a), { url: url(none), adapter: false, view, options: { proj4: def, zarrVersion: 3 } });
+    let checked = 0;
+    for (const t of [0, 3, nt - 1]) {
+      for (const [b, band] of [[0, "B04"], [1, "B08"]]) {
+        for (const [row, col] of [[40, 100], [10, 10], [90, 3]]) {
+          const want = exp[0][t].data[b * h * w + row * w + col];
+          if (want === none.nodata) continue;
+          const [x, y] = centreOf(row, col);
+          const sel = { time: Date.parse(`${dateOf(t)}T00:00:00Z`), band };
+          const got = await page.evaluate((a) => window.czMap.query(a.def, a.x, a.y, a.sel), { def, x, y, sel });
+          assert.deepEqual(got.values, [want], `t ${t} band ${band} pixel (${row}, ${col})`);
+          checked++;
+        }
+      }
+    }
+    assert.ok(checked >= 12, `${checked} values checked`);
     assert.deepEqual(pageErrors, []);
   });
 
