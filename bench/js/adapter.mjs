@@ -80,29 +80,36 @@ try {
   const deltas = [...Array(adapter.reader.nTime).keys()].filter((t) => temporal.reference(t) !== null);
   const anchors = [...Array(adapter.reader.nTime).keys()].filter((t) => temporal.reference(t) === null);
   for (const t of anchors) await zarr.get(arrA, [t, null, null, null]); // anchors resident
-  const time = async (arr, ts, log) => {
-    const ms = [];
-    const r0 = log.requests;
-    const b0 = log.bytes;
+  // Adapter and plain reads alternate frame by frame, so load drift on a shared machine hits
+  // both alike.
+  const timePair = async (ts) => {
+    const out = { a: [], p: [] };
+    const r0 = [a.log.requests, p.log.requests];
+    const b0 = [a.log.bytes, p.log.bytes];
     for (let i = 0; i < reps; i++) {
       for (const t of ts) {
-        const t0 = performance.now();
-        await zarr.get(arr, [t, null, null, null]);
-        ms.push(performance.now() - t0);
+        let t0 = performance.now();
+        await zarr.get(arrA, [t, null, null, null]);
+        out.a.push(performance.now() - t0);
+        t0 = performance.now();
+        await zarr.get(arrP, [t, null, null, null]);
+        out.p.push(performance.now() - t0);
       }
     }
     const frames = reps * ts.length;
-    return { ms: median(ms), requests: (log.requests - r0) / frames, bytes: (log.bytes - b0) / frames };
+    const stat = (k, j, log) => ({
+      ms: median(out[k]),
+      requests: (log.requests - r0[j]) / frames,
+      bytes: (log.bytes - b0[j]) / frames,
+    });
+    return [stat("a", 0, a.log), stat("p", 1, p.log)];
   };
-  // zarr-layer and other readers keep their own decoded-chunk caches; zarrita's get does not,
-  // so every frame here is fetched again (the adapter keeps only anchors and compressed deltas,
-  // and its raw cache is bypassed by reading a new timestep each frame after the first rep).
+  // zarrita's get keeps no decoded chunks; the adapter keeps decoded anchors (as under a map
+  // library) but its raw-delta cache is disabled, so every delta frame pays its 4 GETs.
   adapter.reader.rawCache.clear();
   adapter.reader.rawCache.maxBytes = 0;
-  const dA = await time(arrA, deltas, a.log);
-  const dP = await time(arrP, deltas, p.log);
-  const aA = await time(arrA, anchors, a.log);
-  const aP = await time(arrP, anchors, p.log);
+  const [dA, dP] = await timePair(deltas);
+  const [aA, aP] = await timePair(anchors);
   const ms = (v) => `${v.toFixed(1)} ms`;
   const ratio = (x, y) => `${(x / y).toFixed(2)}x`;
   const rows = [
@@ -139,9 +146,11 @@ try {
       ...rows.map(([k, v]) => `| ${k} | ${v} |`),
       "",
       "Reading the figures: plain zarrita is the floor of fetching and decoding the same delta bytes",
-      "(and returns residuals); the adapter adds the modular addition against the resident anchor and",
-      "one copy into the bytes zarrita decodes. An anchor timestep through the adapter costs no",
-      "request once the anchor is decoded, where plain zarrita fetches it again.",
+      "(and returns residuals); the adapter adds the modular addition against the resident anchor (about",
+      "0.3 ms per chunk in the browser benchmark above) and its own request bookkeeping. Under load the",
+      "delta ratio varies from run to run (1.13x to 1.20x at a load average of 12 to 15 on 2 cores):",
+      "compare runs on a quiet machine. An anchor timestep through the adapter costs no request once",
+      "the anchor is decoded, where plain zarrita fetches it again.",
       "",
     ].join("\n");
     const file = path.join(REPO, "docs", "benchmarks.md");
