@@ -21,6 +21,7 @@
 //
 // Nothing is written anywhere: the view exists only in memory, for one session.
 
+import { UnsupportedError } from "./errors.js";
 import { openStore } from "./store.js";
 
 const ENC = new TextEncoder();
@@ -261,10 +262,13 @@ export async function chronozarrStore(url, options = {}) {
 
 /**
  * Options for CarbonPlan zarr-layer's ZarrLayer that place and read the store without
- * page-side CRS or bounds overrides: {store, variable, proj4, bounds, fillValue, selector}.
- * Merge your own (id, colormap, clim, selector) over them.
+ * page-side CRS or bounds overrides: {store, variable, bounds, selector, crs | proj4, fillValue}.
+ * Merge your own (id, colormap, clim, selector) over them. zarr-layer 0.5.0 reads no CRS
+ * attribute, so a CRS other than EPSG:4326 / 3857 needs a proj4 definition: derived here for the
+ * WGS 84 / UTM zones, else give `proj4` (a proj4 string or PROJJSON, e.g. from chronozarr/map's
+ * crsDefinition). Without one this throws UnsupportedError rather than misplace the layer.
  */
-export function zarrLayerOptions(store) {
+export function zarrLayerOptions(store, { proj4 = null } = {}) {
   const r = store.reader;
   const opts = {
     store,
@@ -273,8 +277,14 @@ export function zarrLayerOptions(store) {
     selector: { time: store.times[0], band: r.bandNames[0] },
   };
   const crs = String(r.crs ?? "").toUpperCase();
-  if (crs === "EPSG:4326" || crs === "EPSG:3857") opts.crs = crs;
+  if (proj4) opts.proj4 = proj4;
+  else if (crs === "EPSG:4326" || crs === "EPSG:3857") opts.crs = crs;
   else if (store.proj4) opts.proj4 = store.proj4;
+  else {
+    throw new UnsupportedError(
+      `${r.url}: zarr-layer needs a proj4 definition for CRS ${JSON.stringify(r.crs)}; pass zarrLayerOptions(store, {proj4})`,
+    );
+  }
   if (r.nodata !== null) opts.fillValue = r.nodata;
   return opts;
 }

@@ -150,5 +150,13 @@ describe("adapter helpers", () => {
     assert.deepEqual(o.bounds, [c, f + e * h, c + a * w, f]);
     assert.equal(o.fillValue, entry.nodata);
     assert.deepEqual(o.selector, { time: store.times[0], band: store.reader.bandNames[0] });
+    // A CRS the adapter has no definition for: a typed error naming it, unless proj4 is given.
+    store.reader.crs = "EPSG:2154";
+    assert.throws(() => zarrLayerOptions(store), { name: "UnsupportedError", message: /EPSG:2154.*proj4/ });
+    const lambert = "+proj=lcc +lat_0=46.5 +lon_0=3 +lat_1=49 +lat_2=44 +x_0=700000 +y_0=6600000 +ellps=GRS80 +units=m +no_defs";
+    assert.equal(zarrLayerOptions(store, { proj4: lambert }).proj4, lambert);
+    store.reader.crs = "EPSG:4326";
+    assert.equal(zarrLayerOptions(store).crs, "EPSG:4326");
+    assert.equal(zarrLayerOptions(store).proj4, undefined);
   });
 });

@@ -29,12 +29,13 @@ export interface ZarrLayerStoreOptions {
   bounds: [number, number, number, number];
   selector: { time: string; band: string };
   crs?: "EPSG:4326" | "EPSG:3857";
-  proj4?: string;
+  proj4?: string | object;
   fillValue?: number;
 }
 
 /** Options for @carbonplan/zarr-layer's ZarrLayer, taken from the store (merge yours over them). */
-export function zarrLayerOptions(store: TrueValueStore): ZarrLayerStoreOptions;
+/** Throws UnsupportedError for a CRS without a known proj4 definition unless `proj4` is given. */
+export function zarrLayerOptions(store: TrueValueStore, options?: { proj4?: string | object | null }): ZarrLayerStoreOptions;
 export function proj4ForEpsg(crs: string | null | undefined): string | null;
 export function timeLabels(times: string[], timesMs: number[]): string[];
 export function vlenUtf8(strings: string[]): Uint8Array;
