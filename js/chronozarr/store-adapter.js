@@ -96,7 +96,10 @@ function decodedArrayDoc(doc, innerShape) {
   return out;
 }
 
-/** The bytes of a typed array, little-endian, in a buffer of their own. */
+/**
+ * The bytes of a typed array in a buffer of their own. Typed arrays hold host byte order, which is
+ * little-endian on every platform JavaScript runs on today, as the served [bytes] codec says.
+ */
 function ownBytes(typed, copy) {
   const view = new Uint8Array(typed.buffer, typed.byteOffset, typed.byteLength);
   return copy || typed.byteOffset !== 0 || typed.buffer.byteLength !== typed.byteLength ? view.slice() : view;
@@ -152,9 +155,9 @@ export class TrueValueStore {
     const timeBytes = vlenUtf8(this.times);
 
     for (const L of r.levels) {
-      const add = (arr, kind, doc) => {
+      const add = (arr, kind) => {
         if (!arr) return;
-        served(arr.path, decodedArrayDoc(doc ?? r.meta.consolidated?.[arr.path] ?? this._rawDoc(arr), arr.innerShape));
+        served(arr.path, decodedArrayDoc(r.meta.consolidated?.[arr.path] ?? this._rawDoc(arr), arr.innerShape));
         this._arrays.set(arr.path, { kind, level: L.index, array: arr });
       };
       add(L.data, "data");
@@ -225,9 +228,11 @@ export class TrueValueStore {
     if (i < 0) return null;
     const entry = this._arrays.get(path.slice(0, i));
     if (!entry) return null;
-    const coords = path.slice(i + 3).split("/").map(Number);
+    const parts = path.slice(i + 3).split("/");
+    const coords = parts.map(Number);
     const rank = entry.array.shape.length;
-    if (coords.length !== rank || !coords.every((c, d) => Number.isInteger(c) && c >= 0 && c < entry.array.chunkGrid[d])) {
+    const canonical = (c, d) => String(c) === parts[d] && Number.isInteger(c) && c >= 0 && c < entry.array.chunkGrid[d];
+    if (coords.length !== rank || !coords.every(canonical)) {
       return { entry, coords: null };
     }
     return { entry, coords };

@@ -108,6 +108,9 @@ describe("chronozarrStore under stock zarrita", () => {
     const store = await chronozarrStore(`${server.url}/${entry.path}`);
     assert.equal(await store.get("/0/data/c/99/0/0/0"), undefined);
     assert.equal(await store.get("/0/data/c/0/0/x/0"), undefined);
+    assert.equal(await store.get("/0/data/c/0/0/0/01"), undefined); // not a canonical key
+    assert.equal(await store.get("/0/data/c/0/0/0/0/"), undefined);
+    assert.ok((await store.get("/0/data/c/0/0/0/0")) instanceof Uint8Array);
     assert.equal(await store.get("/nothing/here"), undefined);
     const before = store.reader.stats.requests;
     for (const k of ["/.zmetadata", "/.zgroup", "/0/data/.zarray", "/.zattrs"]) assert.equal(await store.get(k), undefined);
