@@ -19,12 +19,12 @@ export default [
     languageOptions: { globals: globals["shared-node-browser"] },
   },
   {
-    files: ["test/**/*.js", "*.js"],
+    files: ["test/**/*.js", "tools/**/*.{js,mjs}", "*.js"],
     languageOptions: { globals: { ...globals.node } },
   },
   {
     // Functions handed to playwright's page.evaluate run in the page.
-    files: ["test/browser.test.js", "test/zarr-layer.test.js", "test/package.test.js"],
+    files: ["test/browser.test.js", "test/map.test.js", "test/zarr-layer.test.js", "test/package.test.js"],
     languageOptions: { globals: { ...globals.node, ...globals.browser } },
   },
   {
