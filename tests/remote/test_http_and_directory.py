@@ -94,7 +94,7 @@ def _phase(key: str) -> int:
         return 4
     if key.endswith("/zarr.json"):
         return 3
-    if re.fullmatch(r"\d+/time/c/0|volatility/c/0/0", key):
+    if re.fullmatch(r"(\d+/)?time/c/0|volatility/c/0/0", key):  # root time too (C22)
         return 2
     return 1
 
