@@ -62,6 +62,7 @@ export async function buildViewer(out = OUT) {
     format: "esm",
     target: "es2022",
     minify: true,
+    keepNames: true, // error classes are told apart by name (chronozarr.errors mirrors)
     legalComments: "eof",
     charset: "utf8",
     outfile: path.join(out, "viewer.js"),

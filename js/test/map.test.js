@@ -1,0 +1,346 @@
+// The map viewer (js/dist/viewer, built here with `buildViewer`) in headless Chromium with
+// SwiftShader WebGL, on the offline style, against stores written by the Python writer:
+// georegistration within 1 px of pyproj at known corners (UTM by EPSG code, LAEA from the
+// bundled table, NZTM given only as WKT2), no seam across cell edges at several zooms, values
+// on click equal to the Python reader through every timestep, the time slider by date, URL
+// state round trip (same view, same pixels), and the error banners. Saves
+// artifacts/viewer-map.png. Skipped with the reason printed without /usr/bin/chromium (a
+// failure under CI=true, as in browser.test.js).
+
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { buildViewer } from "../tools/build-viewer.mjs";
+import { HERE, REPO, fixtures, loadExpected, python } from "./fixtures.js";
+import { startServer } from "./server.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+let skip = false;
+if (!existsSync(CHROMIUM)) {
+  skip = `${CHROMIUM} is not installed (apt-get install -y chromium); map tests skipped`;
+  if (process.env.CI === "true") test("Chromium is installed under CI", () => assert.fail(`CI=true but ${CHROMIUM} is missing`));
+  else console.log(`# SKIP map tests: ${skip}`);
+}
+
+/** Zoom at which one store pixel of `res` metres covers `px` screen pixels at `lat` (MapLibre's 512 px tiles). */
+const zoomFor = (res, lat, px) => Math.log2((40075016.686 * Math.cos((lat * Math.PI) / 180)) / (512 * (res / px)));
+
+describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () => {
+  const { dir, manifest } = fixtures();
+  let viewerDir;
+  let mapDir;
+  let mapManifest;
+  let server;
+  let plainServer;
+  let browser;
+  const pageErrors = [];
+
+  before(async () => {
+    viewerDir = mkdtempSync(path.join(os.tmpdir(), "chronozarr-viewer-"));
+    mapDir = mkdtempSync(path.join(os.tmpdir(), "chronozarr-mapfx-"));
+    await buildViewer(viewerDir);
+    const res = spawnSync(python(), [path.join(HERE, "make_map_fixtures.py"), mapDir], { encoding: "utf8" });
+    assert.equal(res.status, 0, `make_map_fixtures.py failed:\n${res.stdout}\n${res.stderr}`);
+    mapManifest = JSON.parse(readFileSync(path.join(mapDir, "map", "manifest.json"), "utf8"));
+    server = await startServer({ mounts: { "/": viewerDir, "/fixtures/": dir, "/mapfx/": mapDir } });
+    // A host that serves the same files without any CORS header (a bucket without a CORS rule).
+    plainServer = http.createServer((req, res) => {
+      const file = path.join(mapDir, decodeURIComponent(new URL(req.url, "http://x").pathname));
+      if (!file.startsWith(mapDir) || !existsSync(file) || statSync(file).isDirectory()) {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { "Content-Type": "application/json" });
+      createReadStream(file).pipe(res);
+    });
+    await new Promise((r) => plainServer.listen(0, "127.0.0.1", r));
+    const { chromium } = await import("playwright-core");
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+    plainServer?.closeAllConnections?.();
+    await new Promise((r) => (plainServer ? plainServer.close(r) : r()));
+    for (const d of [viewerDir, mapDir]) if (d) rmSync(d, { recursive: true, force: true });
+  });
+
+  async function openViewer(query, { width = 1200, height = 760 } = {}) {
+    const page = await browser.newPage({ viewport: { width, height } });
+    page.on("pageerror", (err) => pageErrors.push(err.message));
+    await page.goto(`${server.url}/index.html?style=style.json&capture=1&${query}`);
+    await page.waitForFunction(() => document.body.dataset.state !== "loading", null, { timeout: 30000 });
+    return page;
+  }
+
+  /** Jump the map, wait until the frame of the new view is drawn and the map is idle. */
+  const jump = (page, view) =>
+    page.evaluate(async ({ center, zoom }) => {
+      const { map, layer } = window.viewer;
+      map.jumpTo({ center, zoom });
+      await layer.setTime(layer.t);
+      await new Promise((r) => (map.loaded() ? r() : map.once("idle", r)));
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    }, view);
+
+  /** RGBA of the map canvas along a horizontal and a vertical line through (x, y), +-n px. */
+  const lines = (page, n = 30) =>
+    page.evaluate((n) => {
+      const src = window.viewer.map.getCanvas();
+      const c = document.createElement("canvas");
+      c.width = src.width;
+      c.height = src.height;
+      const ctx = c.getContext("2d");
+      ctx.drawImage(src, 0, 0);
+      const cx = Math.round(src.width / 2);
+      const cy = Math.round(src.height / 2);
+      const h = Array.from(ctx.getImageData(cx - n, cy, 2 * n, 1).data);
+      const v = Array.from(ctx.getImageData(cx, cy - n, 1, 2 * n).data);
+      return { cx, cy, n, h, v, dpr: devicePixelRatio };
+    }, n);
+
+  const isStore = (rgba, i) => Math.max(rgba[4 * i], rgba[4 * i + 1], rgba[4 * i + 2]) > 80; // data is >= 0.4 of the stretch; the basemap is dark
+
+  test("each known corner lands within 1 px of pyproj's lon/lat (UTM code, LAEA code, WKT2-only CRS)", async () => {
+    for (const name of ["utm", "laea", "wkt2"]) {
+      const s = mapManifest.stores[name];
+      const page = await openViewer(`store=${encodeURIComponent(`/mapfx/${s.path}`)}&stretch=0,1`);
+      assert.equal(await page.evaluate(() => document.body.dataset.state), "ready", `${name}: opened`);
+      const res = s.transform[0];
+      for (const k of s.corners.filter((c) => c.name !== "cell corner")) {
+        await jump(page, { center: [k.lon, k.lat], zoom: zoomFor(res, k.lat, 4) });
+        const n = 24;
+        const east = k.col === 0; // the store lies east of a west corner
+        const south = k.row === 0; // and south of a north corner
+        const scan = (rgba, towardsPositive, offset) => {
+          const idx = [...Array(2 * n).keys()];
+          const inside = idx.filter((i) => isStore(rgba, i));
+          assert.ok(inside.length > 0, `${name} ${k.name}: no store pixel near the corner (offset ${offset})`);
+          return towardsPositive ? Math.min(...inside) - n : Math.max(...inside) + 1 - n;
+        };
+        // Horizontal line through the centre, 3 px into the store vertically, and vice versa.
+        const probe = await page.evaluate(
+          ({ dx, dy, n }) => {
+            const src = window.viewer.map.getCanvas();
+            const c = document.createElement("canvas");
+            c.width = src.width;
+            c.height = src.height;
+            const ctx = c.getContext("2d");
+            ctx.drawImage(src, 0, 0);
+            const cx = Math.round(src.width / 2);
+            const cy = Math.round(src.height / 2);
+            return { h: Array.from(ctx.getImageData(cx - n, cy + dy, 2 * n, 1).data), v: Array.from(ctx.getImageData(cx + dx, cy - n, 1, 2 * n).data) };
+          },
+          { dx: east ? 3 : -4, dy: south ? 3 : -4, n },
+        );
+        const edgeX = scan(probe.h, east, "h");
+        const edgeY = scan(probe.v, south, "v");
+        assert.ok(Math.abs(edgeX) <= 1, `${name} ${k.name}: west/east edge ${edgeX} px from pyproj's corner`);
+        assert.ok(Math.abs(edgeY) <= 1, `${name} ${k.name}: north/south edge ${edgeY} px from pyproj's corner`);
+      }
+      // The interior cell corner: the pixel just south-east of it is (cs, cs), north-west (cs-1, cs-1).
+      const k = s.corners.find((c) => c.name === "cell corner");
+      await jump(page, { center: [k.lon, k.lat], zoom: zoomFor(res, k.lat, 8) });
+      const picked = await page.evaluate(() => {
+        const { map, layer } = window.viewer;
+        const c = map.getCanvas();
+        const at = (dx, dy) => layer.pixelAt(map.unproject([c.clientWidth / 2 + dx, c.clientHeight / 2 + dy]));
+        return [at(2, 2), at(-2, -2)];
+      });
+      assert.deepEqual(picked, [{ row: s.cs, col: s.cs }, { row: s.cs - 1, col: s.cs - 1 }], `${name}: pixel picking at a cell corner`);
+      await page.close();
+    }
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test("no seam between cells at any zoom (pixels across a cell corner)", async () => {
+    const s = mapManifest.stores.utm;
+    const page = await openViewer(`store=${encodeURIComponent(`/mapfx/${s.path}`)}&stretch=0,1`);
+    // Lattice point (2 cs, 2 cs) is a cell corner at level 0 and at level 1.
+    const ll = await page.evaluate((cs) => window.viewer.layer.lngLatOf({ row: 2 * cs, col: 2 * cs, corner: true }), s.cs);
+    const levels = new Set();
+    for (const px of [11.3, 4, 1.37, 0.71, 0.45]) {
+      await jump(page, { center: ll, zoom: zoomFor(s.transform[0], ll[1], px) });
+      levels.add(await page.evaluate(() => window.viewer.layer._shownInfo.level));
+      const { n, h, v } = await lines(page, 20);
+      for (const [label, rgba] of [["horizontal", h], ["vertical", v]]) {
+        const gaps = [...Array(2 * n).keys()].filter((i) => !isStore(rgba, i));
+        assert.deepEqual(gaps, [], `${px} screen px per store pixel: background shows through at ${label} offsets ${gaps.map((i) => i - n)}`);
+      }
+    }
+    assert.ok(levels.size >= 2, `checked levels ${[...levels]}`);
+    await page.close();
+  });
+
+  test("click shows the Python reader's stored, physical, validity, mask and coverage values; the slider moves by date", async () => {
+    const entry = manifest.viewer;
+    const expected = loadExpected(dir, entry);
+    const [nt, nb, h, w] = entry.levels[0].shape;
+    let pick = null;
+    const centre = Math.floor(h / 2) * w + Math.floor(w / 2);
+    for (let k = 0; k < h * w && !pick; k += 7) {
+      const i = (centre + k) % (h * w);
+      const m = expected[0].map((e) => e.mask[i]);
+      if (m.includes(0) && m.includes(1)) pick = { row: Math.floor(i / w), col: i % w };
+    }
+    assert.ok(pick, "fixture has a pixel masked in some timesteps");
+    const page = await openViewer(`store=${encodeURIComponent(`/fixtures/${entry.path}`)}&time=2024-03-01`);
+    // ?time= selects by date; the label shows it.
+    assert.equal(await page.evaluate(() => window.viewer.layer.t), 2);
+    assert.equal(await page.locator("#time-label").textContent(), "2024-03-01");
+    const ll = await page.evaluate((p) => window.viewer.layer.lngLatOf(p), pick);
+    await jump(page, { center: ll, zoom: zoomFor(10, ll[1], 6) });
+    const at = await page.evaluate((p) => window.viewer.screenOf(p), pick);
+    await page.mouse.click(at.x, at.y);
+    const bands = await page.evaluate(() => window.viewer.store.bands.map((b) => ({ name: b.name, scale: b.scale, offset: b.offset })));
+    const times = await page.evaluate(() => window.viewer.store.times);
+    let masked = 0;
+    for (let t = 0; t < nt; t++) {
+      await page.locator("#time").fill(String(t)); // the slider, as a user drags it
+      await page.waitForFunction(
+        ({ t, row, col }) => {
+          const b = document.getElementById("inspector-body");
+          return !b.hidden && document.body.dataset.frame === String(t) && b.dataset.t === String(t) && b.dataset.row === String(row) && b.dataset.col === String(col);
+        },
+        { t, ...pick },
+        { timeout: 10000 },
+      );
+      const shown = await page.evaluate(() => ({
+        label: document.getElementById("time-label").textContent,
+        url: new URL(location.href).searchParams.get("time"),
+        rows: [...document.querySelectorAll("#values tbody tr")].map((tr) => ({
+          band: tr.dataset.band,
+          stored: tr.querySelector(".stored").dataset.value,
+          physical: tr.querySelector(".physical").dataset.value,
+          valid: tr.querySelector(".validity").dataset.value,
+        })),
+        mask: document.getElementById("px-mask").dataset.value,
+        coverage: document.getElementById("px-coverage").dataset.value,
+      }));
+      assert.equal(shown.label, times[t].slice(0, 10), `t ${t}: slider label is the date`);
+      const exp = expected[0][t];
+      const i = pick.row * w + pick.col;
+      assert.equal(shown.rows.length, nb);
+      for (let b = 0; b < nb; b++) {
+        const stored = exp.data[b * h * w + i];
+        const valid = exp.valid[b * h * w + i] === 1;
+        assert.equal(shown.rows[b].band, bands[b].name);
+        assert.equal(shown.rows[b].stored, String(stored), `t ${t} ${bands[b].name}: stored`);
+        assert.equal(shown.rows[b].valid, valid ? "1" : "0", `t ${t} ${bands[b].name}: validity`);
+        assert.equal(shown.rows[b].physical, valid ? String(stored * bands[b].scale + bands[b].offset) : "", `t ${t} ${bands[b].name}: physical`);
+      }
+      assert.equal(shown.mask, String(exp.mask[i]), `t ${t}: mask`);
+      assert.equal(shown.coverage, String(exp.coverage[i]), `t ${t}: coverage`);
+      if (exp.mask[i] === 0) masked++;
+    }
+    assert.ok(masked > 0 && masked < nt);
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("time") === window.viewer.store.times.at(-1).slice(0, 10), null, { timeout: 5000 });
+    let validPoints = 0;
+    for (let t = 0; t < nt; t++) for (let b = 0; b < nb; b++) validPoints += expected[0][t].valid[b * h * w + pick.row * w + pick.col];
+    await page.waitForFunction((n) => document.getElementById("chart").dataset.points === String(n), validPoints, { timeout: 10000 });
+    // The history chart fits in the sidebar without scrolling.
+    const fits = await page.evaluate(() => {
+      const side = document.querySelector(".sidebar").getBoundingClientRect();
+      const chart = document.getElementById("chart").getBoundingClientRect();
+      return chart.bottom <= side.bottom && chart.top >= side.top;
+    });
+    assert.ok(fits, "the chart is visible without scrolling the sidebar");
+    mkdirSync(path.join(REPO, "artifacts"), { recursive: true });
+    await page.screenshot({ path: path.join(REPO, "artifacts", "viewer-map.png") });
+    await page.close();
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test("URL state round trip: a copied link reproduces the view, the display and the pixels", async () => {
+    const s = mapManifest.stores.utm;
+    const page = await openViewer(`store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+    await page.locator("#mode").selectOption("band");
+    await page.locator("#band").selectOption("3");
+    await page.locator("#colormap").selectOption("magma");
+    await page.locator("#stretch-min").fill("0.45");
+    await page.locator("#stretch-max").fill("0.85");
+    await page.locator("#stretch-max").dispatchEvent("change");
+    await page.locator("#opacity").fill("0.6");
+    await page.locator("#time").fill("2");
+    const ll = await page.evaluate(() => window.viewer.layer.lngLatOf({ row: 100, col: 120 }));
+    await jump(page, { center: ll, zoom: 14.3 });
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("zoom") === "14.30", null, { timeout: 5000 });
+    const link = await page.evaluate(() => location.href);
+    const q = new URL(link).searchParams;
+    assert.equal(q.get("mode"), "band");
+    assert.equal(q.get("band"), "B08");
+    assert.equal(q.get("time"), "2023-03-15");
+    assert.equal(q.get("stretch"), "0.45,0.85");
+    assert.equal(q.get("cmap"), "magma");
+    assert.equal(q.get("opacity"), "0.6");
+    const snapshot = (p) =>
+      p.evaluate(async () => {
+        const { map, layer } = window.viewer;
+        await new Promise((r) => (map.loaded() ? r() : map.once("idle", r)));
+        const src = map.getCanvas();
+        const c = document.createElement("canvas");
+        c.width = src.width;
+        c.height = src.height;
+        const ctx = c.getContext("2d");
+        ctx.drawImage(src, 0, 0);
+        // Mean colour of 24 x 24 px blocks: the same view draws the same blocks; a shifted time,
+        // band, stretch, colormap or centre does not (sub-pixel rounding of the centre may move
+        // single edge pixels, so blocks, not pixels, are compared).
+        const px = ctx.getImageData(0, 0, c.width, c.height).data;
+        const blocks = [];
+        for (let by = 0; by + 24 <= c.height; by += 24) {
+          for (let bx = 0; bx + 24 <= c.width; bx += 24) {
+            let sum = 0;
+            for (let y = by; y < by + 24; y++) for (let x = bx; x < bx + 24; x++) for (let k = 0; k < 3; k++) sum += px[(y * c.width + x) * 4 + k];
+            blocks.push(sum / (24 * 24 * 3));
+          }
+        }
+        const c0 = map.getCenter();
+        return { t: layer.t, mode: layer.mode, band: layer.band, stretch: layer.stretch, cmap: layer.colormap, opacity: layer.opacity, lng: c0.lng, lat: c0.lat, zoom: map.getZoom(), blocks };
+      });
+    const a = await snapshot(page);
+    const again = await browser.newPage({ viewport: { width: 1200, height: 760 } });
+    await again.goto(link);
+    await again.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 30000 });
+    await again.evaluate(() => window.viewer.layer.setTime(window.viewer.layer.t));
+    const b = await snapshot(again);
+    assert.deepEqual({ ...b, lng: 0, lat: 0, zoom: 0, blocks: 0 }, { ...a, lng: 0, lat: 0, zoom: 0, blocks: 0 });
+    const worst = Math.max(...a.blocks.map((v, i) => Math.abs(v - b.blocks[i])));
+    assert.ok(worst < 1, `the reopened link draws the same picture (largest block difference ${worst.toFixed(2)} of 255)`);
+    const spread = Math.max(...a.blocks) - Math.min(...a.blocks);
+    assert.ok(spread > 40, "the view shows the store, not an empty map");
+    assert.ok(Math.abs(a.lng - b.lng) < 1e-5 && Math.abs(a.lat - b.lat) < 1e-5 && Math.abs(a.zoom - b.zoom) < 0.006, "same centre and zoom");
+    await page.close();
+    await again.close();
+  });
+
+  const banners = (closedPort) => [
+    ["an unreachable host", `http://127.0.0.1:${closedPort}/none.zarr`, /Store unreachable/, /failed|fetch/i],
+    ["a host without CORS", `http://127.0.0.1:${plainServer.address().port}/map/utm.zarr`, /blocked by CORS/, /Access-Control-Allow-Origin/],
+    ["a plain Zarr group", "/mapfx/map/plain.zarr", /Not a chronozarr store/, /chronozarr/],
+    ["an unsupported codec", `/fixtures/${manifest.broken["bad-codec"]}`, /Unsupported store/, /unsupported codec "lz4"/],
+    ["a missing store", "/mapfx/map/nope.zarr", /Store not found/, /HTTP 404/],
+  ];
+  test("clear banners for an unreachable host, missing CORS, a non-chronozarr group, an unsupported codec, a 404", async () => {
+    const probe = http.createServer();
+    await new Promise((r) => probe.listen(0, "127.0.0.1", r));
+    const closedPort = probe.address().port; // free a port nobody listens on
+    await new Promise((r) => probe.close(r));
+    for (const [what, url, title, message] of banners(closedPort)) {
+      const t0 = Date.now();
+      const page = await openViewer(`store=${encodeURIComponent(url)}`);
+      await page.locator("#error").waitFor({ state: "visible", timeout: 15000 });
+      assert.match(await page.locator("#error-title").textContent(), title, what);
+      assert.match(await page.locator("#error-message").textContent(), message, what);
+      assert.equal(await page.evaluate(() => document.body.dataset.state), "error", what);
+      assert.ok(Date.now() - t0 < 15000, `${what}: settled in time`);
+      await page.close();
+    }
+  });
+});
