@@ -76,10 +76,10 @@ try {
     ["Time to first frame, 2 x 2 cells, cold (open + 4 anchors + 4 deltas + render)", ms(r.firstFrameMs)],
     ["Time to first frame, plain zarrita, same 4 chunks (stored values, no anchors)", ms(r.firstFrameZarritaMs)],
     ["Prefetch of the 2 x 2 anchors (4 cells x anchors)", ms(r.prefetchAnchorsMs)],
-    ["Scrub rate, 2 x 2 cells, anchors resident, one frame at a time (4 delta GETs per frame)", `${r.scrubFpsAnchorsResident.toFixed(1)} fps`],
-    ["Scrub rate, 2 x 2 cells, anchors resident, 2-frame read-ahead as the viewer plays (target >= 30)", `${r.scrubFpsReadAhead.toFixed(1)} fps`],
-    ["Scrub rate, 2 x 2 cells, anchors and deltas resident", `${r.scrubFpsAllResident.toFixed(1)} fps`],
-    ["Scrub rate, plain zarrita, the same 4 chunks per frame", `${r.scrubFpsZarrita.toFixed(1)} fps`],
+    ["Decode loop (not a display rate), 2 x 2 cells, anchors resident, one timestep at a time (4 delta GETs each)", `${r.scrubFpsAnchorsResident.toFixed(1)} timesteps/s`],
+    ["Decode loop (not a display rate), 2 x 2 cells, anchors resident, 2-timestep read-ahead", `${r.scrubFpsReadAhead.toFixed(1)} timesteps/s`],
+    ["Decode loop (not a display rate), 2 x 2 cells, anchors and deltas resident", `${r.scrubFpsAllResident.toFixed(1)} timesteps/s`],
+    ["Decode loop (not a display rate), plain zarrita, the same 4 chunks per timestep", `${r.scrubFpsZarrita.toFixed(1)} timesteps/s`],
   ];
   const width = Math.max(...rows.map((x) => x[0].length));
   console.log(`chronozarr browser reader, Chromium ${version}, ${r.store.shape.join(" x ")} ${r.store.dtype} cs ${r.store.cs} ${r.store.encoding}${r.store.sharded ? " sharded" : ""}, median of ${reps}`);

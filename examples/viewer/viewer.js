@@ -7,11 +7,12 @@ import * as maplibregl from "maplibre-gl";
 import { openStore } from "../../js/chronozarr/decoder.js";
 import { COLORMAPS, gradientCss, ticks } from "../../js/chronozarr/map/colormaps.js";
 import { ExpressionError, PRESETS } from "../../js/chronozarr/map/expression.js";
-import { ChronozarrLayer, addChronozarrLayer } from "../../js/chronozarr/map/layer.js";
+import { ChronozarrLayer } from "../../js/chronozarr/map/layer.js";
 
 /** Public basemap used when neither ?style= nor the page config names one. */
 export const DEFAULT_STYLE = "https://demotiles.maplibre.org/style.json";
 
+const marks = { codeStart: performance.now() }; // first-frame split (bench/js/viewer.mjs)
 const $ = (id) => document.getElementById(id);
 const el = Object.fromEntries(
   [
@@ -807,6 +808,7 @@ async function open(url) {
     console.warn("basemap style failed, using the offline style", style.failed);
     style = new URL("style.json", location.href).href;
   }
+  marks.storeOpen = performance.now();
   state.store = store;
   state.url = url;
   window.viewer.store = store;
@@ -827,64 +829,61 @@ async function open(url) {
   const center = params.get("center")?.split(",").map(Number);
   const zoom = Number(params.get("zoom"));
   let layer;
-  const add = () => {
-    if (state.layer) {
-      map.addLayer(state.layer); // after a style fallback, re-add the same layer
-      return;
-    }
-    try {
-      layer = addChronozarrLayer(map, store, {
-        t: t0,
-        ...display,
-        colormap: display.colormap ?? (display.mode === "ndvi" ? "rdylgn" : "viridis"),
-        onLoading: (on) => setLoading(on ? "Reading…" : null),
-        onError: (err) => {
-          stop();
-          showError("Could not read the store", err);
-          document.body.dataset.state = "error";
-        },
-        onStretch: () => paintColorbar(),
-        onFrame: ({ t, level }) => {
-          document.body.dataset.frame = String(t);
-          document.body.dataset.level = String(level);
-          countDisplayed(performance.now());
-          if (document.body.dataset.state === "loading") {
-            document.body.dataset.state = "ready";
-            window.viewer.firstFrameAt = performance.now();
-            prefetchView();
-          }
-        },
-      });
-    } catch (err) {
-      setLoading(null);
-      document.body.dataset.state = "error";
-      showError(err?.name === "UnsupportedError" ? "Unsupported store" : "Could not draw the store", err);
-      return;
-    }
-    state.layer = layer;
-    window.viewer.layer = layer;
-    map.addSource("cz-selected", { type: "geojson", data: { type: "FeatureCollection", features: [] } });
+  try {
+    layer = new ChronozarrLayer(store, {
+      t: t0,
+      ...display,
+      colormap: display.colormap ?? (display.mode === "ndvi" ? "rdylgn" : "viridis"),
+      onLoading: (on) => setLoading(on ? "Reading…" : null),
+      onError: (err) => {
+        stop();
+        showError("Could not read the store", err);
+        document.body.dataset.state = "error";
+      },
+      onStretch: () => paintColorbar(),
+      onFrame: ({ t, level }) => {
+        document.body.dataset.frame = String(t);
+        document.body.dataset.level = String(level);
+        countDisplayed(performance.now());
+        if (document.body.dataset.state === "loading") {
+          document.body.dataset.state = "ready";
+          window.viewer.firstFrameAt = performance.now();
+          marks.firstFrame = window.viewer.firstFrameAt;
+          prefetchView();
+        }
+      },
+    });
+  } catch (err) {
+    setLoading(null);
+    document.body.dataset.state = "error";
+    showError(err?.name === "UnsupportedError" ? "Unsupported store" : "Could not draw the store", err);
+    return;
+  }
+  state.layer = layer;
+  window.viewer.layer = layer;
+  // Place the view (from the URL, else the store's bounds from its metadata alone) and start
+  // reading the first frame's cells now, while MapLibre loads the style and its worker.
+  if (center?.length === 2 && center.every(Number.isFinite) && Number.isFinite(zoom)) map.jumpTo({ center, zoom });
+  else map.fitBounds(layer.lngLatBounds(), { padding: 40, animate: false });
+  layer.warm(map);
+  let bound = false;
+  map.on("style.load", () => {
+    marks.styleLoaded ??= performance.now();
+    map.addLayer(layer); // again after a style fallback
+    map.addSource("cz-selected", { type: "geojson", data: { type: "FeatureCollection", features: state.selected ? [pixelFootprint(state.selected)] : [] } });
     map.addLayer({ id: "cz-selected", type: "line", source: "cz-selected", paint: { "line-color": "#fbbf24", "line-width": 2 } });
+    if (bound) return;
+    bound = true;
     describeStore(store, url, layer);
     paintTimeline();
     updateTimeUi();
     syncControls();
     bindControls();
-  };
-  // Place the view before the layer asks for cells, so the first frame reads only what it shows.
-  if (center?.length === 2 && center.every(Number.isFinite) && Number.isFinite(zoom)) map.jumpTo({ center, zoom });
-  else {
-    // Fit without waiting for the style: the bounds come from the store's metadata alone.
-    try {
-      map.fitBounds(new ChronozarrLayer(store, {}).lngLatBounds(), { padding: 40, animate: false });
-    } catch {
-      /* an unresolvable CRS: add() shows the banner */
-    }
-  }
-  map.on("style.load", add);
+  });
 }
 
 window.viewer = {
+  marks,
   get state() {
     return state;
   },

@@ -1,14 +1,11 @@
 // Headless Chromium (Debian `chromium` + npm playwright-core): the reader in a page and in a Web
-// Worker equals the Python reader bit for bit; the viewer opens a store served on 127.0.0.1 by a
-// Range-capable server, scrubs through every timestep, and the values it shows for a clicked
-// pixel equal the Python reader's; broken stores show clear messages. A screenshot is kept as
-// artifacts/viewer.png.
+// Worker equals the Python reader bit for bit. The viewer's tests are in map.test.js.
 //
 // Without /usr/bin/chromium these tests are skipped with the reason printed, except under
 // CI=true, where a missing browser is a failure (scripts/apt-packages.txt installs it).
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -127,135 +124,7 @@ describe("in headless Chromium", { skip, timeout: 170_000 }, () => {
     assert.deepEqual(pageErrors, []);
   });
 
-  test("the viewer scrubs every timestep and shows the Python reader's values for a clicked pixel", async () => {
-    const entry = manifest.viewer;
-    const expected = loadExpected(dir, entry);
-    const [nt, nb, h, w] = entry.levels[0].shape;
-    // A pixel that is masked (cloud) in some months and valid in others.
-    let pick = null;
-    const centre = Math.floor(h / 2) * w + Math.floor(w / 2);
-    for (let k = 0; k < h * w && !pick; k += 7) {
-      const i = (centre + k) % (h * w);
-      const m = expected[0].map((e) => e.mask[i]);
-      if (m.includes(0) && m.includes(1)) pick = { row: Math.floor(i / w), col: i % w };
-    }
-    assert.ok(pick, "fixture has a pixel masked in some timesteps");
-
-    const page = await newPage();
-    const requests = [];
-    page.on("request", (r) => requests.push({ method: r.method(), url: r.url(), range: r.headers().range ?? null }));
-    const storeUrl = `/fixtures/${entry.path}`;
-    await page.goto(`${server.url}/examples/viewer/index.html?store=${encodeURIComponent(storeUrl)}`);
-    await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 30000 });
-    await page.waitForFunction(() => document.body.dataset.prefetched, null, { timeout: 30000 });
-
-    const at = await page.evaluate((p) => window.viewer.screenOf(p), pick);
-    await page.mouse.click(at.x, at.y);
-    await page.waitForFunction(
-      ({ row, col }) => {
-        const b = document.getElementById("inspector-body");
-        return !b.hidden && b.dataset.row === String(row) && b.dataset.col === String(col) && b.dataset.t === "0";
-      },
-      pick,
-      { timeout: 10000 },
-    );
-
-    const bandNames = await page.evaluate(() => window.viewer.store.bands.map((b) => ({ name: b.name, scale: b.scale, offset: b.offset })));
-    let maskedSeen = 0;
-    for (let t = 0; t < nt; t++) {
-      await page.locator("#time").fill(String(t)); // the slider, as a user drags it
-      await page.waitForFunction(
-        (tt) => document.body.dataset.frame === String(tt) && document.getElementById("inspector-body").dataset.t === String(tt),
-        t,
-        { timeout: 10000 },
-      );
-      const shown = await page.evaluate(() => ({
-        time: document.getElementById("time-label").textContent,
-        rows: [...document.querySelectorAll("#values tbody tr")].map((tr) => ({
-          band: tr.dataset.band,
-          stored: tr.querySelector(".stored").dataset.value,
-          physical: tr.querySelector(".physical").dataset.value,
-          valid: tr.querySelector(".validity").dataset.value,
-        })),
-        mask: document.getElementById("px-mask").dataset.value,
-        coverage: document.getElementById("px-coverage").dataset.value,
-      }));
-      const exp = expected[0][t];
-      const i = pick.row * w + pick.col;
-      assert.equal(shown.time, (await page.evaluate((tt) => window.viewer.store.times[tt], t)).slice(0, 10));
-      assert.equal(shown.rows.length, nb);
-      for (let b = 0; b < nb; b++) {
-        const where = `t ${t} band ${bandNames[b].name}`;
-        const stored = exp.data[b * h * w + i];
-        assert.equal(shown.rows[b].band, bandNames[b].name);
-        assert.equal(shown.rows[b].stored, String(stored), `${where}: stored value`);
-        const valid = exp.valid[b * h * w + i] === 1;
-        assert.equal(shown.rows[b].valid, valid ? "1" : "0", `${where}: validity`);
-        if (valid) {
-          assert.equal(Number(shown.rows[b].physical), stored * bandNames[b].scale + bandNames[b].offset, `${where}: physical`);
-        } else {
-          assert.equal(shown.rows[b].physical, "", `${where}: invalid pixels have no physical value`);
-        }
-      }
-      assert.equal(shown.mask, String(exp.mask[i]), `t ${t}: mask`);
-      assert.equal(shown.coverage, String(exp.coverage[i]), `t ${t}: coverage`);
-      if (exp.mask[i] === 0) maskedSeen++;
-    }
-    assert.ok(maskedSeen > 0 && maskedSeen < nt);
-
-    // The history chart has one point per valid band-timestep.
-    let validPoints = 0;
-    for (let t = 0; t < nt; t++) for (let b = 0; b < nb; b++) validPoints += expected[0][t].valid[b * h * w + pick.row * w + pick.col];
-    await page.waitForFunction((n) => document.getElementById("chart").dataset.points === String(n), validPoints, { timeout: 10000 });
-
-    // Once the anchors are resident the view must be served without chunk requests per frame.
-    const before = requests.length;
-    await page.locator("#speed").selectOption("30");
-    await page.locator("#play").click();
-    await page.waitForTimeout(2000);
-    await page.locator("#play").click();
-    const fps = Number(await page.evaluate(() => document.getElementById("fps").dataset.value));
-    assert.ok(fps > 5, `playback ran at ${fps} fps`);
-    const during = requests.slice(before).filter((r) => r.url.includes("/data/c/"));
-    assert.equal(during.length, 0, `prefetched playback fetched ${during.length} data chunks`);
-    // shard_bytes lists the data shards (spec 7.3 covers the data array only): no HEAD for them.
-    const heads = requests.filter((r) => r.method === "HEAD" && r.url.includes("/data/c/"));
-    assert.equal(heads.length, 0, "shard_bytes lists every data shard: no HEAD");
-    for (const r of requests) if (r.range) assert.match(r.range, /^bytes=\d+-\d+$/);
-
-    // Show a cloudy month (masked pixels are transparent) in the screenshot, then zoom out until
-    // a coarser level is drawn.
-    const cloudy = expected[0].findIndex((e) => e.mask[pick.row * w + pick.col] === 0);
-    await page.locator("#time").fill(String(cloudy));
-    await page.waitForFunction((c) => document.body.dataset.frame === String(c), cloudy, { timeout: 10000 });
-    await page.waitForTimeout(300);
-    mkdirSync(path.join(REPO, "artifacts"), { recursive: true });
-    await page.screenshot({ path: path.join(REPO, "artifacts", "viewer.png") });
-    for (let k = 0; k < 6; k++) await page.locator("#zoom-out").click();
-    await page.waitForFunction(() => Number(document.body.dataset.level) > 0, null, { timeout: 10000 });
-    assert.match(await page.locator("#level-badge").textContent(), /^L[1-9]/);
-    await page.close();
-    assert.deepEqual(pageErrors, []);
-  });
-
-  const errorCases = [
-    ["bad-codec", /Unsupported store/, /unsupported codec "lz4"/],
-    ["bad-version", /Unsupported store/, /spec_version "0\.3\.0" is not supported/],
-    ["corrupt-crc", /Could not read the store|Corrupt store/, /checksum mismatch/],
-    [null, /Store not found/, /HTTP 404/],
-  ];
-  for (const [name, title, message] of errorCases) {
-    test(`the viewer explains ${name ?? "a 404 root"} without hanging`, async () => {
-      const page = await newPage();
-      const url = name ? `/fixtures/${manifest.broken[name]}` : "/fixtures/stores/nope.zarr";
-      const t0 = Date.now();
-      await page.goto(`${server.url}/examples/viewer/index.html?store=${encodeURIComponent(url)}`);
-      await page.locator("#error").waitFor({ state: "visible", timeout: 15000 });
-      assert.match(await page.locator("#error-title").textContent(), title);
-      assert.match(await page.locator("#error-message").textContent(), message);
-      assert.equal(await page.evaluate(() => document.body.dataset.state), "error");
-      assert.ok(Date.now() - t0 < 15000);
-      await page.close();
-    });
-  }
+  // The viewer (a MapLibre map since issue 10) is tested in map.test.js: values on click
+  // through every timestep, playback without chunk requests once prefetched, levels by zoom,
+  // georegistration, seams, URL state and the error banners.
 });

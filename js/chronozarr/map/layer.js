@@ -154,6 +154,20 @@ export class ChronozarrLayer {
     await Promise.all(cells.map((c) => this._cellData(level, clampT(this.store, t), c, signal, true)));
   }
 
+  /**
+   * Start reading the current timestep for `map`'s view before the layer is added to it, e.g.
+   * while the basemap style loads, so the first frame does not wait for the style.
+   */
+  warm(map) {
+    const prev = this._map;
+    this._map = map;
+    try {
+      this.preload(this.t).catch(() => {});
+    } finally {
+      this._map = prev;
+    }
+  }
+
   /** Physical value of the display (band math) at a pixel, from a valueAt() answer; null if invalid. */
   displayValueOf(v) {
     if (!v) return null;

@@ -1,0 +1,333 @@
+// Map viewer benchmark: first frame in round trips at 80 ms RTT, and display rates while
+// scrubbing and playing, in headless Chromium (SwiftShader WebGL).
+//
+//   cd js && npm ci && node ../bench/js/viewer.mjs [--reps 5] [--rtt 80] [--no-write]
+//
+// Setup: the bench store (bench/js/make_store.py: 24 x 2 x 1024 x 1024 uint16, cs 512 = a 2 x 2
+// cell view, star-delta, zstd, unsharded) and the built viewer (npm run build:viewer) served by
+// nginx on 127.0.0.1, behind a small proxy of our own that adds the RTT to every request (the
+// request waits RTT before it is forwarded) and to every new TCP connection (the handshake), so
+// HTTP/1.1 with Chromium's 6 connections per host behaves as over a real 80 ms link. Each first
+// frame run uses a fresh browser context (cold cache). The split comes from the page's Resource
+// Timing entries; "first frame" is when the layer's frame was rendered (onFrame after MapLibre's
+// render), measured from navigation start.
+//
+// Display rates are counted at the display: a requestAnimationFrame loop in the page counts the
+// animation frames in which a new timestep is on screen. Scrubbing asks for the next timestep as
+// soon as the previous one is drawn; "anchors resident" drops the prefetched deltas so each
+// timestep costs one delta GET per cell (direct to nginx, no added RTT); "all resident" keeps
+// them. Writes the "Map viewer (browser)" section of docs/benchmarks.md.
+
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, readFileSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import { createRequire } from "node:module";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, "..", "..");
+const require = createRequire(path.join(REPO, "js", "package.json"));
+const { chromium } = require("playwright-core");
+const { buildViewer } = await import(pathToFileURL(path.join(REPO, "js", "tools", "build-viewer.mjs")).href);
+const { build } = require("esbuild");
+
+const args = process.argv.slice(2);
+const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
+const reps = opt("--reps", 5);
+const RTT = opt("--rtt", 80);
+const write = !args.includes("--no-write");
+const CHROMIUM = "/usr/bin/chromium";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
+
+const freePort = () =>
+  new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+
+async function startNginx(root) {
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(os.tmpdir(), "chronozarr-nginx-"));
+  const conf = path.join(dir, "nginx.conf");
+  writeFileSync(
+    conf,
+    `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log warn;
+events { worker_connections 256; }
+http {
+  types { text/html html; text/javascript js mjs; text/css css; application/json json; application/wasm wasm; }
+  default_type application/octet-stream;
+  access_log ${dir}/access.log; client_body_temp_path ${dir}; proxy_temp_path ${dir}; fastcgi_temp_path ${dir}; uwsgi_temp_path ${dir}; scgi_temp_path ${dir};
+  sendfile on; keepalive_timeout 65; etag on;
+  server { listen 127.0.0.1:${port}; root ${root};
+    location / { add_header Access-Control-Allow-Origin * always; add_header Cache-Control "no-cache" always; } }
+}
+`,
+  );
+  const proc = spawn("nginx", ["-p", dir, "-c", conf], { stdio: ["ignore", "ignore", "pipe"] });
+  process.on("exit", () => proc.kill("SIGTERM")); // never leave nginx behind
+  for (let i = 0; i < 100; i++) {
+    const ok = await new Promise((r) => {
+      const s = net.connect(port, "127.0.0.1", () => {
+        s.end();
+        r(true);
+      });
+      s.on("error", () => r(false));
+    });
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { url: `http://127.0.0.1:${port}`, port, stop: () => proc.kill("SIGTERM"), dir };
+}
+
+/** HTTP/1.1 proxy adding `rtt` ms per request and per new client connection. */
+async function startDelayProxy(targetPort, rtt) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const server = http.createServer((req, res) => {
+    setTimeout(() => {
+      const up = http.request({ host: "127.0.0.1", port: targetPort, method: req.method, path: req.url, headers: req.headers, agent }, (r) => {
+        res.writeHead(r.statusCode, r.headers);
+        r.pipe(res);
+      });
+      up.on("error", () => res.destroy());
+      req.pipe(up);
+    }, rtt);
+  });
+  server.on("connection", (socket) => {
+    socket.pause(); // the TCP handshake costs one round trip before the first byte is read
+    setTimeout(() => socket.resume(), rtt);
+  });
+  const port = await freePort();
+  await new Promise((r) => server.listen(port, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); agent.destroy(); }) };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+const work = mkdtempSync(path.join(os.tmpdir(), "chronozarr-viewer-bench-"));
+chmodSync(work, 0o755); // nginx workers run as an unprivileged user
+const loadBefore = os.loadavg()[0];
+let nginx;
+let proxy;
+let browser;
+try {
+  const made = spawnSync(python, [path.join(HERE, "make_store.py"), path.join(work, "store.zarr")], { encoding: "utf8" });
+  if (made.status !== 0) throw new Error(`make_store.py failed:\n${made.stdout}${made.stderr}`);
+  await buildViewer(path.join(work, "viewer"));
+  // The bare reader: one bundled page that opens the store and reads the 4 cells of timestep 0.
+  mkdirSync(path.join(work, "reader"));
+  await build({
+    stdin: {
+      contents: `import { openStore } from "./js/chronozarr/decoder.js";
+        const t0 = performance.now();
+        const s = await openStore(new URL("../store.zarr/", location.href).href);
+        await Promise.all([0, 1].flatMap((row) => [0, 1].map((col) => s.readCell({ t: 0, row, col }))));
+        window.firstFrame = performance.now();`,
+      resolveDir: REPO,
+      loader: "js",
+    },
+    bundle: true,
+    format: "esm",
+    minify: true,
+    outfile: path.join(work, "reader", "reader.js"),
+    nodePaths: [path.join(REPO, "js", "node_modules")],
+    logLevel: "error",
+  });
+  writeFileSync(path.join(work, "reader", "index.html"), `<!doctype html><meta charset="utf-8"><script type="module" src="reader.js"></script>`);
+  nginx = await startNginx(work);
+  proxy = await startDelayProxy(nginx.port, RTT);
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+  const viewport = { width: 1280, height: 800 };
+
+  // --- first frame, cold, through the delay proxy ------------------------------------------------
+  const first = [];
+  const bare = [];
+  for (let i = 0; i < reps; i++) {
+    const ctx = await browser.newContext({ viewport });
+    const page = await ctx.newPage();
+    await page.goto(`${proxy.url}/viewer/index.html?style=style.json&store=../store.zarr/`, { waitUntil: "commit" });
+    await page.waitForFunction(() => window.viewer?.firstFrameAt, null, { timeout: 60000 });
+    first.push(
+      await page.evaluate(() => {
+        const nav = performance.getEntriesByType("navigation")[0];
+        const res = performance.getEntriesByType("resource");
+        const end = (re) => Math.max(...res.filter((r) => re.test(r.name)).map((r) => r.responseEnd));
+        const chunks = res.filter((r) => /\/data\/c\//.test(r.name));
+        return {
+          page: nav.responseEnd,
+          code: end(/viewer\.js$/),
+          root: end(/store\.zarr\/zarr\.json$/),
+          style: end(/style\.json$/),
+          chunks: Math.max(...chunks.map((r) => r.responseEnd)),
+          chunkStart: Math.min(...chunks.map((r) => r.startTime)),
+          codeStart: window.viewer.marks.codeStart,
+          storeOpen: window.viewer.marks.storeOpen,
+          styleLoaded: window.viewer.marks.styleLoaded,
+          worker: end(/maplibre-gl-worker/),
+          chunkRequests: chunks.length,
+          frame: window.viewer.firstFrameAt,
+          requests: res.length + 1,
+        };
+      }),
+    );
+    await ctx.close();
+    const ctx2 = await browser.newContext({ viewport });
+    const p2 = await ctx2.newPage();
+    await p2.goto(`${proxy.url}/reader/index.html`, { waitUntil: "commit" });
+    await p2.waitForFunction(() => window.firstFrame, null, { timeout: 60000 });
+    bare.push(await p2.evaluate(() => window.firstFrame));
+    await ctx2.close();
+  }
+  const f = Object.fromEntries(Object.keys(first[0]).map((k) => [k, median(first.map((r) => r[k]))]));
+  const rt = (ms) => (ms / RTT).toFixed(1);
+
+  // --- display rates, direct to nginx ------------------------------------------------------------
+  const ctx = await browser.newContext({ viewport });
+  const page = await ctx.newPage();
+  await page.goto(`${nginx.url}/viewer/index.html?style=style.json&store=../store.zarr/`);
+  await page.waitForFunction(() => document.body.dataset.prefetched, null, { timeout: 120000 });
+  const scrub = (frames, dropDeltas) =>
+    page.evaluate(
+      async ({ frames, dropDeltas }) => {
+        const { layer, store } = window.viewer;
+        if (dropDeltas) {
+          store.rawCache.clear();
+          store.rawCache.maxBytes = 0; // anchors stay resident; every delta is fetched again
+        } else {
+          store.rawCache.maxBytes = 64 * 1024 * 1024;
+          await store.prefetch({ level: layer.currentLevel(), cells: layer.visibleCells() });
+        }
+        const n = store.nTime;
+        let shownT = layer._shownInfo.t;
+        let newFrames = 0;
+        let rafs = 0;
+        let running = true;
+        const stamps = [];
+        const raf = (now) => {
+          rafs++;
+          const t = layer._shownInfo.t;
+          if (t !== shownT) {
+            shownT = t;
+            newFrames++;
+            stamps.push(now);
+          }
+          if (running) requestAnimationFrame(raf);
+        };
+        requestAnimationFrame(raf);
+        const req0 = store.stats.requests;
+        const bytes0 = store.stats.bytes;
+        const parts = { readMs: 0, uploadMs: 0, drawMs: 0 };
+        const started = performance.now();
+        let t = layer.t;
+        for (let i = 0; i < frames; i++) {
+          t = (t + 1) % n;
+          await layer.setTime(t);
+          for (const k of Object.keys(parts)) parts[k] += layer.stats[k];
+        }
+        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+        running = false;
+        const elapsed = stamps.at(-1) - stamps[0];
+        return {
+          displayFps: ((stamps.length - 1) * 1000) / elapsed,
+          rafFps: (rafs * 1000) / (performance.now() - started),
+          newFrames,
+          requestsPerFrame: (store.stats.requests - req0) / frames,
+          bytesPerFrame: (store.stats.bytes - bytes0) / frames,
+          readMs: parts.readMs / frames,
+          uploadMs: parts.uploadMs / frames,
+          drawMs: parts.drawMs / frames,
+        };
+      },
+      { frames, dropDeltas },
+    );
+  const all = await scrub(72, false);
+  const anchors = await scrub(48, true);
+  await page.evaluate(() => {
+    window.viewer.store.rawCache.maxBytes = 64 * 1024 * 1024;
+  });
+  await page.evaluate(() => window.viewer.store.prefetch({ level: window.viewer.layer.currentLevel(), cells: window.viewer.layer.visibleCells() }));
+  const playback = {};
+  for (const rate of [12, 24, 30]) {
+    await page.locator("#speed").selectOption(String(rate));
+    await page.locator("#play").click();
+    await page.waitForTimeout(3500);
+    playback[rate] = Number(await page.evaluate(() => document.getElementById("fps").dataset.value));
+    await page.locator("#play").click();
+    await page.waitForTimeout(300);
+  }
+  const idle = await page.evaluate(
+    () =>
+      new Promise((resolve) => {
+        let n = 0;
+        const t0 = performance.now();
+        const f = () => (++n < 120 ? (window.viewer.map.triggerRepaint(), requestAnimationFrame(f)) : resolve((n * 1000) / (performance.now() - t0)));
+        requestAnimationFrame(f);
+      }),
+  );
+  await ctx.close();
+
+  const chrome = browser.version();
+  const loadAfter = os.loadavg()[0];
+  const rows = [
+    ["First frame, viewer (bundled), 2 x 2 cells, cold cache: navigation to frame drawn", `${f.frame.toFixed(0)} ms = ${rt(f.frame)} RTT`],
+    ["  page (index.html received)", `${f.page.toFixed(0)} ms = ${rt(f.page)} RTT`],
+    ["  code (viewer.js received; root zarr.json and style fetched in parallel)", `${f.code.toFixed(0)} ms = ${rt(f.code)} RTT`],
+    ["  root zarr.json received (early fetch from the page)", `${f.root.toFixed(0)} ms = ${rt(f.root)} RTT`],
+    ["  bundle evaluated (module starts) / store open / style loaded", `${f.codeStart.toFixed(0)} / ${f.storeOpen.toFixed(0)} / ${f.styleLoaded.toFixed(0)} ms`],
+    ["  first chunk requested / MapLibre worker received", `${f.chunkStart.toFixed(0)} / ${f.worker.toFixed(0)} ms`],
+    [`  chunks received (${f.chunkRequests} requests)`, `${f.chunks.toFixed(0)} ms = ${rt(f.chunks)} RTT`],
+    ["  decode + upload + render after the last chunk", `${(f.frame - f.chunks).toFixed(0)} ms`],
+    ["First frame, bare reader (bundled page: open + 4 cells), cold cache", `${median(bare).toFixed(0)} ms = ${rt(median(bare))} RTT`],
+    ["Display fps scrubbing, 2 x 2 cells of 512, anchors and deltas resident", `${all.displayFps.toFixed(1)} fps`],
+    ["Display fps scrubbing, 2 x 2 cells of 512, anchors resident (4 delta GETs per timestep, loopback)", `${anchors.displayFps.toFixed(1)} fps`],
+    ["  requests / bytes per timestep, anchors resident", `${anchors.requestsPerFrame.toFixed(1)} / ${Math.round(anchors.bytesPerFrame).toLocaleString("en-US")} B`],
+    ["  requests per timestep, all resident", `${all.requestsPerFrame.toFixed(1)}`],
+    ["  per timestep, all resident: read+decode / texture upload / layer draw call (CPU)", `${all.readMs.toFixed(1)} / ${all.uploadMs.toFixed(1)} / ${all.drawMs.toFixed(1)} ms`],
+    ["  per timestep, anchors resident: read+decode / texture upload / layer draw call (CPU)", `${anchors.readMs.toFixed(1)} / ${anchors.uploadMs.toFixed(1)} / ${anchors.drawMs.toFixed(1)} ms`],
+    ["Map repaint rate with nothing changing (MapLibre + layer, SwiftShader, 1280 x 800)", `${idle.toFixed(1)} fps`],
+    ["Display fps playing at a set rate of 12 / 24 / 30 fps (all resident)", `${playback[12].toFixed(1)} / ${playback[24].toFixed(1)} / ${playback[30].toFixed(1)} fps`],
+  ];
+  const table = ["| measurement | result |", "|---|---|", ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join("\n");
+  console.log(table);
+  const section = [
+    "## Map viewer (browser)",
+    "",
+    `The bundled viewer (\`npm run build:viewer\`) in headless Chromium ${chrome} (SwiftShader WebGL, ${viewport.width} x ${viewport.height}), offline style, on the bench store`,
+    "(24 x 2 x 1024 x 1024 uint16, cs 512, a 2 x 2 cell view, star-delta every 6, zstd 5, unsharded) served by nginx on 127.0.0.1.",
+    `First frames go through the benchmark's proxy adding ${RTT} ms per request and per new TCP connection (HTTP/1.1), a fresh browser context per run (cold cache), median of ${reps};`,
+    "display rates go direct to nginx and are counted by requestAnimationFrame in the page (animation frames showing a new timestep).",
+    `Machine: ${os.cpus().length} cores shared with other work (load average ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after), ${new Date().toISOString().slice(0, 10)}.`,
+    "",
+    "Command: `cd js && npm ci && node ../bench/js/viewer.mjs`",
+    "",
+    table,
+    "",
+  ].join("\n");
+  if (write) {
+    const file = path.join(REPO, "docs", "benchmarks.md");
+    let doc = readFileSync(file, "utf8");
+    const start = doc.indexOf("## Map viewer (browser)");
+    if (start >= 0) {
+      const next = doc.indexOf("\n## ", start + 1);
+      doc = doc.slice(0, start) + section + (next >= 0 ? doc.slice(next + 1) : "");
+    } else {
+      doc = `${doc.replace(/\s*$/, "\n\n")}${section}`;
+    }
+    writeFileSync(file, doc);
+  }
+} finally {
+  await browser?.close();
+  await proxy?.close();
+  nginx?.stop();
+  rmSync(work, { recursive: true, force: true });
+  if (nginx) rmSync(nginx.dir, { recursive: true, force: true });
+}
