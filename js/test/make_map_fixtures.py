@@ -8,12 +8,15 @@ uses), so the browser test can check that the map layer draws each corner within
 GDAL would put it. Stores: UTM 31N (EPSG code through the bundled table), ETRS89-LAEA (another
 projected CRS from the table), New Zealand TM given only as WKT2 (a CRS not in the table), a
 bright star-delta store for the seam test, and a plain Zarr group that is not a chronozarr store.
+``python make_map_fixtures.py --epsg OUT.json`` writes pyproj's reference points for every code
+of the bundled EPSG table instead (js/test/map-unit.test.js).
 Nothing here is committed: the tests run it into a temporary folder.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import zlib
 from pathlib import Path
@@ -91,6 +94,30 @@ def write(out: Path, name: str, crs_value, crs: pyproj.CRS, transform, nt=4, h=3
     }
 
 
+def epsg_check(out_file: Path) -> None:
+    """For every code of js/chronozarr/map/epsg.js: pyproj's projected x, y of three points in
+    the code's area of use (centre and two inner corners) and their lon/lat, for map-unit.test.js."""
+    table = (ROOT / "js" / "chronozarr" / "map" / "epsg.js").read_text(encoding="utf-8")
+    codes = [int(c) for c in re.findall(r"^  (\d+): ", table, flags=re.MULTILINE)]
+    rows = []
+    for code in codes:
+        crs = pyproj.CRS.from_epsg(code)
+        a = crs.area_of_use
+        west, east = a.west, a.east if a.east > a.west else a.east + 360
+        fwd = pyproj.Transformer.from_crs(4326, crs, always_xy=True)
+        inv = pyproj.Transformer.from_crs(crs, 4326, always_xy=True)
+        pts = []
+        for fx, fy in [(0.5, 0.5), (0.25, 0.3), (0.75, 0.7)]:
+            lon = (west + (east - west) * fx + 180) % 360 - 180
+            lat = max(-84.0, min(84.0, a.south + (a.north - a.south) * fy))
+            x, y = fwd.transform(lon, lat)
+            lon2, lat2 = inv.transform(x, y)
+            pts.append({"x": x, "y": y, "lon": lon2, "lat": lat2})
+        rows.append({"code": code, "points": pts})
+    projjson = json.loads(pyproj.CRS.from_epsg(32631).to_json())
+    out_file.write_text(json.dumps({"rows": rows, "projjson_32631": projjson}))
+
+
 def main(out_dir: Path) -> None:
     out = out_dir / "map"
     out.mkdir(parents=True, exist_ok=True)
@@ -123,4 +150,7 @@ def main(out_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if sys.argv[1] == "--epsg":
+        epsg_check(Path(sys.argv[2]))
+    else:
+        main(Path(sys.argv[1]))

@@ -51,7 +51,7 @@ export function ticks(min, max, count = 5) {
   const raw = (max - min) / Math.max(1, count - 1);
   const p = 10 ** Math.floor(Math.log10(raw));
   const n = raw / p;
-  const step = (n >= 5 ? 10 : n >= 2 ? 5 : n >= 1.5 ? 2 : 1) * p;
+  const step = (n < 1.5 ? 1 : n < 3 ? 2 : n < 7 ? 5 : 10) * p;
   const out = [];
   for (let v = Math.ceil(min / step) * step; v <= max + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
   return out;

@@ -1,0 +1,125 @@
+// The map layer's pure parts in Node: the bundled EPSG table against pyproj (PROJ) at points in
+// each code's area of use, CRS resolution from a store (code, WKT2, PROJJSON, array attributes,
+// typed error), band-math parsing and evaluation (NDVI, precedence, errors), colour-bar ticks.
+
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { test } from "node:test";
+import proj4 from "proj4";
+import { UnsupportedError } from "../chronozarr/errors.js";
+import { ticks } from "../chronozarr/map/colormaps.js";
+import { crsDefinition, epsgDefinition, lonLatOfMercator, mercatorOf, storeProjection } from "../chronozarr/map/crs.js";
+import { EPSG } from "../chronozarr/map/epsg.js";
+import { ExpressionError, PRESETS, parseExpression, toFunction, toGlsl } from "../chronozarr/map/expression.js";
+import { HERE, python } from "./fixtures.js";
+
+const BANDS = [
+  { name: "B02", common_name: "blue" },
+  { name: "B03", common_name: "green" },
+  { name: "B04", common_name: "red" },
+  { name: "B08", common_name: "nir" },
+];
+
+test("every EPSG code of the table matches pyproj within 0.5 m (WGS84 datums within 1 cm); PROJJSON from pyproj", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "chronozarr-epsg-"));
+  try {
+    const out = path.join(dir, "epsg.json");
+    const res = spawnSync(python(), [path.join(HERE, "make_map_fixtures.py"), "--epsg", out], { encoding: "utf8" });
+    assert.equal(res.status, 0, res.stderr);
+    const { rows, projjson_32631: projjson } = JSON.parse(readFileSync(out, "utf8"));
+    // A store whose chronozarr.crs is PROJJSON lands where the table's EPSG:32631 does.
+    const viaJson = storeProjection({ crs: projjson, levels: [] }).forward([600000, 5000000]);
+    const viaCode = proj4(EPSG[32631], "EPSG:4326").forward([600000, 5000000]);
+    assert.ok(Math.abs(viaJson[0] - viaCode[0]) < 1e-9 && Math.abs(viaJson[1] - viaCode[1]) < 1e-9, `PROJJSON ${viaJson} vs ${viaCode}`);
+    assert.equal(rows.length, Object.keys(EPSG).length);
+    assert.ok(rows.length >= 180);
+    const metres = (a, b) => {
+      const k = Math.PI / 180;
+      const dy = (a[1] - b[1]) * k * 6371008;
+      const dx = (a[0] - b[0]) * k * 6371008 * Math.cos(a[1] * k);
+      return Math.hypot(dx, dy);
+    };
+    let worst = 0;
+    for (const { code, points } of rows) {
+      const conv = proj4(EPSG[code], "EPSG:4326");
+      const wgs84 = /datum=WGS84|\+a=6378137 \+b=6378137/.test(EPSG[code]);
+      for (const p of points) {
+        const d = metres(conv.forward([p.x, p.y]), [p.lon, p.lat]);
+        worst = Math.max(worst, d);
+        assert.ok(d < (wgs84 ? 0.01 : 0.5), `EPSG:${code} at (${p.x}, ${p.y}): ${d.toFixed(4)} m from pyproj`);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("CRS resolution: code forms, WKT2, array attributes, and a typed error", () => {
+  assert.equal(epsgDefinition("EPSG:32631"), EPSG[32631]);
+  assert.equal(epsgDefinition("urn:ogc:def:crs:EPSG::32631"), EPSG[32631]);
+  assert.equal(epsgDefinition("http://www.opengis.net/def/crs/EPSG/0/3035"), EPSG[3035]);
+  assert.equal(epsgDefinition("EPSG:2193"), null); // not in the table
+  const store = (crs, attrs = {}) => ({ crs, variable: "data", levels: [{ path: "0" }], meta: { consolidated: { "0/data": { attributes: attrs } } } });
+  assert.deepEqual(crsDefinition(store("EPSG:32631")), { definition: EPSG[32631], source: "chronozarr.crs" });
+  const wkt = 'PROJCRS["x",BASEGEOGCRS["WGS 84",DATUM["World Geodetic System 1984",ELLIPSOID["WGS 84",6378137,298.257223563]]],CONVERSION["UTM zone 31N",METHOD["Transverse Mercator"],PARAMETER["Latitude of natural origin",0,ANGLEUNIT["degree",0.0174532925199433]],PARAMETER["Longitude of natural origin",3,ANGLEUNIT["degree",0.0174532925199433]],PARAMETER["Scale factor at natural origin",0.9996,SCALEUNIT["unity",1]],PARAMETER["False easting",500000,LENGTHUNIT["metre",1]],PARAMETER["False northing",0,LENGTHUNIT["metre",1]]],CS[Cartesian,2],AXIS["easting",east],AXIS["northing",north],LENGTHUNIT["metre",1]]';
+  assert.equal(crsDefinition(store(wkt)).definition, wkt);
+  // A code outside the table falls back to the array's WKT (spec 3.3 attributes).
+  const r = crsDefinition(store("EPSG:2193", { _CRS: { url: "x", wkt } }));
+  assert.equal(r.source, "0/data _CRS.wkt");
+  // WKT2 and the table agree on a UTM point.
+  const a = storeProjection(store(wkt)).forward([600000, 5000000]);
+  const b = storeProjection(store("EPSG:32631")).forward([600000, 5000000]);
+  assert.ok(Math.abs(a[0] - b[0]) < 1e-9 && Math.abs(a[1] - b[1]) < 1e-9, `${a} vs ${b}`);
+  assert.throws(() => crsDefinition(store("EPSG:2193")), (e) => e instanceof UnsupportedError && /EPSG:2193/.test(e.message));
+  assert.throws(() => crsDefinition(store(null)), (e) => e instanceof UnsupportedError && /no CRS/.test(e.message));
+  // Mercator helpers invert each other.
+  for (const [lon, lat] of [[0, 0], [4.3, 45.1], [-179.9, -84], [120, 60]]) {
+    const [x, y] = lonLatOfMercator(...mercatorOf(lon, lat));
+    assert.ok(Math.abs(x - lon) < 1e-9 && Math.abs(y - lat) < 1e-9);
+  }
+});
+
+test("band math: NDVI, precedence, functions, names, and errors naming the problem", () => {
+  const ndvi = parseExpression(PRESETS.ndvi, BANDS);
+  assert.deepEqual(ndvi.bands, [3, 2]);
+  const f = toFunction(ndvi.tree);
+  assert.equal(f([0, 0, 0.1, 0.5]), (0.5 - 0.1) / (0.5 + 0.1));
+  assert.equal(toGlsl(ndvi.tree, (b) => `p${b}`), "((p3 - p2) / (p3 + p2))");
+  const g = (text, p) => toFunction(parseExpression(text, BANDS).tree)(p);
+  const p = [0.1, 0.2, 0.3, 0.4];
+  assert.equal(g("red + nir * 2", p), 0.3 + 0.4 * 2);
+  assert.equal(g("-red ^ 2", p), -(0.3 ** 2));
+  assert.equal(g("red * 0 + 2 ^ 3 ^ 2", p), 2 ** 9); // right-associative
+  assert.equal(g("max(B02, green) - min(red, 1e-1)", p), 0.2 - 0.1);
+  assert.equal(g("clamp(nir * 10, 0, 1)", p), 1);
+  assert.equal(g("sqrt(abs(blue - nir))", p), Math.sqrt(Math.abs(0.1 - 0.4)));
+  assert.equal(g("NIR / Red", p), 0.4 / 0.3); // case-insensitive fallback
+  for (const [bad, msg] of [
+    ["", /empty/],
+    ["red +", /ends too early/],
+    ["(red", /expected "\)"/],
+    ["swir16 - red", /no band named "swir16"/],
+    ["red; alert(1)", /unexpected character/],
+    ["2 + 3", /uses no band/],
+    ["max(red)", /takes 2 argument/],
+    ["red red", /unexpected "red"/],
+  ]) {
+    assert.throws(() => parseExpression(bad, BANDS), (e) => e instanceof ExpressionError && msg.test(e.message), bad);
+  }
+});
+
+test("colour-bar ticks are nice steps inside the range", () => {
+  assert.deepEqual(ticks(0, 1, 5), [0, 0.2, 0.4, 0.6, 0.8, 1]);
+  for (const [lo, hi] of [[0, 1], [-0.2, 0.9], [0.0123, 0.1327], [100, 4500], [-3, -1]]) {
+    const t = ticks(lo, hi, 5);
+    assert.ok(t.length >= 2 && t.length <= 11, `${lo}..${hi}: ${t}`);
+    for (const v of t) assert.ok(v >= lo - 1e-12 && v <= hi + 1e-12, `${v} outside ${lo}..${hi}`);
+    const steps = t.slice(1).map((v, i) => v - t[i]);
+    for (const s of steps) assert.ok(Math.abs(s - steps[0]) < 1e-9 * Math.abs(steps[0]) + 1e-12, "even steps");
+    const m = steps[0] / 10 ** Math.floor(Math.log10(steps[0]));
+    assert.ok([1, 2, 5].some((k) => Math.abs(m - k) < 1e-9), `step ${steps[0]} is 1, 2 or 5 x 10^k`);
+  }
+});
