@@ -849,6 +849,7 @@ async function open(url) {
           document.body.dataset.state = "ready";
           window.viewer.firstFrameAt = performance.now();
           marks.firstFrame = window.viewer.firstFrameAt;
+          marks.firstStats = { ...layer.stats };
           prefetchView();
         }
       },

@@ -71,7 +71,7 @@ export class ChronozarrLayer {
     this._seq = 0;
     this._want = null;
     this._waiters = [];
-    this.stats = { frames: 0, uploads: 0, uploadBytes: 0, readMs: 0, uploadMs: 0, drawMs: 0 };
+    this.stats = { frames: 0, uploads: 0, uploadBytes: 0, readMs: 0, uploadMs: 0, drawMs: 0, renderWaitMs: 0 };
   }
 
   // --- display settings ----------------------------------------------------------------------
@@ -388,6 +388,7 @@ export class ChronozarrLayer {
       const gl = this._gl;
       need.forEach((c, i) => this._upload(gl, level, c, datas[i], `${t}|${this._displayKey}`));
       this.stats.uploadMs = performance.now() - read;
+      const uploaded = performance.now();
       this._shown = cells.map((c) => this._cells.get(cellKey(level, c)));
       this._shownInfo = { level, t, cells, key };
       await new Promise((resolve) => {
@@ -395,6 +396,7 @@ export class ChronozarrLayer {
         map.triggerRepaint();
       });
       this.stats.frames++;
+      this.stats.renderWaitMs = performance.now() - uploaded;
       this.onLoading?.(false);
       this.onFrame?.({ t, level, cells, ms: performance.now() - started });
       return true;
