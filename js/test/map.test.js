@@ -254,6 +254,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     // The README picture: the whole store on the map in a month where the pixel is under a cloud.
     const cloudy = expected[0].findIndex((e) => e.mask[pick.row * w + pick.col] === 0);
     await page.locator("#time").fill(String(cloudy));
+    await page.evaluate(() => document.activeElement?.blur()); // keys go to the map, not the slider
     await page.keyboard.press("0"); // fit
     await page.waitForFunction((c) => document.body.dataset.frame === String(c) && document.getElementById("inspector-body").dataset.t === String(c), cloudy, { timeout: 10000 });
     await page.evaluate(() => new Promise((r) => (window.viewer.map.loaded() ? r() : window.viewer.map.once("idle", r))));
