@@ -251,19 +251,17 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
       return chart.bottom <= side.bottom && chart.top >= side.top;
     });
     assert.ok(fits, "the chart is visible without scrolling the sidebar");
-    // The README picture: the whole store on the map in a month where the pixel is under a cloud.
-    const cloudy = expected[0].findIndex((e) => e.mask[pick.row * w + pick.col] === 0);
-    await page.locator("#time").fill(String(cloudy));
-    await page.evaluate(() => document.activeElement?.blur()); // keys go to the map, not the slider
-    await page.keyboard.press("0"); // fit
-    await page.waitForFunction((c) => document.body.dataset.frame === String(c) && document.getElementById("inspector-body").dataset.t === String(c), cloudy, { timeout: 10000 });
-    await page.evaluate(() => new Promise((r) => (window.viewer.map.loaded() ? r() : window.viewer.map.once("idle", r))));
-    mkdirSync(path.join(REPO, "artifacts"), { recursive: true });
-    await page.screenshot({ path: path.join(REPO, "artifacts", "viewer-map.png") });
-
     // Once the view is prefetched, playback fetches no data chunk; shard_bytes lists every data
     // shard (spec 7.3), so no HEAD either; every range is bounded.
-    await page.waitForFunction(() => document.body.dataset.prefetched, null, { timeout: 30000 });
+    await page.waitForFunction(
+      () => {
+        const { layer } = window.viewer;
+        const level = layer.currentLevel();
+        return document.body.dataset.prefetched === `${level}|${layer.visibleCells(level).map((c) => `${c.row},${c.col}`).join(";")}`;
+      },
+      null,
+      { timeout: 30000 },
+    );
     const requests = [];
     page.on("request", (r) => requests.push({ method: r.method(), url: r.url(), range: r.headers().range ?? null }));
     await page.locator("#speed").selectOption("30");
@@ -274,6 +272,16 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     assert.ok(fps > 1, `playback displayed ${fps} timesteps/s`);
     assert.deepEqual(requests.filter((r) => r.url.includes("/data/c/")), [], "prefetched playback fetched data chunks");
     for (const r of requests) if (r.range) assert.match(r.range, /^bytes=\d+-\d+$/);
+    // The README picture: the whole store on the map in a month where the pixel is under a cloud.
+    const cloudy = expected[0].findIndex((e) => e.mask[pick.row * w + pick.col] === 0);
+    await page.locator("#time").fill(String(cloudy));
+    await page.evaluate(() => document.activeElement?.blur()); // keys go to the map, not the slider
+    await page.keyboard.press("0"); // fit
+    await page.waitForFunction((c) => document.body.dataset.frame === String(c) && document.getElementById("inspector-body").dataset.t === String(c), cloudy, { timeout: 10000 });
+    await page.evaluate(() => new Promise((r) => (window.viewer.map.loaded() ? r() : window.viewer.map.once("idle", r))));
+    mkdirSync(path.join(REPO, "artifacts"), { recursive: true });
+    await page.screenshot({ path: path.join(REPO, "artifacts", "viewer-map.png") });
+
     // Zooming out far enough draws a coarser level (spec 10.3).
     await page.evaluate(() => window.viewer.map.zoomOut({ animate: false }));
     await page.evaluate(() => window.viewer.map.setZoom(window.viewer.map.getZoom() - 4.5));
