@@ -2,9 +2,9 @@
 headless Chromium and shows the first frame: the page reads the store by its default (no
 ``?store=`` in the link), requests timestep 0's chunks, and paints something that is not blank.
 
-The bundle is the real one (``js/dist/viewer/`` or the package's ``_viewer/``) when it exists;
-until then, a stand-in bundled here with esbuild from ``examples/viewer/`` (one JS file in place
-of the import map), so the test runs today and switches to the real bundle by itself.
+The bundle is the built one (``js/dist/viewer/`` or the package's ``_viewer/``) when it exists;
+otherwise the test builds it into a temporary folder with the viewer's build script
+(``js/tools/build-viewer.mjs``, what ``npm run build:viewer`` runs), so it runs on a fresh checkout.
 """
 
 from __future__ import annotations
@@ -98,26 +98,13 @@ def _requirements() -> str | None:
 
 
 def stand_in_from_examples(folder: Path) -> Path:
-    """examples/viewer bundled into one module with esbuild (js/ devDependency)."""
-    folder.mkdir(parents=True)
-    src = REPO / "examples" / "viewer"
+    """The viewer bundle built into ``folder`` by the viewer's own build script (what
+    ``npm run build:viewer`` runs: one bundle, MapLibre's worker, CSS and the offline style)."""
     subprocess.run(
-        [
-            str(NODE_MODULES / ".bin" / "esbuild"),
-            str(src / "viewer.js"),
-            "--bundle",
-            "--format=esm",
-            "--target=es2022",
-            "--log-level=error",
-            f"--outfile={folder / 'viewer.js'}",
-        ],
+        ["node", str(REPO / "js" / "tools" / "build-viewer.mjs"), str(folder)],
         check=True,
-        timeout=120,
+        timeout=300,
     )
-    shutil.copy(src / "style.css", folder / "style.css")
-    page = (src / "index.html").read_text()
-    page = re.sub(r'<script type="importmap">.*?</script>\s*', "", page, flags=re.S)
-    (folder / "index.html").write_text(page)
     return folder
 
 
