@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from chronozarr import codecs as _codecs
+from chronozarr.cache import LRU
 from chronozarr.errors import (
     CorruptStoreError,
     NotAChronozarrStoreError,
@@ -37,42 +37,6 @@ from chronozarr.temporal import apply_residual
 __all__ = ["ArrayReader", "Reader", "open_store"]
 
 
-class _LRU:
-    """A small thread-safe LRU keyed cache with a byte budget."""
-
-    def __init__(self, max_bytes: int):
-        self.max_bytes = max_bytes
-        self._data: OrderedDict[Any, Any] = OrderedDict()
-        self._sizes: dict[Any, int] = {}
-        self._total = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                return self._data[key]
-            return None
-
-    def put(self, key: Any, value: Any, nbytes: int) -> None:
-        with self._lock:
-            if key in self._data:
-                self._total -= self._sizes[key]
-            self._data[key] = value
-            self._sizes[key] = nbytes
-            self._total += nbytes
-            self._data.move_to_end(key)
-            while self._total > self.max_bytes and len(self._data) > 1:
-                old, _ = self._data.popitem(last=False)
-                self._total -= self._sizes.pop(old)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self._sizes.clear()
-            self._total = 0
-
-
 class ArrayReader:
     """Raw chunk access to one array: ``inner(t, r, c)`` returns the stored inner chunk.
 
@@ -87,13 +51,13 @@ class ArrayReader:
         path: str,
         info: ArrayInfo,
         shard_bytes: Mapping[str, int] | None = None,
-        index_cache: _LRU | None = None,
+        index_cache: LRU[Any, Any] | None = None,
     ):
         self.store = store
         self.path = path
         self.info = info
         self.shard_bytes = dict(shard_bytes or {})
-        self._index_cache = index_cache if index_cache is not None else _LRU(64 << 20)
+        self._index_cache = index_cache if index_cache is not None else LRU(64 << 20)
         try:
             self._codec = _codecs.ChunkCodec(info.codecs, info.dtype, info.inner_chunk_shape)
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
@@ -195,8 +159,8 @@ class Reader:
         consolidated = root.get("consolidated_metadata") or {}
         meta = consolidated.get("metadata") if isinstance(consolidated, Mapping) else None
         self._consolidated: Mapping[str, Any] = meta if isinstance(meta, Mapping) else {}
-        self._index_cache = _LRU(64 << 20)
-        self._anchor_cache = _LRU(cache_bytes)
+        self._index_cache = LRU(64 << 20)
+        self._anchor_cache = LRU(cache_bytes)
         self._arrays: dict[tuple[int, str], ArrayReader] = {}
         self._lock = threading.Lock()
         self.levels: tuple[LevelInfo, ...] = self._enumerate_levels()

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from urllib.parse import urlparse
 
 from chronozarr.errors import ChronozarrError, CorruptStoreError, RemoteStoreError, UnsupportedError
+from chronozarr.location import location
 
 __all__ = [
     "LocalStore",
@@ -440,12 +441,9 @@ class ObjectStore:
 
 def open_store_bytes(path_or_url: str | os.PathLike[str], **options: Any) -> Store:
     """A Store for a local path, ``file://`` URL, ``http(s)://`` or ``s3://`` URL."""
-    text = os.fspath(path_or_url)
-    parsed = urlparse(text)
-    if parsed.scheme in ("http", "https", "s3"):
-        return ObjectStore(text, **options)
-    if parsed.scheme == "file":
-        return LocalStore(parsed.path)
-    if parsed.scheme and len(parsed.scheme) > 1:
-        raise ChronozarrError(f"unsupported URL scheme {parsed.scheme!r} in {text!r}")
-    return LocalStore(text)
+    loc = location(path_or_url)
+    if loc.is_remote:
+        return ObjectStore(loc.text, **options)
+    if loc.path is None:
+        raise ChronozarrError(f"unsupported URL scheme {loc.scheme!r} in {loc.text!r}")
+    return LocalStore(loc.path)

@@ -14,7 +14,6 @@ import logging
 import math
 import os
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,8 +22,10 @@ from typing import Any
 import numpy as np
 
 from chronozarr import codecs as _codecs
+from chronozarr.cache import LRU
 from chronozarr.errors import EncodeError
 from chronozarr.grid import grid_shape, level_resolution, level_shapes, level_transform
+from chronozarr.location import location
 from chronozarr.metadata import (
     DELTA_DTYPES,
     DTYPES,
@@ -102,19 +103,17 @@ class _Input:
         if times is not None and len(times):
             start = min(times)
             batch = min(batch, max(times) - start + 1)
-        cache: OrderedDict[int, np.ndarray] = OrderedDict()
+        cache: LRU[int, np.ndarray] = LRU(max_items=2)
+
+        def load(t0: int) -> np.ndarray:
+            block = self.data[(slice(t0, t0 + batch), *space)]
+            return np.asarray(block.compute() if hasattr(block, "compute") else block)
 
         def get(t: int) -> np.ndarray:
             # batches are aligned to the task's first timestep; an anchor before it (or past its
             # end) gets a batch of its own, clamped at 0 so a slice start is never negative
             t0 = max(0, start + ((t - start) // batch) * batch)
-            if t0 not in cache:
-                block = self.data[(slice(t0, t0 + batch), *space)]
-                cache[t0] = np.asarray(block.compute() if hasattr(block, "compute") else block)
-                while len(cache) > 2:
-                    cache.popitem(last=False)
-            cache.move_to_end(t0)
-            return cache[t0][t - t0]
+            return cache.get_or_make(t0, lambda: load(t0))[t - t0]
 
         return get
 
@@ -172,22 +171,17 @@ def _normalize_bands(bands: Sequence[Any], n_band: int) -> tuple[Band, ...]:
 def _local_target(store: Any) -> str:
     """The local folder a store is written to: a path or a ``file://`` URL. Other URLs are
     refused (write locally, then ``cz publish``: spec 9's upload order is the publisher's job)."""
-    from urllib.parse import unquote, urlparse
-
     try:
-        text = os.fspath(store)
-    except TypeError as exc:
+        loc = location(store)
+    except TypeError as exc:  # not path-like (os.fspath refused it)
         raise EncodeError("store", f"expected a local path, got {store!r}") from exc
-    parsed = urlparse(text)
-    if parsed.scheme == "file":
-        return unquote(parsed.path)
-    if len(parsed.scheme) > 1:  # (one letter is a Windows drive)
+    if loc.path is None:
         raise EncodeError(
             "store",
-            f"{text!r}: encode writes a local folder; write it locally, then publish it with "
-            f"`cz publish STORE {parsed.scheme}://...`",
+            f"{loc.text!r}: encode writes a local folder; write it locally, then publish it with "
+            f"`cz publish STORE {loc.scheme}://...`",
         )
-    return text
+    return loc.path
 
 
 def _normalize_crs(crs: Any) -> str:
@@ -308,17 +302,10 @@ class _Planes:
         self, fn: Callable[[int], tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]
     ):
         self.fn = fn
-        self.cache: OrderedDict[int, Any] = OrderedDict()
+        self.cache: LRU[int, Any] = LRU(max_items=6)
 
     def get(self, t: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-        if t in self.cache:
-            self.cache.move_to_end(t)
-            return self.cache[t]
-        value = self.fn(t)
-        self.cache[t] = value
-        while len(self.cache) > 6:
-            self.cache.popitem(last=False)
-        return value
+        return self.cache.get_or_make(t, lambda: self.fn(t))
 
 
 def write_cell_series(
@@ -432,17 +419,10 @@ class Readback:
             if layout.has_coverage
             else None
         )
-        self._anchors: OrderedDict[tuple[int, int, int], np.ndarray] = OrderedDict()
+        self._anchors: LRU[tuple[int, int, int], np.ndarray] = LRU(max_items=16)
 
     def _anchor(self, a: int, r: int, c: int) -> np.ndarray:
-        key = (a, r, c)
-        if key not in self._anchors:
-            self._anchors[key] = self.data.inner(a, r, c)[0]
-            while len(self._anchors) > 16:
-                self._anchors.popitem(last=False)
-        else:
-            self._anchors.move_to_end(key)
-        return self._anchors[key]
+        return self._anchors.get_or_make((a, r, c), lambda: self.data.inner(a, r, c)[0])
 
     def cell(self, t: int, r: int, c: int) -> np.ndarray:
         ref = self.layout.ref(t)
