@@ -19,7 +19,16 @@ __all__ = [
 
 
 class ChronozarrError(Exception):
-    """Base class of every error raised by chronozarr."""
+    """Base class of every error raised by chronozarr.
+
+    ``field`` names the metadata field a store error is about when the raiser knows it (e.g.
+    ``data_type``, ``chunk_grid``, ``shard_index``, ``codecs``, ``shard_bytes``), so that the
+    validator can file it under its rule without reading the message.
+    """
+
+    def __init__(self, *args: object, field: str | None = None) -> None:
+        super().__init__(*args)
+        self.field = field
 
 
 class EncodeError(ChronozarrError, ValueError):

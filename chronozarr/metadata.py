@@ -443,14 +443,15 @@ def _check_shard_bytes(value: Any) -> None:
     """shard_bytes is {level: {"ts/r/c": non-negative length}} (spec 7.3)."""
     key = "chronozarr.shard_bytes"
     if not isinstance(value, Mapping):
-        raise CorruptStoreError(f"{key}: expected an object")
+        raise CorruptStoreError(f"{key}: expected an object", field="shard_bytes")
     for level, shards in value.items():
         if not isinstance(shards, Mapping):
-            raise CorruptStoreError(f"{key}.{level}: expected an object")
+            raise CorruptStoreError(f"{key}.{level}: expected an object", field="shard_bytes")
         for name, length in shards.items():
             if isinstance(length, bool) or not isinstance(length, int) or length < 0:
                 raise CorruptStoreError(
-                    f"{key}.{level}.{name}: expected a byte length, got {length!r}"
+                    f"{key}.{level}.{name}: expected a byte length, got {length!r}",
+                    field="shard_bytes",
                 )
 
 
@@ -729,10 +730,13 @@ class ArrayInfo:
             raise CorruptStoreError(f"{key}: malformed array metadata ({exc!r})") from exc
         if not isinstance(dtype, str) or dtype not in allowed_dtypes:
             raise UnsupportedError(
-                f"{key}: data_type {dtype!r} is not supported (expected one of {list(allowed_dtypes)})"
+                f"{key}: data_type {dtype!r} is not supported (expected one of {list(allowed_dtypes)})",
+                field="data_type",
             )
         if grid.get("name") != "regular":
-            raise UnsupportedError(f"{key}: chunk_grid {grid.get('name')!r} is not supported")
+            raise UnsupportedError(
+                f"{key}: chunk_grid {grid.get('name')!r} is not supported", field="chunk_grid"
+            )
         cke = doc.get("chunk_key_encoding", {"name": "default"})
         separator = "/"
         if cke.get("name") == "default":
@@ -750,10 +754,14 @@ class ArrayInfo:
             index_location = conf.get("index_location", "end")
             index_codecs = tuple(conf.get("index_codecs", ()))
             if index_location not in ("start", "end"):
-                raise UnsupportedError(f"{key}: index_location {index_location!r} not supported")
+                raise UnsupportedError(
+                    f"{key}: index_location {index_location!r} not supported", field="shard_index"
+                )
             names = [c.get("name") for c in index_codecs]
             if names not in (["bytes", "crc32c"], ["bytes"]):
-                raise UnsupportedError(f"{key}: shard index codecs {names} are not supported")
+                raise UnsupportedError(
+                    f"{key}: shard index codecs {names} are not supported", field="shard_index"
+                )
             if len(inner) != len(shape) or any(
                 o % i for o, i in zip(chunk_shape, inner, strict=False)
             ):
@@ -798,26 +806,35 @@ def _check_chunk_codecs(codecs: Sequence[Mapping[str, Any]], key: str, dtype: st
     """Chunk codecs: bytes (little-endian) then at most one of zstd, gzip, blosc (spec 8)."""
     names = [c.get("name") for c in codecs]
     if not names or names[0] != "bytes":
-        raise UnsupportedError(f"{key}: codecs {names} are not supported (expected 'bytes' first)")
+        raise UnsupportedError(
+            f"{key}: codecs {names} are not supported (expected 'bytes' first)", field="codecs"
+        )
     endian = (codecs[0].get("configuration") or {}).get("endian", "little")
     if endian != "little" and np.dtype(dtype).itemsize > 1:
-        raise UnsupportedError(f"{key}: bytes codec endian {endian!r} is not supported")
+        raise UnsupportedError(
+            f"{key}: bytes codec endian {endian!r} is not supported", field="codecs"
+        )
     for c in codecs[1:]:
         name = c.get("name")
         if name not in CODEC_NAMES:
             raise UnsupportedError(
-                f"{key}: codec {name!r} is not supported (expected one of {list(CODEC_NAMES)})"
+                f"{key}: codec {name!r} is not supported (expected one of {list(CODEC_NAMES)})",
+                field="codecs",
             )
         if name == "blosc":
             conf = c.get("configuration", {})
             if conf.get("cname") not in BLOSC_CNAMES:
-                raise UnsupportedError(f"{key}: blosc cname {conf.get('cname')!r} is not supported")
+                raise UnsupportedError(
+                    f"{key}: blosc cname {conf.get('cname')!r} is not supported", field="codecs"
+                )
             if conf.get("shuffle") not in BLOSC_SHUFFLES:
                 raise UnsupportedError(
-                    f"{key}: blosc shuffle {conf.get('shuffle')!r} is not supported"
+                    f"{key}: blosc shuffle {conf.get('shuffle')!r} is not supported", field="codecs"
                 )
     if len(names) > 2:
-        raise UnsupportedError(f"{key}: codecs {names}: exactly one compressor is allowed")
+        raise UnsupportedError(
+            f"{key}: codecs {names}: exactly one compressor is allowed", field="codecs"
+        )
 
 
 def finite_or_error(value: float, what: str) -> float:

@@ -6,11 +6,21 @@ its validity, the mask and the coverage alike), so H_k = ceil(H_{k-1} / 2). Pure
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["block_mean", "coverage_reduce", "mask_reduce", "pad_even", "validity"]
+from chronozarr.grid import grid_shape
+
+__all__ = [
+    "assemble_region",
+    "block_mean",
+    "coverage_reduce",
+    "mask_reduce",
+    "pad_even",
+    "validity",
+]
 
 
 def pad_even(a: np.ndarray) -> np.ndarray:
@@ -91,3 +101,31 @@ def coverage_reduce(coverage: np.ndarray) -> np.ndarray:
     qa, qb, qc, qd = _quads(pad_even(coverage))
     total = qa.astype(np.int32) + qb + qc + qd
     return ((total + 2) // 4).astype(np.uint8)
+
+
+def assemble_region(
+    read: Callable[[int, int], np.ndarray],
+    row: int,
+    col: int,
+    cs: int,
+    shape: tuple[int, int],
+    lead: tuple[int, ...],
+    dtype: Any,
+) -> np.ndarray:
+    """The level k-1 pixels under level-k cell (row, col), trimmed to the level's ``shape``.
+
+    A level-k cell covers up to 2 x 2 cells of level k-1 (spec 6); ``read(r, c)`` gives cell
+    (r, c) of level k-1 shaped ``(*lead, >= h, >= w)`` (a full chunk or one trimmed to the shape).
+    The writer builds each upper level from this, and the deep validator recomputes it.
+    """
+    height, width = shape
+    rows, cols = grid_shape(height, width, cs)
+    y0, x0 = 2 * row * cs, 2 * col * cs
+    y1, x1 = min(y0 + 2 * cs, height), min(x0 + 2 * cs, width)
+    out = np.empty((*lead, y1 - y0, x1 - x0), dtype=dtype)
+    for r in range(2 * row, min(2 * row + 2, rows)):
+        for c in range(2 * col, min(2 * col + 2, cols)):
+            ya, xa = r * cs - y0, c * cs - x0
+            hh, ww = min(cs, height - r * cs), min(cs, width - c * cs)
+            out[..., ya : ya + hh, xa : xa + ww] = read(r, c)[..., :hh, :ww]
+    return out

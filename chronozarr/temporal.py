@@ -5,13 +5,14 @@ Pure functions on numpy arrays, shared by the writer, append, the reader and the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 __all__ = [
     "anchor_indices",
     "apply_residual",
+    "cell_volatility",
     "is_valid_reference",
     "nearest_anchor",
     "residual",
@@ -86,3 +87,14 @@ def volatility_value(total_abs_diff: float, count: int) -> np.float32:
     if count == 0:
         return np.float32(0.0)
     return np.float32(min(max(total_abs_diff / count / 10000.0, 0.0), 1.0))
+
+
+def cell_volatility(read: Callable[[int], np.ndarray], refs: Mapping[int, int]) -> np.float32:
+    """Volatility of one cell (spec 5) from ``read(t)`` (its pixels at timestep t) over the delta
+    timesteps ``refs`` (timestep -> its reference): the clipped mean absolute difference."""
+    total, count = 0.0, 0
+    for t, ref in refs.items():
+        values = read(t)
+        total += abs_diff_sum(values, read(ref))
+        count += values.size
+    return volatility_value(total, count)

@@ -384,7 +384,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "data-int32",
         "none",
         doc("0/data", setitem("data_type", "int32")),
-        "array.unsupported",
+        "data.data_type",
         "2.3",
         "0/data/zarr.json",
     ),
@@ -392,7 +392,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "data-lzma",
         "none",
         doc("0/data", setitem("codecs.1", {"name": "lzma"})),
-        "array.unsupported",
+        "array.codec",
         "8",
         "0/data/zarr.json",
     ),
@@ -402,7 +402,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         doc(
             "0/data", lambda d: d["codecs"].append({"name": "gzip", "configuration": {"level": 1}})
         ),
-        "array.unsupported",
+        "array.codec",
         "8",
         "0/data/zarr.json",
     ),
@@ -418,7 +418,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "data-big-endian",
         "none",
         doc("0/data", setitem("codecs.0.configuration.endian", "big")),
-        "array.unsupported",
+        "array.codec",
         "8",
         "0/data/zarr.json",
     ),
@@ -441,7 +441,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
                 },
             ),
         ),
-        "array.unsupported",
+        "array.codec",
         "8",
         "1/data/zarr.json",
     ),
@@ -726,7 +726,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "mask-dtype",
         "sd",
         doc("0/mask", setitem("data_type", "uint16")),
-        "array.unsupported",
+        "mask.data_type",
         "2.4",
         "0/mask/zarr.json",
     ),
@@ -939,7 +939,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "times-mirror-value",
         "none",
         cz(setitem("times.2", "2024-03-02T00:00:00Z")),
-        "mirror.times",
+        "mirror.time_values",
         "2.2",
         "0/time",
     ),
@@ -947,7 +947,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "times-mirror-rendering",
         "none",
         cz(setitem("times.0", "2024-01-01T00:00:00.000Z")),
-        "mirror.times",
+        "mirror.time_values",
         "2.2",
         "0/time",
     ),
@@ -976,7 +976,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
             )
             for k in "1"
         ],
-        "mirror.band_names",
+        "mirror.band_coord",
         "2.2",
         "1/band",
     ),
@@ -1030,7 +1030,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "volatility-dtype",
         "none",
         doc("volatility", setitem("data_type", "float64")),
-        "array.unsupported",
+        "volatility.data_type",
         "5",
         "volatility/zarr.json",
     ),
@@ -1148,7 +1148,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
             "1/data",
             setitem("codecs.0.configuration.index_codecs", [{"name": "bytes"}, {"name": "zstd"}]),
         ),
-        "array.unsupported",
+        "array.shard_index",
         "7.2",
         "1/data/zarr.json",
     ),
@@ -1281,6 +1281,98 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "sd",
         lambda p: _set_volatility(p, 3, 2, 1.5),
         "volatility.range",
+        "5",
+        "volatility/c/0/0",
+    ),
+    # rules catalogued in chronozarr.validate.rules with no case above (issue 11)
+    (
+        "root-invalid-json",
+        "none",
+        write_file("zarr.json", b"{not json"),
+        "json.invalid",
+        "3",
+        "zarr.json",
+    ),
+    (
+        "root-unreadable",
+        "none",
+        write_file("zarr.json", b"{not json"),
+        "root.missing",
+        "2",
+        "zarr.json",
+    ),
+    (
+        "no-levels-anywhere",
+        "none",
+        both(root(delitem("attributes.multiscales")), cz(delitem("levels"))),
+        "levels.missing",
+        "3.7",
+        "zarr.json",
+    ),
+    (
+        "chunk-grid-rectangular",
+        "none",
+        doc("0/data", setitem("chunk_grid.name", "rectangular")),
+        "array.chunk_grid",
+        "2.1",
+        "0/data/zarr.json",
+    ),
+    (
+        "coverage-uint16",
+        "sd",
+        doc("0/coverage", setitem("data_type", "uint16")),
+        "coverage.data_type",
+        "2.5",
+        "0/coverage/zarr.json",
+    ),
+    (
+        "coverage-dims",
+        "sd",
+        doc("0/coverage", setitem("dimension_names", ["t", "y", "x"])),
+        "coverage.dims",
+        "2.5",
+        "0/coverage/zarr.json",
+    ),
+    (
+        "coverage-inner-chunks",
+        "sd",
+        doc("0/coverage", setitem("codecs.0.configuration.chunk_shape", [1, 2, 2])),
+        "coverage.chunks",
+        "2.5",
+        "0/coverage/zarr.json",
+    ),
+    (
+        "coverage-shard-time",
+        "sd",
+        doc(
+            "0/coverage",
+            lambda d: (
+                setitem("chunk_grid.configuration.chunk_shape", [1, 4, 4])(d),
+                setitem("codecs.0.configuration.chunk_shape", [1, 4, 4])(d),
+            ),
+        ),
+        "coverage.layout",
+        "2.5",
+        "0/coverage/zarr.json",
+    ),
+    (
+        "coverage-gzip",
+        "sd",
+        doc(
+            "0/coverage",
+            setitem(
+                "codecs.0.configuration.codecs.1", {"name": "gzip", "configuration": {"level": 1}}
+            ),
+        ),
+        "coverage.codec",
+        "8",
+        "0/coverage/zarr.json",
+    ),
+    (
+        "volatility-garbage",
+        "none",
+        write_file("volatility/c/0/0", b"not a zstd frame"),
+        "volatility.decode",
         "5",
         "volatility/c/0/0",
     ),
@@ -1534,7 +1626,7 @@ WARNINGS: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "selection-on-int16",
         "i16",
         cz(setitem("temporal.selection", {"mode": "auto", "sampled_cells": 3, "ratio": 1.2})),
-        "temporal.selection",
+        "temporal.selection_dtype",
         "4.3",
         "chronozarr.temporal",
     ),
@@ -1542,7 +1634,7 @@ WARNINGS: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "none-but-ratio-low",
         "none",
         cz(setitem("temporal.selection", {"mode": "auto", "sampled_cells": 3, "ratio": 0.5})),
-        "temporal.selection",
+        "temporal.selection_none",
         "4.3",
         "chronozarr.temporal",
     ),
@@ -1553,6 +1645,22 @@ WARNINGS: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "bands.scale",
         "3.6",
         "chronozarr.bands[0]",
+    ),
+    (
+        "codecs-differ-between-levels",
+        "none",
+        doc("1/data", setitem("codecs.1.configuration.level", 3)),
+        "codec.same",
+        "8",
+        "1/data/zarr.json",
+    ),
+    (
+        "coord-two-chunks",
+        "none",
+        doc("0/x", setitem("chunk_grid.configuration.chunk_shape", [6])),
+        "coord.single_chunk",
+        "2.2",
+        "0/x/zarr.json",
     ),
 ]
 
@@ -1733,3 +1841,39 @@ def test_hostile_metadata_is_cheap_to_validate(
     report = chronozarr.validate(path)
     assert not report.ok
     assert not any(f.rule == "metadata.malformed" for f in report.findings), report.findings
+
+
+def test_v01_store_without_volatility_path_warns(tmp_path: Path) -> None:
+    """spec 5/13: a v0.1 store without volatility_path decodes but does not conform (a warning)."""
+    src = tmp_path / "v01.zarr"
+    _build_v01_source(src)
+
+    def edit(d: dict[str, Any]) -> None:
+        cz = d["attributes"]["chronozarr"]
+        cz["spec_version"] = "0.1.0"
+        cz.pop("volatility_path")
+
+    edit_root(src, edit)
+    report = chronozarr.validate(src)
+    _assert_finding(report, "volatility.path", "5", "chronozarr.volatility_path", "warning")
+
+
+def test_shard_grid_too_large_to_enumerate_warns(bases: dict[str, Path], tmp_path: Path) -> None:
+    """spec 7.3: beyond a million shards only the listed ones are checked, and the report says so."""
+    path = _copy(bases, "sd", tmp_path)
+    edit_doc(path, "2/data", setitem("shape", [5, 2, 2**40, 3]))
+    report = chronozarr.validate(path)
+    _assert_finding(report, "shard_bytes.unchecked", "7.3", "chronozarr.shard_bytes", "warning")
+
+
+def test_unfinished_append_warns(tmp_path: Path) -> None:
+    """spec 14: an append interrupted after its chunks and coordinates is reported as such (a
+    warning: re-running the append finishes it)."""
+    data = synthetic_series(n_time=6, n_band=1, height=9, width=9, seed=4)
+    path = tmp_path / "a.zarr"
+    kw: dict[str, Any] = dict(bands=["B04"], crs="EPSG:32631", transform=[10, 0, 0, 0, -10, 0])
+    chronozarr.encode(data[:4], path, times=monthly(6)[:4], chunk_size=4, **kw)
+    with pytest.raises(RuntimeError):
+        chronozarr.append(path, data[4:], times=monthly(6)[4:], _fail_after="coords")
+    report = chronozarr.validate(path)
+    _assert_finding(report, "append.in_progress", "14", "time/c/0", "warning")

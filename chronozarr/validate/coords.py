@@ -1,0 +1,165 @@
+"""Coordinate arrays (spec 2.2, 3.5): time, band, y and x at every level, their types, their
+values (pixel centres, strictly increasing times) and the root's mirrors of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chronozarr import codecs as _codecs
+from chronozarr.grid import pixel_centres
+from chronozarr.metadata import CODEC_NAMES, RootAttrs, format_time, parse_time
+from chronozarr.validate.context import Context
+
+__all__ = ["check_coords"]
+
+
+def _coord(ctx: Context, path: str, dtype: str) -> Any:
+    try:
+        return _coord_values(ctx, path, dtype)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:  # odd JSON types
+        ctx.add(
+            "coord.malformed",
+            f"malformed coordinate array metadata: {type(exc).__name__}: {exc}",
+            f"{path}/zarr.json",
+        )
+        return None
+
+
+def _coord_values(ctx: Context, path: str, dtype: str) -> Any:
+    doc = ctx.doc(path)
+    key = f"{path}/zarr.json"
+    if doc is None:
+        ctx.add("coord.missing", f"coordinate array {path} is missing", key)
+        return None
+    dims = doc.get("dimension_names")
+    ad = (doc.get("attributes") or {}).get("_ARRAY_DIMENSIONS")
+    if dims is None or ad is None or list(dims) != list(ad):
+        ctx.add(
+            "array.dimension_names",
+            "dimension_names and _ARRAY_DIMENSIONS must both be set and equal",
+            key,
+        )
+    name = path.rsplit("/", 1)[-1]
+    if dims is not None and list(dims) != [name]:
+        ctx.add(
+            "coord.dims",
+            f"dimension_names of the {name} coordinate must be [{name!r}], got {list(dims)}",
+            key,
+        )
+    comp = [c.get("name") for c in (doc.get("codecs") or [])[1:]]
+    if any(c not in CODEC_NAMES for c in comp) or len(comp) > 1:
+        ctx.add(
+            "coord.codec",
+            f"coordinate arrays MAY use one of {list(CODEC_NAMES)}, got {comp}",
+            key,
+        )
+        return None
+    if doc.get("data_type") != dtype:
+        ctx.add(
+            "coord.dtype",
+            f"data_type must be {dtype}, got {doc.get('data_type')!r}",
+            key,
+        )
+        return None
+    shape = doc.get("shape") or [0]
+    chunks = doc.get("chunk_grid", {}).get("configuration", {}).get("chunk_shape", [0])
+    if list(chunks) != list(shape):
+        ctx.add("coord.single_chunk", "coordinate arrays SHOULD be a single chunk", key)
+        return None
+    raw = ctx.store.get(f"{path}/c/0")
+    if raw is None:
+        ctx.add("coord.chunk", "coordinate chunk c/0 is missing", f"{path}/c/0")
+        return None
+    try:
+        codecs = doc.get("codecs", [])
+        if dtype == "string":
+            data = raw
+            for c in reversed(codecs[1:]):
+                data = bytes(_codecs.compressor_for(c).decode(data))
+            return _codecs.vlen_utf8_decode(data)
+        data = raw
+        for c in reversed(codecs[1:]):
+            data = bytes(_codecs.compressor_for(c).decode(data))
+        values = np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<"))
+        if path.endswith("/time") and len(values) > shape[0]:
+            # spec 14 write order: time/c/0 is rewritten before the zarr.json files
+            ctx.add(
+                "append.in_progress",
+                f"time/c/0 holds {len(values)} values, the root describes {shape[0]}: an unfinished append; re-run it",
+                f"{path}/c/0",
+            )
+            values = values[: shape[0]]
+        if len(values) != shape[0]:
+            raise ValueError(f"{len(values)} values, expected {shape[0]}")
+        return values
+    except Exception as exc:  # any decoding failure of stored bytes is a finding
+        ctx.add("coord.decode", f"cannot decode: {exc}", f"{path}/c/0")
+        return None
+
+
+def check_coords(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]]) -> None:
+    band_names = [b.name for b in attrs.bands]
+    for lv in levels:
+        path = lv["path"]
+        times = _coord(ctx, f"{path}/time", "int64")
+        if times is not None:
+            rendered = [format_time(int(t)) for t in times]
+            if len(rendered) != len(attrs.times):
+                ctx.add(
+                    "mirror.times",
+                    f"time has {len(rendered)} values, chronozarr.times {len(attrs.times)}",
+                    f"{path}/time",
+                )
+            else:
+                for i, (a, b) in enumerate(zip(rendered, attrs.times, strict=True)):
+                    try:
+                        same = parse_time(b) == int(times[i])
+                    except (TypeError, ValueError):
+                        same = False
+                    if not same or a != b:
+                        ctx.add(
+                            "mirror.time_values",
+                            f"chronozarr.times[{i}] = {b!r} is not the ISO rendering of time[{i}] ({a})",
+                            f"{path}/time",
+                        )
+                        break
+            if len(times) > 1 and np.any(np.diff(times) <= 0):
+                ctx.add(
+                    "time.order",
+                    "time values must be strictly increasing",
+                    f"{path}/time",
+                )
+        bands = _coord(ctx, f"{path}/band", "string")
+        if bands is None:
+            bdoc = ctx.doc(f"{path}/band")
+            if bdoc is not None and bdoc.get("data_type") == "int32":
+                bands = None  # integer band coordinate: allowed, no name mirror
+        elif list(bands) != band_names:
+            ctx.add(
+                "mirror.band_coord",
+                f"band coordinate {list(bands)} differs from band names {band_names}",
+                f"{path}/band",
+            )
+        h, w = lv["shape"][2:]
+        for axis, n in (("y", h), ("x", w)):
+            values = _coord(ctx, f"{path}/{axis}", "float64")
+            if values is not None and len(values) != n:
+                ctx.add(
+                    "coord.length",
+                    f"{axis} has {len(values)} values, expected {n}",
+                    f"{path}/{axis}",
+                )
+            elif values is not None and lv["transform"] is not None:
+                a = float(lv["transform"][0])
+                # only this axis: the other may be huge (hostile shapes stay cheap)
+                ys, xs = pixel_centres(lv["transform"], *((n, 0) if axis == "y" else (0, n)))
+                want = np.asarray(ys if axis == "y" else xs)
+                if not np.allclose(values, want, rtol=0, atol=abs(a) * 1e-6):
+                    ctx.add(
+                        "coord.centres",
+                        f"{axis} values are not the pixel centres of the level transform",
+                        f"{path}/{axis}",
+                    )
+        ctx.count("coordinates", 4)
