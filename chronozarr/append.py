@@ -16,49 +16,44 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from chronozarr import codecs as _codecs
-from chronozarr.errors import AppendError, ChronozarrError, CorruptStoreError
+from chronozarr.append_checks import UNSET, check_append, refuse, xarray_coords
+from chronozarr.cells import (
+    CellResult,
+    Layout,
+    Planes,
+    Readback,
+    default_workers,
+    parallel,
+    write_cell_series,
+)
+from chronozarr.errors import AppendError, CorruptStoreError
+from chronozarr.grid import cell_slice
+from chronozarr.inputs import CellInput, unwrap_array
 from chronozarr.metadata import (
     RootAttrs,
+    Temporal,
     consolidated_entry,
     dumps,
     format_time,
     parse_time,
-    parse_times,
 )
-from chronozarr.reader import ArrayReader, Reader
-from chronozarr.root_coordinates import root_time_paths
+from chronozarr.reader import Reader
 from chronozarr.storage import LocalStore
 from chronozarr.temporal import abs_diff_sum, schedule, volatility_value
-from chronozarr.writer import (
-    CellResult,
-    Layout,
-    Readback,
-    _Input,
-    _parallel,
-    _Planes,
-    _unwrap,
-    default_workers,
-    write_cell_series,
-)
 
 __all__ = ["append"]
 
 log = logging.getLogger("chronozarr.append")
 
 NOMINAL_INTERVAL = 6  # spec 5: a none store's nominal schedule (the writer default)
-_UNSET = object()
-
-
-def _refuse(condition: str, message: str) -> AppendError:
-    return AppendError(condition, message)
 
 
 def append(
@@ -71,7 +66,7 @@ def append(
     bands: Sequence[Any] | None = None,
     crs: Any = None,
     transform: Sequence[float] | None = None,
-    nodata: Any = _UNSET,
+    nodata: Any = UNSET,
     workers: int | None = None,
     _fail_after: str | None = None,
 ) -> None:
@@ -86,26 +81,74 @@ def append(
     target = LocalStore(store)
     raw_root = target.get("zarr.json")
     if raw_root is None:
-        raise _refuse("store", f"no chronozarr store at {target.url} (zarr.json not found)")
+        raise refuse("store", f"no chronozarr store at {target.url} (zarr.json not found)")
     root = json.loads(raw_root)
     reader = Reader(target, root)
-    attrs = reader.attrs
-    coords = _xarray_coords(data)
-    data = _unwrap(data, "data")
-    _check(reader, data, times, mask, coverage, bands, crs, transform, nodata, coords)
-    mask = _unwrap(mask, "mask")
-    coverage = _unwrap(coverage, "coverage")
-    n_old = reader.n_time
-    n_add = int(data.shape[0])
-    n_new = n_old + n_add
-    new_times_ms = [parse_time(t) for t in times]
-    all_times_ms = [parse_time(t) for t in attrs.times] + new_times_ms
+    coords = xarray_coords(data)
+    data = unwrap_array(data, "data")
+    check_append(reader, data, times, mask, coverage, bands, crs, transform, nodata, coords)
+    plan = _plan(reader, target, int(data.shape[0]), times)
+    inputs = _Inputs(
+        CellInput(data, plan.layout.dtype),
+        _cell_input(unwrap_array(mask, "mask")),
+        _cell_input(unwrap_array(coverage, "coverage")),
+    )
+    workers = workers or default_workers()
+    vol_state = _volatility_state(reader, plan.all_times_ms)
+    results0 = _write_chunks(plan, inputs, workers, _fail_after)
+    if _fail_after == "chunks":
+        raise RuntimeError("injected failure after the chunks")
+    new_docs = _write_coordinates(plan, results0, vol_state)
+    if _fail_after == "coords":
+        raise RuntimeError("injected failure after time and volatility")
+    # array zarr.json below the root
+    for key, doc in new_docs.items():
+        target.put(f"{key}/zarr.json", dumps(doc))
+    if _fail_after == "arrays":
+        raise RuntimeError("injected failure after the array zarr.json")
+    target.put("zarr.json", dumps(_new_root(plan, root, new_docs)))  # the root, last
+    log.info(
+        "appended %d timesteps to %s (now %d)", plan.n_new - plan.n_old, target.url, plan.n_new
+    )
 
-    info0 = reader.array(0).info
-    if info0.sharded and info0.index_location != "end":
-        raise _refuse("layout", "appending to a shard with a start-located index is not supported")
-    st = info0.shard_time
-    temporal = attrs.temporal
+
+@dataclass
+class _Inputs:
+    """The appended data and its mask/coverage, read one cell at a time."""
+
+    data: CellInput
+    mask: CellInput | None
+    coverage: CellInput | None
+
+
+def _cell_input(plane: Any) -> CellInput | None:
+    return None if plane is None else CellInput(plane, np.dtype("uint8"))
+
+
+@dataclass
+class _Plan:
+    """What an append writes: the store as read, the grown axis, the schedules old and new."""
+
+    reader: Reader
+    target: LocalStore
+    attrs: RootAttrs
+    layout: Layout
+    n_old: int
+    n_new: int
+    all_times_ms: list[int]
+    new_temporal: Temporal
+    vol_refs: Mapping[int, int]
+    old_vol_anchors: set[int]
+    old_vol_refs: Mapping[int, int]
+    moved: list[int]
+    shard_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def _schedules(
+    temporal: Temporal, n_old: int, n_new: int
+) -> tuple[Temporal, set[int], Mapping[int, int], set[int], Mapping[int, int]]:
+    """The grown temporal block (4.2: old references kept) and the volatility schedules after
+    and before the append (5): (temporal, anchors, refs, old anchors, old refs)."""
     if temporal.encoding == "star-delta":
         interval = int(temporal.anchor_interval or 1)
         anchors, refs = schedule(n_new, interval, existing=temporal.delta_reference)
@@ -117,18 +160,32 @@ def append(
             selection=temporal.selection,
             has_encoding_key=temporal.has_encoding_key,
         )
-        vol_anchors, vol_refs = set(anchors), new_temporal.delta_reference
-        old_vol_anchors, old_vol_refs = set(temporal.anchor_indices), temporal.delta_reference
-    else:
-        new_temporal = temporal
-        # spec 5: the nominal nearest-anchor schedule, not recorded; recomputed over the new axis
-        # so the volatility equals a fresh encode's (the references it moves are corrected).
-        old_a, old_r = schedule(n_old, NOMINAL_INTERVAL)
-        new_a, new_r = schedule(n_new, NOMINAL_INTERVAL)
-        vol_anchors, vol_refs = set(new_a), new_r
-        old_vol_anchors, old_vol_refs = set(old_a), old_r
-    moved = [t for t in range(n_old) if t in old_vol_refs and old_vol_refs[t] != vol_refs.get(t)]
+        return (
+            new_temporal,
+            set(anchors),
+            new_temporal.delta_reference,
+            set(temporal.anchor_indices),
+            temporal.delta_reference,
+        )
+    # spec 5: the nominal nearest-anchor schedule, not recorded; recomputed over the new axis
+    # so the volatility equals a fresh encode's (the references it moves are corrected).
+    old_a, old_r = schedule(n_old, NOMINAL_INTERVAL)
+    new_a, new_r = schedule(n_new, NOMINAL_INTERVAL)
+    return temporal, set(new_a), new_r, set(old_a), old_r
 
+
+def _plan(reader: Reader, target: LocalStore, n_add: int, times: Sequence[Any]) -> _Plan:
+    attrs = reader.attrs
+    n_old = reader.n_time
+    n_new = n_old + n_add
+    all_times_ms = [parse_time(t) for t in attrs.times] + [parse_time(t) for t in times]
+    info0 = reader.array(0).info
+    if info0.sharded and info0.index_location != "end":
+        raise refuse("layout", "appending to a shard with a start-located index is not supported")
+    new_temporal, vol_anchors, vol_refs, old_vol_anchors, old_vol_refs = _schedules(
+        attrs.temporal, n_old, n_new
+    )
+    moved = [t for t in range(n_old) if t in old_vol_refs and old_vol_refs[t] != vol_refs.get(t)]
     data_codecs = [dict(c) for c in info0.codecs]
     plane_path = attrs.mask_variable or attrs.coverage_variable
     plane_codecs = (
@@ -142,12 +199,12 @@ def append(
         cs=info0.cs,
         dtype=np.dtype(info0.dtype),
         nodata=attrs.nodata,
-        encoding=temporal.encoding,
+        encoding=attrs.temporal.encoding,
         anchors=frozenset(new_temporal.anchor_indices),
         refs=dict(new_temporal.delta_reference),
         vol_anchors=frozenset(vol_anchors),
         vol_refs=vol_refs,
-        shard_time=st,
+        shard_time=info0.shard_time,
         data_codecs=data_codecs,
         plane_codecs=plane_codecs if plane_path else [dict(c) for c in data_codecs],
         has_mask=attrs.mask_variable is not None,
@@ -156,155 +213,162 @@ def append(
     if (layout.has_mask and attrs.mask_variable != "mask") or (
         layout.has_coverage and attrs.coverage_variable != "coverage"
     ):
-        raise _refuse("layout", "mask/coverage variables must be named 'mask' and 'coverage'")
-    workers = workers or default_workers()
-    inp = _Input(data, layout.dtype)
-    mask_in = None if mask is None else _Input(mask, np.dtype("uint8"))
-    cov_in = None if coverage is None else _Input(coverage, np.dtype("uint8"))
-    new_range = range(n_old, n_new)
-    cs = layout.cs
-    shard_bytes: dict[str, dict[str, int]] = {
-        k: dict(v) for k, v in (attrs.shard_bytes or {}).items()
-    }
+        raise refuse("layout", "mask/coverage variables must be named 'mask' and 'coverage'")
+    shard_bytes = {k: dict(v) for k, v in (attrs.shard_bytes or {}).items()}
+    return _Plan(
+        reader, target, attrs, layout, n_old, n_new, all_times_ms, new_temporal, vol_refs,
+        old_vol_anchors, old_vol_refs, moved, shard_bytes,
+    )  # fmt: skip
 
-    def shard_prefix_for(level_path: str):
-        """Old payload (old index included) and entries of the shard receiving new timesteps."""
 
-        def get(array_path: str, ts: int, row: int, col: int) -> tuple[bytes, list[Any]] | None:
-            assert st is not None
-            if ts * st >= n_old:
-                return None  # a new shard
-            return _old_shard(reader, level_path, array_path, ts, row, col, n_old, st)
+def _shard_prefix_for(
+    plan: _Plan, level_path: str
+) -> Callable[..., tuple[bytes, list[Any]] | None]:
+    """Old payload (old index included) and entries of the shard receiving new timesteps."""
+    st = plan.layout.shard_time
 
-        return get
+    def get(array_path: str, ts: int, row: int, col: int) -> tuple[bytes, list[Any]] | None:
+        assert st is not None
+        if ts * st >= plan.n_old:
+            return None  # a new shard
+        return _old_shard(plan.reader, level_path, array_path, ts, row, col, plan.n_old, st)
 
-    vol_stored = reader.volatility()
-    vol_state = _volatility_state(reader, all_times_ms)
-    levels = reader.levels
-    results_by_level: list[list[CellResult]] = []
-    for k, lv in enumerate(levels):
+    return get
+
+
+def _append_level0(plan: _Plan, inputs: _Inputs, cell: tuple[int, int]) -> CellResult:
+    """Level 0 of one cell: new timesteps from the input, old ones read back as references."""
+    reader, layout, n_old = plan.reader, plan.layout, plan.n_old
+    r, c = cell
+    h, w = reader.levels[0].shape[-2:]
+    ys, xs = cell_slice(r, c, layout.cs, h, w)
+    get = inputs.data.cell(ys, xs)
+    getm = inputs.mask.cell(ys, xs) if inputs.mask else None
+    getc = inputs.coverage.cell(ys, xs) if inputs.coverage else None
+    hh, ww = ys.stop - ys.start, xs.stop - xs.start
+
+    def planes_at(t: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        if t < n_old:  # an existing timestep: a new delta's anchor or reference
+            return reader.read_cell(t, r, c, 0), None, None
+        i = t - n_old
+        m = None if getm is None else np.asarray(getm(i)).astype(np.uint8, copy=False)
+        if m is not None and m.size and int(m.max()) > 1:
+            raise AppendError("mask", f"values must be 0 or 1 (spec 2.4), found {int(m.max())}")
+        cv = None if getc is None else np.asarray(getc(i)).astype(np.uint8, copy=False)
+        return np.asarray(get(i), dtype=layout.dtype)[:, :hh, :ww], m, cv
+
+    planes = Planes(planes_at)
+    new_range = range(n_old, plan.n_new)
+    res = _write(layout, "0", r, c, planes, new_range, True, _shard_prefix_for(plan, "0"))
+    for t in plan.moved:  # none stores: nominal references that the new anchors moved
+        src = planes.get(t)[0]
+        res.vol_sum += abs_diff_sum(src, planes.get(plan.vol_refs[t])[0])
+        res.vol_sum -= abs_diff_sum(src, planes.get(plan.old_vol_refs[t])[0])
+    return res
+
+
+def _append_upper(
+    plan: _Plan, k: int, docs: Mapping[str, Any], cell: tuple[int, int]
+) -> CellResult:
+    """Level k of one cell: new timesteps reduced from level k-1 as now stored (6)."""
+    reader, levels = plan.reader, plan.reader.levels
+    rb = Readback(plan.layout, levels[k - 1], docs)
+    r, c = cell
+
+    def planes_at(t: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        if t < plan.n_old:
+            return reader.read_cell(t, r, c, k), None, None
+        return rb.reduced(t, r, c)
+
+    path = levels[k].path
+    new_range = range(plan.n_old, plan.n_new)
+    return _write(
+        plan.layout, path, r, c, Planes(planes_at), new_range, False, _shard_prefix_for(plan, path)
+    )
+
+
+def _write_chunks(
+    plan: _Plan, inputs: _Inputs, workers: int, fail_after: str | None
+) -> list[CellResult]:
+    """Every level's new chunks (or rewritten trailing shards), level by level; the level-0
+    results (their volatility terms)."""
+    reader, attrs = plan.reader, plan.attrs
+    results0: list[CellResult] = []
+    for k, lv in enumerate(reader.levels):
         rows, cols = lv.grid
         cells = [(r, c) for r in range(rows) for c in range(cols)]
-        h, w = lv.shape[-2:]
-        old_data = reader.array(k)
         if k == 0:
-
-            def level0(
-                cell: tuple[int, int], h: int = h, w: int = w, old_data: ArrayReader = old_data
-            ) -> CellResult:
-                r, c = cell
-                ys, xs = slice(r * cs, min((r + 1) * cs, h)), slice(c * cs, min((c + 1) * cs, w))
-                get = inp.cell(ys, xs)
-                getm = mask_in.cell(ys, xs) if mask_in else None
-                getc = cov_in.cell(ys, xs) if cov_in else None
-                hh, ww = ys.stop - ys.start, xs.stop - xs.start
-
-                def planes_at(t: int):
-                    if t < n_old:  # an existing timestep: a new delta's anchor or reference
-                        return reader.read_cell(t, r, c, 0), None, None
-                    i = t - n_old
-                    m = None if getm is None else np.asarray(getm(i)).astype(np.uint8, copy=False)
-                    if m is not None and m.size and int(m.max()) > 1:
-                        raise AppendError(
-                            "mask", f"values must be 0 or 1 (spec 2.4), found {int(m.max())}"
-                        )
-                    cv = None if getc is None else np.asarray(getc(i)).astype(np.uint8, copy=False)
-                    return np.asarray(get(i), dtype=layout.dtype)[:, :hh, :ww], m, cv
-
-                planes = _Planes(planes_at)
-                res = _write(layout, "0", r, c, planes, new_range, True, shard_prefix_for("0"))
-                for t in moved:  # none stores: nominal references that the new anchors moved
-                    src = planes.get(t)[0]
-                    res.vol_sum += abs_diff_sum(src, planes.get(vol_refs[t])[0])
-                    res.vol_sum -= abs_diff_sum(src, planes.get(old_vol_refs[t])[0])
-                return res
-
-            results = _parallel(level0, cells, workers)
+            results = parallel(lambda cell: _append_level0(plan, inputs, cell), cells, workers)
+            results0 = results
         else:
-            back = levels[k - 1]
+            back = reader.levels[k - 1]
             docs = {
-                f"{back.path}/{name}": _doc_with_shape(reader, back.path, name, n_new)
+                f"{back.path}/{name}": _doc_with_shape(reader, back.path, name, plan.n_new)
                 for name in _array_names(attrs)
             }
-
-            def upper(
-                cell: tuple[int, int], k: int = k, back: Any = back, docs: Mapping[str, Any] = docs
-            ) -> CellResult:
-                rb = Readback(layout, back, docs)
-                r, c = cell
-
-                def planes_at(t: int):
-                    if t < n_old:
-                        return reader.read_cell(t, r, c, k), None, None
-                    return rb.reduced(t, r, c)
-
-                return _write(
-                    layout,
-                    levels[k].path,
-                    r,
-                    c,
-                    _Planes(planes_at),
-                    new_range,
-                    False,
-                    shard_prefix_for(levels[k].path),
-                )
-
-            results = _parallel(upper, cells, workers)
-        results_by_level.append(results)
-        if st is not None:
-            shard_bytes.setdefault(lv.path, {}).update(
+            results = parallel(
+                lambda cell, k=k, docs=docs: _append_upper(plan, k, docs, cell), cells, workers
+            )
+        if plan.layout.shard_time is not None:
+            plan.shard_bytes.setdefault(lv.path, {}).update(
                 {key: size for res in results for key, size in res.shard_sizes.items()}
             )
-        if _fail_after == f"level{k}":
+        if fail_after == f"level{k}":
             raise RuntimeError(f"injected failure after level {k} chunks")
-    if _fail_after == "chunks":
-        raise RuntimeError("injected failure after the chunks")
+    return results0
 
-    # volatility/c/0/0, then time/c/0 of every level (spec 14 write order); volatility first so
-    # that a level-0 time/c/0 already holding these times proves the volatility final (re-run)
+
+def _write_coordinates(
+    plan: _Plan, results0: list[CellResult], vol_state: str
+) -> dict[str, dict[str, Any]]:
+    """volatility/c/0/0, then time/c/0 of every level (spec 14 write order); volatility first so
+    that a level-0 time/c/0 already holding these times proves the volatility final (re-run).
+    Returns the array documents to write next."""
+    reader, attrs, target, n_new = plan.reader, plan.attrs, plan.target, plan.n_new
+    vol_stored = reader.volatility()
     if vol_stored is not None and attrs.volatility_path and vol_state != "final":
         vol = _update_volatility(
             reader,
             vol_stored,
-            results_by_level[0],
-            n_old,
-            old_vol_anchors,
-            old_vol_refs,
+            results0,
+            plan.n_old,
+            plan.old_vol_anchors,
+            plan.old_vol_refs,
             exact=vol_state == "unknown",
         )
         vdoc = reader._doc(attrs.volatility_path)
         vcodec = _codecs.ChunkCodec(vdoc["codecs"], "float32", vol.shape)
         target.put(f"{attrs.volatility_path}/c/0/0", vcodec.encode(vol))
     new_docs: dict[str, dict[str, Any]] = {}
-    # every level's time, then the root's when the store has one (root_coordinates)
-    for time_path in [f"{lv.path}/time" for lv in levels] + root_time_paths(reader._doc):
-        tdoc = json.loads(json.dumps(reader._doc(time_path)))
+    for lv in reader.levels:
+        tdoc = json.loads(json.dumps(reader._doc(f"{lv.path}/time")))
         tdoc["shape"] = [n_new]
         tdoc["chunk_grid"]["configuration"]["chunk_shape"] = [n_new]
         codec = _codecs.ChunkCodec(tdoc["codecs"], "int64", (n_new,))
-        target.put(f"{time_path}/c/0", codec.encode(np.asarray(all_times_ms, dtype=np.int64)))
-        new_docs[time_path] = tdoc
-    for lv in levels:
+        times = np.asarray(plan.all_times_ms, dtype=np.int64)
+        target.put(f"{lv.path}/time/c/0", codec.encode(times))
+        new_docs[f"{lv.path}/time"] = tdoc
         for name in _array_names(attrs):
             new_docs[f"{lv.path}/{name}"] = _doc_with_shape(reader, lv.path, name, n_new)
-    if _fail_after == "coords":
-        raise RuntimeError("injected failure after time and volatility")
-    # array zarr.json below the root
-    for key, doc in new_docs.items():
-        target.put(f"{key}/zarr.json", dumps(doc))
-    if _fail_after == "arrays":
-        raise RuntimeError("injected failure after the array zarr.json")
-    # the root, last
+    return new_docs
+
+
+def _new_root(
+    plan: _Plan, root: Mapping[str, Any], new_docs: Mapping[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The root document after the append: times, temporal, levels and shard_bytes grown, the
+    consolidated copies of the rewritten documents replaced (spec 14)."""
+    attrs, n_new = plan.attrs, plan.n_new
     new_attrs = attrs.evolve(
-        times=tuple(format_time(t) for t in all_times_ms),
-        temporal=new_temporal,
+        times=tuple(format_time(t) for t in plan.all_times_ms),
+        temporal=plan.new_temporal,
         levels=None
         if attrs.levels is None
         else tuple(
             type(lv)(lv.path, lv.resolution, lv.transform, (n_new, *lv.shape[1:]), lv.grid)
             for lv in attrs.levels
         ),
-        shard_bytes=shard_bytes if attrs.shard_bytes is not None else None,
+        shard_bytes=plan.shard_bytes if attrs.shard_bytes is not None else None,
     )
     new_root = dict(root)
     attributes = dict(root.get("attributes") or {})
@@ -316,8 +380,7 @@ def append(
         for key, doc in new_docs.items():
             meta[key] = consolidated_entry(doc)
         new_root["consolidated_metadata"] = {**cons, "metadata": meta}
-    target.put("zarr.json", dumps(new_root))
-    log.info("appended %d timesteps to %s (now %d)", n_add, target.url, n_new)
+    return new_root
 
 
 def _array_names(attrs: RootAttrs) -> list[str]:
@@ -340,7 +403,7 @@ def _write(
     level_path: str,
     r: int,
     c: int,
-    planes: _Planes,
+    planes: Planes,
     times: range,
     vol: bool,
     prefix_getter: Any,
@@ -456,129 +519,3 @@ def _volatility_state(reader: Reader, all_times_ms: Sequence[int]) -> str:
     if len(values) == len(all_times_ms) and values.tolist() == list(all_times_ms):
         return "final"
     return "unknown"
-
-
-def _xarray_coords(data: Any) -> dict[str, Any] | None:
-    if hasattr(data, "dims") and hasattr(data, "coords"):
-        return {
-            k: np.asarray(data.coords[k].values) for k in ("band", "y", "x") if k in data.coords
-        }
-    return None
-
-
-def _check(
-    reader: Reader,
-    data: Any,
-    times: Sequence[Any],
-    mask: Any,
-    coverage: Any,
-    bands: Sequence[Any] | None,
-    crs: Any,
-    transform: Sequence[float] | None,
-    nodata: Any,
-    coords: Mapping[str, Any] | None,
-) -> None:
-    """Every refusal of spec 14, before a byte is written."""
-    attrs = reader.attrs
-    lv0 = reader.levels[0]
-    _, n_band, h, w = lv0.shape
-    if data is None or getattr(data, "ndim", None) != 4:
-        raise _refuse(
-            "data", f"expected a (time, band, y, x) array, got shape {getattr(data, 'shape', None)}"
-        )
-    shape = tuple(int(s) for s in data.shape)
-    if shape[0] < 1:
-        raise _refuse("data", "nothing to append: the time axis is empty")
-    if shape[1:] != (n_band, h, w):
-        raise _refuse(
-            "grid", f"data is (band, y, x) = {shape[1:]}, the store's level 0 is {(n_band, h, w)}"
-        )
-    store_dtype = reader.dtype
-    if np.dtype(data.dtype) != store_dtype:
-        raise _refuse(
-            "dtype", f"data is {np.dtype(data.dtype).name}, the store holds {store_dtype.name}"
-        )
-    try:
-        new_ms = parse_times(times, shape[0])
-    except ValueError as exc:
-        raise _refuse("times", str(exc)) from exc
-    last = parse_time(attrs.times[-1]) if attrs.times else None
-    if last is not None and new_ms[0] <= last:
-        raise _refuse(
-            "times",
-            f"new times must be after the store's last time {attrs.times[-1]}, got {format_time(new_ms[0])}",
-        )
-    for name, plane, has in (
-        ("mask", mask, attrs.mask_variable),
-        ("coverage", coverage, attrs.coverage_variable),
-    ):
-        plane = _unwrap(plane, name)
-        if has and plane is None:
-            raise _refuse(
-                name, f"the store has {name}: a {name} plane is required for every new timestep"
-            )
-        if not has and plane is not None:
-            raise _refuse(
-                name, f"the store has no {name}: a store without {name} cannot gain one (spec 14)"
-            )
-        if plane is not None:
-            if tuple(plane.shape) != (shape[0], h, w):
-                raise _refuse(
-                    name,
-                    f"expected shape {(shape[0], h, w)} (time, y, x), got {tuple(plane.shape)}",
-                )
-            if np.dtype(plane.dtype) not in (np.dtype("uint8"), np.dtype(bool)):
-                raise _refuse(name, f"expected uint8, got {np.dtype(plane.dtype).name}")
-            if (
-                name == "mask"
-                and isinstance(plane, np.ndarray)
-                and plane.size
-                and int(plane.max()) > 1
-            ):
-                raise _refuse("mask", "values must be 0 (invalid) or 1 (valid) (spec 2.4)")
-    store_names = [b.name for b in attrs.bands]
-    if bands is not None:
-        names = [
-            b
-            if isinstance(b, str)
-            else (b.get("name") if isinstance(b, Mapping) else getattr(b, "name", None))
-            for b in bands
-        ]
-        if names != store_names:
-            raise _refuse("bands", f"bands {names} differ from the store's {store_names}")
-    if coords and "band" in coords and [str(b) for b in coords["band"]] != store_names:
-        raise _refuse(
-            "bands",
-            f"data band coordinate {[str(b) for b in coords['band']]} differs from the store's {store_names}",
-        )
-    if crs is not None:
-        from chronozarr.writer import _normalize_crs
-
-        try:
-            got = _normalize_crs(crs)
-        except ChronozarrError as exc:
-            raise _refuse("crs", str(exc)) from exc
-        if got != attrs.crs:
-            raise _refuse("crs", f"crs {got!r} differs from the store's {attrs.crs!r}")
-    if transform is not None:
-        got_t = [float(v) for v in list(transform)[:6]]
-        if not all(
-            math.isclose(a, b, rel_tol=0, abs_tol=1e-9 * max(1.0, abs(b)))
-            for a, b in zip(got_t, lv0.transform, strict=False)
-        ):
-            raise _refuse(
-                "grid", f"transform {got_t} differs from the store's {list(lv0.transform)}"
-            )
-    if coords:
-        from chronozarr.grid import pixel_centres
-
-        ys, xs = pixel_centres(lv0.transform, h, w)
-        for axis, want in (("y", ys), ("x", xs)):
-            if axis in coords and not np.allclose(
-                coords[axis], want, rtol=0, atol=abs(lv0.transform[0]) * 1e-6
-            ):
-                raise _refuse(
-                    "grid", f"data {axis} coordinates differ from the store's pixel centres"
-                )
-    if nodata is not _UNSET and nodata != attrs.nodata:
-        raise _refuse("nodata", f"nodata {nodata!r} differs from the store's {attrs.nodata!r}")

@@ -60,13 +60,18 @@ class ArrayReader:
         self._index_cache = index_cache if index_cache is not None else LRU(64 << 20)
         try:
             self._codec = _codecs.ChunkCodec(info.codecs, info.dtype, info.inner_chunk_shape)
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        except (
+            TypeError,
+            ValueError,
+            KeyError,
+            AttributeError,
+        ) as exc:  # a codec chain we cannot build: malformed metadata
             raise CorruptStoreError(f"{path}: malformed codec configuration ({exc!r})") from exc
         self.has_band = len(info.shape) == 4
         self.chunk_reads = 0
         try:
             self.fill = info.typed_fill()
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError) as exc:  # a fill_value the dtype cannot hold
             raise CorruptStoreError(f"{path}: fill_value {info.fill_value!r} ({exc})") from exc
 
     def _key(self, t_index: int, r: int, c: int) -> str:
@@ -134,7 +139,7 @@ class ArrayReader:
             return self.empty_chunk()
         try:
             return self._codec.decode(data)
-        except CorruptStoreError:
+        except CorruptStoreError:  # add the object key to the checksum/decode error
             raise
         except Exception as exc:  # a codec error on bad bytes
             raise CorruptStoreError(
@@ -179,7 +184,7 @@ class Reader:
             return None
         try:
             return json.loads(raw)
-        except ValueError as exc:
+        except ValueError as exc:  # not JSON: a typed error naming the document
             raise CorruptStoreError(
                 f"{self.store.url}/{key}/zarr.json: invalid JSON ({exc})"
             ) from exc
@@ -190,7 +195,7 @@ class Reader:
             return self.attrs.levels
         try:
             paths = [d["path"] for d in self.multiscales[0]["datasets"]]
-        except (TypeError, KeyError, IndexError) as exc:
+        except (TypeError, KeyError, IndexError) as exc:  # no usable multiscales: no levels from it
             raise CorruptStoreError(
                 f"{self.store.url}/zarr.json: neither chronozarr.levels nor multiscales[0].datasets"
             ) from exc
@@ -518,7 +523,7 @@ def open_store(path_or_url: Any, **options: Any) -> Reader:
         raise StoreNotFoundError(f"no chronozarr store at {store.url}: zarr.json not found")
     try:
         root = json.loads(raw)
-    except ValueError as exc:
+    except ValueError as exc:  # not JSON: a typed error naming the document
         raise CorruptStoreError(f"{store.url}/zarr.json: invalid JSON ({exc})") from exc
     if (
         not isinstance(root, dict)
@@ -528,6 +533,12 @@ def open_store(path_or_url: Any, **options: Any) -> Reader:
         raise NotAChronozarrStoreError(f"{store.url}/zarr.json: not a Zarr v3 group")
     try:
         return Reader(store, root, cache_bytes=cache_bytes)
-    except (TypeError, AttributeError, ValueError, KeyError, IndexError) as exc:
+    except (
+        TypeError,
+        AttributeError,
+        ValueError,
+        KeyError,
+        IndexError,
+    ) as exc:  # a safety net under the typed checks (below)
         # a safety net under the typed checks: malformed metadata never escapes as a bare error
         raise CorruptStoreError(f"{store.url}: malformed metadata ({exc!r})") from exc

@@ -118,7 +118,11 @@ class LocalStore:
     def get(self, key: str) -> bytes | None:
         try:
             data = self._path(key).read_bytes()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        except (
+            FileNotFoundError,
+            NotADirectoryError,
+            IsADirectoryError,
+        ):  # absent object: None (spec 9)
             return None
         self.stats.record("get", key, len(data))
         return data
@@ -128,7 +132,11 @@ class LocalStore:
             with open(self._path(key), "rb") as fh:
                 fh.seek(start)
                 data = fh.read(end - start)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        except (
+            FileNotFoundError,
+            NotADirectoryError,
+            IsADirectoryError,
+        ):  # absent object: None (spec 9)
             return None
         self.stats.record("range", key, len(data))
         return data
@@ -137,7 +145,7 @@ class LocalStore:
         self.stats.record("head", key)
         try:
             return self._path(key).stat().st_size
-        except (FileNotFoundError, NotADirectoryError):
+        except (FileNotFoundError, NotADirectoryError):  # absent object: None (spec 9)
             return None
 
     def put(self, key: str, data: bytes) -> None:
@@ -318,9 +326,9 @@ class ObjectStore:
     def get(self, key: str) -> bytes | None:
         try:
             data = bytes(self._obstore.get(self._store, check_key(key)).bytes())
-        except FileNotFoundError:
+        except FileNotFoundError:  # a 404 is an absent object, not an error
             return None
-        except Exception as exc:
+        except Exception as exc:  # any other failure: typed, without the debug dump
             raise self._error("GET", key, exc) from exc
         self.stats.record("get", key, len(data))
         return data
@@ -333,9 +341,9 @@ class ObjectStore:
             return b""
         try:
             data = bytes(self._obstore.get_range(self._store, check_key(key), start=start, end=end))
-        except FileNotFoundError:
+        except FileNotFoundError:  # a 404 is an absent object, not an error
             return None
-        except Exception as exc:
+        except Exception as exc:  # any other failure: typed, without the debug dump
             raise self._error(f"GET bytes={start}-{end - 1} of", key, exc) from exc
         self.stats.record("range", key, len(data))
         return data
@@ -344,9 +352,9 @@ class ObjectStore:
         self.stats.record("head", key)
         try:
             return int(self._obstore.head(self._store, check_key(key))["size"])
-        except FileNotFoundError:
+        except FileNotFoundError:  # a 404 is an absent object, not an error
             return None
-        except Exception as exc:
+        except Exception as exc:  # any other failure: typed, without the debug dump
             raise self._error("HEAD", key, exc) from exc
 
     def attributes(self, key: str) -> dict[str, str] | None:
@@ -355,9 +363,9 @@ class ObjectStore:
         self.stats.record("head", key)
         try:
             result = self._obstore.get(self._store, check_key(key), options={"head": True})
-        except FileNotFoundError:
+        except FileNotFoundError:  # a 404 is an absent object, not an error
             return None
-        except Exception as exc:
+        except Exception as exc:  # any other failure: typed, without the debug dump
             raise self._error("HEAD", key, exc) from exc
         return {str(k): str(v) for k, v in dict(result.attributes).items()}
 
@@ -366,11 +374,11 @@ class ObjectStore:
             self._obstore.put(
                 self._store, check_key(key), data, attributes=attributes, use_multipart=False
             )
-        except FileNotFoundError as exc:
+        except FileNotFoundError as exc:  # a PUT 404: the bucket is missing
             raise RemoteStoreError(
                 f"PUT {self.url}/{key} failed: the bucket does not exist ({_short(exc)})"
             ) from exc
-        except Exception as exc:
+        except Exception as exc:  # any other failure: typed, without the debug dump
             raise self._error("PUT", key, exc) from exc
         self.stats.record("put", key, len(data))
 
@@ -399,20 +407,20 @@ class ObjectStore:
                 chunk_size=part_size,
                 max_concurrency=4,
             )
-        except FileNotFoundError as exc:
+        except FileNotFoundError as exc:  # a PUT 404: the bucket is missing
             raise RemoteStoreError(
                 f"PUT {self.url}/{key} failed: the bucket does not exist ({_short(exc)})"
             ) from exc
-        except Exception as exc:
+        except Exception as exc:  # any other failure: typed, without the debug dump
             raise self._error("PUT (multipart)", key, exc) from exc
         self.stats.record("put", key, size)
 
     def delete(self, key: str) -> None:
         try:
             self._obstore.delete(self._store, check_key(key))
-        except FileNotFoundError:
+        except FileNotFoundError:  # deleting an absent object is a no-op
             pass
-        except Exception as exc:
+        except Exception as exc:  # any other failure: typed, without the debug dump
             raise self._error("DELETE", key, exc) from exc
 
     def list_objects(self, prefix: str = "") -> Iterator[ObjectInfo]:
@@ -425,13 +433,13 @@ class ObjectStore:
             for batch in self._obstore.list(self._store, prefix=prefix or None):
                 for meta in batch:
                     yield ObjectInfo(meta["path"], int(meta["size"]), meta.get("e_tag"))
-        except FileNotFoundError as exc:
+        except FileNotFoundError as exc:  # a LIST 404: the bucket is missing
             raise RemoteStoreError(
                 f"LIST {self.url}/{prefix} failed: the bucket does not exist ({_short(exc)})"
             ) from exc
-        except UnsupportedError:
+        except UnsupportedError:  # HTTP cannot list: the caller HEADs instead
             raise
-        except Exception as exc:
+        except Exception as exc:  # any other failure: typed, without the debug dump
             raise self._error("LIST", prefix, exc) from exc
 
     def list(self, prefix: str = "") -> Iterator[tuple[str, int]]:

@@ -116,7 +116,7 @@ def check_coords(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]]) -
                 for i, (a, b) in enumerate(zip(rendered, attrs.times, strict=True)):
                     try:
                         same = parse_time(b) == int(times[i])
-                    except (TypeError, ValueError):
+                    except (TypeError, ValueError):  # an unparsable mirror entry differs
                         same = False
                     if not same or a != b:
                         ctx.add(

@@ -61,7 +61,7 @@ def _grown_along_time(root_view: Mapping[str, Any], disk: Mapping[str, Any]) -> 
     try:
         if disk["shape"][0] <= root_view["shape"][0] or disk["shape"][1:] != root_view["shape"][1:]:
             return False
-    except (KeyError, TypeError, IndexError):
+    except (KeyError, TypeError, IndexError):  # no usable shape: not a grown array
         return False
     a, b = json.loads(json.dumps(root_view)), json.loads(json.dumps(disk))
     a["shape"] = b["shape"]

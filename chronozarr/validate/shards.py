@@ -122,6 +122,6 @@ def _index_at(ctx: Context, key: str, length: int, info: ArrayInfo) -> bool:
     raw = ctx.store.get_range(key, length - nbytes, length)
     try:
         _codecs.parse_index(raw or b"", n, with_crc=True, where=key)
-    except ChronozarrError:
+    except ChronozarrError:  # a bad crc or length: no index there
         return False
     return True
