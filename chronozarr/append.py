@@ -19,6 +19,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -306,9 +307,7 @@ def _write_chunks(
                 f"{back.path}/{name}": _doc_with_shape(reader, back.path, name, plan.n_new)
                 for name in _array_names(attrs)
             }
-            results = parallel(
-                lambda cell, k=k, docs=docs: _append_upper(plan, k, docs, cell), cells, workers
-            )
+            results = parallel(partial(_append_upper, plan, k, docs), cells, workers)
         if plan.layout.shard_time is not None:
             plan.shard_bytes.setdefault(lv.path, {}).update(
                 {key: size for res in results for key, size in res.shard_sizes.items()}
@@ -337,6 +336,7 @@ def _write_coordinates(
             exact=vol_state == "unknown",
         )
         vdoc = reader._doc(attrs.volatility_path)
+        assert vdoc is not None  # reader.volatility() read it above
         vcodec = _codecs.ChunkCodec(vdoc["codecs"], "float32", vol.shape)
         target.put(f"{attrs.volatility_path}/c/0/0", vcodec.encode(vol))
     new_docs: dict[str, dict[str, Any]] = {}
@@ -393,7 +393,7 @@ def _array_names(attrs: RootAttrs) -> list[str]:
 
 
 def _doc_with_shape(reader: Reader, level_path: str, name: str, n_new: int) -> dict[str, Any]:
-    doc = json.loads(json.dumps(reader._doc(f"{level_path}/{name}")))
+    doc: dict[str, Any] = json.loads(json.dumps(reader._doc(f"{level_path}/{name}")))
     doc["shape"] = [n_new, *doc["shape"][1:]]  # spatial:* attributes describe y/x: unchanged
     return doc
 

@@ -107,7 +107,9 @@ class Planes:
         self.cache: LRU[int, Any] = LRU(max_items=6)
 
     def get(self, t: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-        return self.cache.get_or_make(t, lambda: self.fn(t))
+        planes: tuple[np.ndarray, np.ndarray | None, np.ndarray | None]
+        planes = self.cache.get_or_make(t, lambda: self.fn(t))
+        return planes
 
 
 def write_cell_series(
@@ -169,8 +171,10 @@ def write_cell_series(
             blob = layout.data_codec.encode(layout.pad(delta, 0))
         blobs = [blob]
         if layout.has_mask:
+            assert mask is not None  # the layout has a mask: every plane source gives one
             blobs.append(layout.plane_codec.encode(layout.pad(mask, 0)))
         if layout.has_coverage:
+            assert cov is not None  # likewise for coverage
             blobs.append(layout.plane_codec.encode(layout.pad(cov, 0)))
         if volatility and t not in layout.vol_anchors:
             result.vol_sum += abs_diff_sum(source, planes.get(layout.vol_refs[t])[0])
@@ -227,7 +231,8 @@ class Readback:
         if ref is None:
             if t in self.layout.anchors:
                 return self._anchor(t, r, c)
-            return self.data.inner(t, r, c)[0]
+            plain: np.ndarray = self.data.inner(t, r, c)[0]
+            return plain
         return apply_residual(self._anchor(ref, r, c), self.data.inner(t, r, c)[0])
 
     def region(

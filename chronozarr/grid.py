@@ -39,7 +39,7 @@ def level_shapes(height: int, width: int, cs: int) -> list[tuple[int, int]]:
 
 def level_resolution(resolution: float, level: int) -> float:
     """Ground sample distance of level k: resolution * 2^k (spec 6)."""
-    return float(resolution) * (2**level)
+    return float(resolution) * float(2**level)
 
 
 def level_transform(transform: Sequence[float], level: int) -> list[float]:
@@ -49,7 +49,9 @@ def level_transform(transform: Sequence[float], level: int) -> list[float]:
     return [a * s, b * s, c, d * s, e * s, f]
 
 
-def pixel_centres(transform: Sequence[float], height: int, width: int) -> tuple[list, list]:
+def pixel_centres(
+    transform: Sequence[float], height: int, width: int
+) -> tuple[list[float], list[float]]:
     """Projected (y, x) of pixel centres along rows and columns of a north-up grid (spec 2.2)."""
     a, _b, c, _d, e, f = (float(v) for v in transform)
     ys = [f + e * (row + 0.5) for row in range(height)]

@@ -75,7 +75,8 @@ class CellInput:
             # batches are aligned to the task's first timestep; an anchor before it (or past its
             # end) gets a batch of its own, clamped at 0 so a slice start is never negative
             t0 = max(0, start + ((t - start) // batch) * batch)
-            return cache.get_or_make(t0, lambda: load(t0))[t - t0]
+            plane: np.ndarray = cache.get_or_make(t0, lambda: load(t0))[t - t0]
+            return plane
 
         return get
 

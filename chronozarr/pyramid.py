@@ -43,7 +43,8 @@ def validity(values: np.ndarray, nodata: float | int | None, mask: np.ndarray | 
         return np.broadcast_to(mask.astype(bool)[None], values.shape)
     if nodata is None:
         return np.ones(values.shape, dtype=bool)
-    return values != np.array(nodata).astype(values.dtype)
+    valid: np.ndarray = values != np.array(nodata).astype(values.dtype)
+    return valid
 
 
 def _quads(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -75,7 +76,8 @@ def _block_mean(
     if ok.all():  # the common case: no mask or nodata inside; one pass, no selects
         total = qa.astype(wide) + qb + qc + qd
         mean = total / 4 if dtype.kind == "f" else np.floor_divide(total, 4)
-        return mean.astype(dtype)
+        out: np.ndarray = mean.astype(dtype)
+        return out
     oa, ob, oc, od = _quads(ok)
     count = oa.astype(np.int32) + ob + oc + od
     total = (
@@ -93,14 +95,16 @@ def _block_mean(
 def mask_reduce(mask: np.ndarray) -> np.ndarray:
     """Level-k mask: maximum of each 2 x 2 block (1 if any source pixel is valid) (spec 2.4)."""
     qa, qb, qc, qd = _quads(pad_even(mask))
-    return np.maximum(np.maximum(qa, qb), np.maximum(qc, qd)).astype(np.uint8)
+    out: np.ndarray = np.maximum(np.maximum(qa, qb), np.maximum(qc, qd)).astype(np.uint8)
+    return out
 
 
 def coverage_reduce(coverage: np.ndarray) -> np.ndarray:
     """Level-k coverage: (sum + 2) // 4 of each 2 x 2 block, halves rounded up (spec 2.5)."""
     qa, qb, qc, qd = _quads(pad_even(coverage))
     total = qa.astype(np.int32) + qb + qc + qd
-    return ((total + 2) // 4).astype(np.uint8)
+    out: np.ndarray = ((total + 2) // 4).astype(np.uint8)
+    return out
 
 
 def assemble_region(

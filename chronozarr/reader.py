@@ -164,8 +164,8 @@ class Reader:
         consolidated = root.get("consolidated_metadata") or {}
         meta = consolidated.get("metadata") if isinstance(consolidated, Mapping) else None
         self._consolidated: Mapping[str, Any] = meta if isinstance(meta, Mapping) else {}
-        self._index_cache = LRU(64 << 20)
-        self._anchor_cache = LRU(cache_bytes)
+        self._index_cache: LRU[Any, Any] = LRU(64 << 20)
+        self._anchor_cache: LRU[tuple[int, int, int, int], np.ndarray] = LRU(cache_bytes)
         self._arrays: dict[tuple[int, str], ArrayReader] = {}
         self._lock = threading.Lock()
         self.levels: tuple[LevelInfo, ...] = self._enumerate_levels()
@@ -178,12 +178,14 @@ class Reader:
     def _doc(self, key: str) -> Mapping[str, Any] | None:
         """A child's zarr.json: consolidated metadata first, then one GET (spec 3.1)."""
         if key in self._consolidated:
-            return self._consolidated[key]
+            entry: Mapping[str, Any] = self._consolidated[key]
+            return entry
         raw = self.store.get(f"{key}/zarr.json")
         if raw is None:
             return None
         try:
-            return json.loads(raw)
+            doc: Mapping[str, Any] = json.loads(raw)
+            return doc
         except ValueError as exc:  # not JSON: a typed error naming the document
             raise CorruptStoreError(
                 f"{self.store.url}/{key}/zarr.json: invalid JSON ({exc})"
@@ -194,7 +196,7 @@ class Reader:
         if self.attrs.levels is not None:
             return self.attrs.levels
         try:
-            paths = [d["path"] for d in self.multiscales[0]["datasets"]]
+            paths = [d["path"] for d in self.multiscales[0]["datasets"]]  # type: ignore[index]
         except (TypeError, KeyError, IndexError) as exc:  # no usable multiscales: no levels from it
             raise CorruptStoreError(
                 f"{self.store.url}/zarr.json: neither chronozarr.levels nor multiscales[0].datasets"
@@ -410,18 +412,18 @@ class Reader:
         mask = self.read_mask(t, level)
         if mask is not None:
             return mask.astype(bool)
-        return self.valid_bands(t, level).any(axis=0)
+        return np.asarray(self.valid_bands(t, level).any(axis=0))
 
     def physical(self, values: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
         """stored * scale + offset per band (spec 3.6) as float64; invalid pixels become NaN."""
         scale = np.array([b.effective_scale for b in self.bands])[:, None, None]
         offset = np.array([b.effective_offset for b in self.bands])[:, None, None]
-        out = values.astype(np.float64) * scale + offset
+        out: np.ndarray = values.astype(np.float64) * scale + offset
         if valid is not None:
             out = np.where(valid, out, np.nan)
         return out
 
-    def to_xarray(self, level: int = 0):  # -> xarray.DataArray
+    def to_xarray(self, level: int = 0) -> Any:  # an xarray.DataArray (imported lazily)
         """A lazy (dask) DataArray of reconstructed values with coords time/band/y/x."""
         import dask.array as da
         import xarray as xr
@@ -431,7 +433,7 @@ class Reader:
         lv = self.levels[level]
         cs = self.chunk_size(level)
         backend = _LazyLevel(self, level)
-        arr = da.from_array(
+        arr = da.from_array(  # type: ignore[no-untyped-call]
             backend,
             chunks=(1, lv.shape[1], cs, cs),
             meta=np.empty((0, 0, 0, 0), dtype=self.dtype),
@@ -468,7 +470,8 @@ class _LazyLevel:
         if any(k is Ellipsis for k in key) or not all(
             isinstance(k, slice | int | np.integer) for k in key
         ):
-            return self[(slice(None),) * 4][key]  # rare fancy indexing: read all, then index
+            out: np.ndarray = self[(slice(None),) * 4][key]  # rare fancy indexing: read all
+            return out
         key = tuple(key) + (slice(None),) * (4 - len(key))
         drop = tuple(i for i, k in enumerate(key) if not isinstance(k, slice))
         slices = [

@@ -265,7 +265,11 @@ class ObjectStore:
                 )
             # no trailing slash: obstore joins base and key with one "/" of its own, and a
             # doubled slash is a different key to most hosts (nginx merges it, S3/CDNs do not)
-            self._store = HTTPStore.from_url(self.url, client_options=client, retry_config=retry)
+            self._store: Any = HTTPStore.from_url(
+                self.url,
+                client_options=client,  # type: ignore[arg-type]  # a ClientConfig TypedDict
+                retry_config=retry,  # type: ignore[arg-type]  # a RetryConfig TypedDict
+            )
         elif parsed.scheme == "s3":
             if not parsed.netloc:
                 raise ChronozarrError(f"no bucket in {url!r}: expected s3://bucket/prefix")
@@ -295,8 +299,8 @@ class ObjectStore:
             self._store = S3Store(
                 parsed.netloc,
                 prefix=prefix or None,
-                client_options=client,
-                retry_config=retry,
+                client_options=client,  # type: ignore[arg-type]  # a ClientConfig TypedDict
+                retry_config=retry,  # type: ignore[arg-type]  # a RetryConfig TypedDict
                 **kwargs,
             )
         else:

@@ -61,12 +61,14 @@ def residual(source: np.ndarray, anchor: np.ndarray) -> np.ndarray:
             f"residuals are defined for matching uint8/uint16 arrays (spec 4.1), got "
             f"{source.dtype.name} and {anchor.dtype.name}"
         )
-    return np.subtract(source, anchor, dtype=source.dtype)  # numpy unsigned arithmetic wraps
+    out: np.ndarray = np.subtract(source, anchor, dtype=source.dtype)  # unsigned: wraps
+    return out
 
 
 def apply_residual(anchor: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """(anchor + delta) mod 2^bits: unsigned wraparound add, no clamp (spec 4.2 decoding)."""
-    return np.add(anchor, delta, dtype=anchor.dtype)
+    out: np.ndarray = np.add(anchor, delta, dtype=anchor.dtype)
+    return out
 
 
 def abs_diff_sum(source: np.ndarray, ref: np.ndarray) -> float:

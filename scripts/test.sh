@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every test: lint, format check, the Python suite (warnings are errors), the JS suite.
+# Every test: lint, format check, type check, the Python suite (warnings are errors), the JS suite.
 # Installs what it needs; under CI=true also the Debian packages the server/browser tests use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +18,7 @@ fi
 source scripts/bootstrap.sh test
 ruff check .
 ruff format --check .
+mypy chronozarr  # strict for the format library (pyproject.toml [tool.mypy])
 if [ -f js/package.json ]; then
   (cd js && { [ -d node_modules ] && [ node_modules -nt package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error; })
 fi

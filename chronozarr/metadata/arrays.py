@@ -176,7 +176,9 @@ def plane_array_doc(
     return _array_doc(shape, "uint8", outer, array_codecs, 0, ["time", "y", "x"], {})
 
 
-def coord_array_doc(name: str, length: int, dtype: str, compressor: dict[str, Any]) -> dict:
+def coord_array_doc(
+    name: str, length: int, dtype: str, compressor: dict[str, Any]
+) -> dict[str, Any]:
     """time/band/y/x zarr.json: a single chunk (spec 2.2)."""
     if dtype == "string":
         codecs = [{"name": "vlen-utf8", "configuration": {}}, compressor]
@@ -260,7 +262,7 @@ class ArrayInfo:
             separator = cke.get("configuration", {}).get("separator", ".")
         sharded = bool(codecs) and codecs[0].get("name") == "sharding_indexed"
         index_location = "end"
-        index_codecs: tuple = ()
+        index_codecs: tuple[Mapping[str, Any], ...] = ()
         inner = chunk_shape
         if sharded:
             conf = codecs[0].get("configuration", {})

@@ -65,6 +65,8 @@ def consolidated_entry(doc: Mapping[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def level_group_attrs(crs: str | None, transform: Sequence[float], resolution: float) -> dict:
+def level_group_attrs(
+    crs: str | None, transform: Sequence[float], resolution: float
+) -> dict[str, Any]:
     """Level group attributes (spec 3.3): crs, transform, resolution."""
     return {"crs": crs, "transform": [float(v) for v in transform], "resolution": float(resolution)}

@@ -15,7 +15,7 @@ The checks live in one module per part of the spec: :mod:`.root` (3, 3.1, 3.2, 3
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 from chronozarr.errors import StoreNotFoundError
 from chronozarr.storage import Store, open_store_bytes
@@ -76,11 +76,11 @@ def validate(path_or_url: str | os.PathLike[str], deep: bool = False, **options:
 
     ``deep=True`` decodes every chunk and recomputes the pyramid and the volatility.
     """
-    store = (
-        path_or_url
-        if hasattr(path_or_url, "get_range")
-        else open_store_bytes(path_or_url, **options)
-    )
+    store: Store
+    if hasattr(path_or_url, "get_range"):  # already a Store (the toolkit passes its own)
+        store = cast(Store, path_or_url)
+    else:
+        store = open_store_bytes(path_or_url, **options)
     if store.get("zarr.json") is None:
         raise StoreNotFoundError(f"no store at {store.url}: zarr.json not found")
-    return _run(store, deep)  # type: ignore[arg-type]
+    return _run(store, deep)

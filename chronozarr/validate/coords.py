@@ -152,11 +152,11 @@ def check_coords(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]]) -
                     f"{path}/{axis}",
                 )
             elif values is not None and lv["transform"] is not None:
-                a = float(lv["transform"][0])
+                pixel = float(lv["transform"][0])
                 # only this axis: the other may be huge (hostile shapes stay cheap)
                 ys, xs = pixel_centres(lv["transform"], *((n, 0) if axis == "y" else (0, n)))
                 want = np.asarray(ys if axis == "y" else xs)
-                if not np.allclose(values, want, rtol=0, atol=abs(a) * 1e-6):
+                if not np.allclose(values, want, rtol=0, atol=abs(pixel) * 1e-6):
                     ctx.add(
                         "coord.centres",
                         f"{axis} values are not the pixel centres of the level transform",

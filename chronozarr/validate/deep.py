@@ -3,7 +3,7 @@ level below (block means, mask maximum, coverage rounded mean) and the volatilit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -26,8 +26,8 @@ def check_deep(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]]) -> 
     if temporal.encoding == "star-delta":
         vol_anchors, vol_refs = set(temporal.anchor_indices), dict(temporal.delta_reference)
     else:
-        a, r = schedule(n_time, 6)
-        vol_anchors, vol_refs = set(a), r
+        nominal_anchors, nominal_refs = schedule(n_time, 6)
+        vol_anchors, vol_refs = set(nominal_anchors), nominal_refs
     lv0 = reader.levels[0]
     rows0, cols0 = lv0.grid
     vol = np.zeros((rows0, cols0), dtype=np.float32)
@@ -38,7 +38,7 @@ def check_deep(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]]) -> 
                 for t in range(n_time):
                     values = reader.read_cell(t, r, c, 0)
                     ctx.count("chunks decoded")
-                    if reader.has_mask:
+                    if attrs.mask_variable is not None:
                         m = reader.plane_cell(attrs.mask_variable, t, r, c, 0)
                         if m.size and int(m.max()) > 1:
                             ctx.add(
@@ -97,6 +97,15 @@ def _volatility_of(reader: Any, r: int, c: int, refs: Mapping[int, int]) -> np.f
     return cell_volatility(lambda t: reader.read_cell(t, r, c, 0), refs)
 
 
+def _reads(
+    reader: Any, variable: str | None, t: int, level: int
+) -> Callable[[int, int], np.ndarray]:
+    """read(r, c): cell (r, c) of the data (``variable`` None) or of a plane at t and level."""
+    if variable is None:
+        return lambda r, c: reader.read_cell(t, r, c, level)
+    return lambda r, c: reader.plane_cell(variable, t, r, c, level)
+
+
 def _deep_level(ctx: Context, reader: Any, k: int) -> None:
     """Recompute level k from level k-1 and compare exactly (spec 6, 2.4, 2.5); one finding per
     array and level."""
@@ -117,7 +126,7 @@ def _deep_level(ctx: Context, reader: Any, k: int) -> None:
         for c in range(cols):
             for t in range(reader.n_time):
                 vals = assemble_region(
-                    lambda rr, cc, t=t: reader.read_cell(t, rr, cc, k - 1),
+                    _reads(reader, None, t, k - 1),
                     r,
                     c,
                     cs,
@@ -128,7 +137,7 @@ def _deep_level(ctx: Context, reader: Any, k: int) -> None:
                 mask = cov = None
                 if mv:
                     mask = assemble_region(
-                        lambda rr, cc, t=t: reader.plane_cell(mv, t, rr, cc, k - 1),
+                        _reads(reader, mv, t, k - 1),
                         r,
                         c,
                         cs,
@@ -138,7 +147,7 @@ def _deep_level(ctx: Context, reader: Any, k: int) -> None:
                     )
                 if cv:
                     cov = assemble_region(
-                        lambda rr, cc, t=t: reader.plane_cell(cv, t, rr, cc, k - 1),
+                        _reads(reader, cv, t, k - 1),
                         r,
                         c,
                         cs,

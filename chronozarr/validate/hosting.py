@@ -67,4 +67,4 @@ def _grown_along_time(root_view: Mapping[str, Any], disk: Mapping[str, Any]) -> 
     a["shape"] = b["shape"]
     if a.get("dimension_names") == ["time"]:  # the time coordinate is one chunk of the new length
         a["chunk_grid"] = b.get("chunk_grid")
-    return a == b
+    return bool(a == b)

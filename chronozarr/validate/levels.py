@@ -257,7 +257,7 @@ def _check_geometry(
 ) -> None:
     """Level k is level 0 at 2^k the pixel size, same outer corner; its shape is the ceil of half
     the level below and its resolution twice it (6)."""
-    tf = ga.get("transform")
+    tf: Any = ga.get("transform")
     if (
         below
         and k > 0
@@ -416,7 +416,7 @@ def check_spatial_values(
     a = doc.get("attributes") or {}
     shape = doc.get("shape") or []
     crs = str(attrs.crs or "")
-    tf = ga.get("transform")
+    tf: Any = ga.get("transform")
     want: dict[str, Any] = {"spatial:dimensions": ["y", "x"]}
     if len(shape) == 4:
         want["spatial:shape"] = list(shape[2:])

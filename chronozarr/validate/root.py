@@ -143,7 +143,7 @@ def check_multiscales(ctx: Context, ms: Any, attrs: RootAttrs) -> None:
             "the zarr-conventions layout[] form cannot be mixed with the ndpyramid list form",
             key,
         )
-    ctx.levels_from_ms = paths
+    ctx.levels_from_ms = paths  # type: ignore[assignment]  # non-strings fail 3.7's check
 
 
 def check_band_objects(ctx: Context, raw: Mapping[str, Any], attrs: RootAttrs) -> None:

@@ -21,7 +21,7 @@ _MAX_SHARDS = 1_000_000  # beyond this a shard grid is not enumerated (spec 7.3 
 def _n_shards(ctx: Context, lv: dict[str, Any]) -> int:
     info: ArrayInfo = lv["info"]
     rows, cols = lv["grid"]
-    return math.ceil(info.shape[0] / info.chunk_shape[0]) * rows * cols
+    return int(math.ceil(info.shape[0] / info.chunk_shape[0]) * rows * cols)
 
 
 def _in_grid(ctx: Context, sk: str, lv: dict[str, Any]) -> bool:
