@@ -11,7 +11,7 @@ import pytest
 
 import chronozarr
 from chronozarr.errors import EncodeError
-from tests.format.helpers import files_under
+from tests.chronozarr.helpers import files_under
 
 T, B, H, W = 3, 2, 5, 4
 

@@ -12,8 +12,8 @@ import pytest
 import zarr
 
 import chronozarr
+from tests.chronozarr.helpers import modular_residual
 from tests.conftest import monthly, synthetic_series
-from tests.format.helpers import modular_residual
 
 xr = pytest.importorskip("xarray")
 ts = pytest.importorskip("tensorstore")

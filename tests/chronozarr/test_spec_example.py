@@ -13,8 +13,8 @@ import pytest
 import zarr
 
 import chronozarr
+from tests.chronozarr.helpers import read_json, shard_index
 from tests.conftest import monthly
-from tests.format.helpers import read_json, shard_index
 
 # --- the example, as the spec prints it ------------------------------------------------------------
 

@@ -15,8 +15,7 @@ import pytest
 import chronozarr
 from chronozarr import codecs as _codecs
 from chronozarr.errors import StoreNotFoundError
-from tests.conftest import monthly, synthetic_series
-from tests.format.helpers import (
+from tests.chronozarr.helpers import (
     drop_consolidated,
     edit_chronozarr,
     edit_doc,
@@ -27,6 +26,7 @@ from tests.format.helpers import (
     shard_chunks,
     write_json,
 )
+from tests.conftest import monthly, synthetic_series
 
 # Store "sd": star-delta (interval 2), sharded (shard_time 2: 3 time shards), mask + coverage,
 # 5 x 2 x 13 x 11 uint16 at cs 4: levels 13 x 11 (grid 4 x 3), 7 x 6 (2 x 2), 4 x 3 (1 x 1).

@@ -15,7 +15,7 @@ import zarr
 import chronozarr
 from chronozarr import codecs as _codecs
 from tests.conftest import monthly, synthetic_series
-from tests.format.helpers import edit_root, read_json
+from tests.chronozarr.helpers import edit_root, read_json
 
 
 def _encode(path: Path, **kw: Any) -> tuple[Path, np.ndarray]:

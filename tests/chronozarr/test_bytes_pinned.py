@@ -6,7 +6,7 @@ compared with ``bytes_pinned.json`` beside this file. The cases cover both encod
 ``auto`` choice), sharded and unsharded layouts, mask and coverage planes, every data dtype
 (uint8/uint16/int16/float32), the three codecs and two appends.
 
-A deliberate format change re-pins with ``python -m tests.format.test_bytes_pinned`` (it writes
+A deliberate format change re-pins with ``python -m tests.chronozarr.test_bytes_pinned`` (it writes
 the JSON) and says why in its commit; a restructure never does.
 """
 

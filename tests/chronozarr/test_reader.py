@@ -20,8 +20,7 @@ from chronozarr.errors import (
     UnsupportedError,
 )
 from chronozarr.storage import LocalStore
-from tests.conftest import monthly, synthetic_series
-from tests.format.helpers import (
+from tests.chronozarr.helpers import (
     RangeLog,
     drop_consolidated,
     edit_chronozarr,
@@ -34,6 +33,7 @@ from tests.format.helpers import (
     shard_chunks,
     shard_index,
 )
+from tests.conftest import monthly, synthetic_series
 
 N_TIME = 6
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import chronozarr
 from chronozarr.errors import EncodeError
-from tests.format.helpers import (
+from tests.chronozarr.helpers import (
     float_mean_close,
     modular_residual,
     ref_level_shapes,
