@@ -378,6 +378,32 @@ def _write_levels(
     return levels, docs, shard_bytes, volatility
 
 
+def _layout(args: _Args, target: LocalStore) -> Layout:
+    """The per-cell writer's layout, star-delta on the nominal schedule (spec 4.2, 5); ``_select``
+    switches it to none when that is the choice."""
+    n_time, n_band = args.shape[:2]
+    vol_anchors, vol_refs = schedule(n_time, args.anchor_interval)
+    return Layout(
+        store=target,
+        variable=args.variable,
+        n_time=n_time,
+        n_band=n_band,
+        cs=args.cs,
+        dtype=args.dtype,
+        nodata=args.nodata,
+        encoding="star-delta",
+        anchors=frozenset(vol_anchors),
+        refs=vol_refs,
+        vol_anchors=frozenset(vol_anchors),
+        vol_refs=vol_refs,
+        shard_time=args.shard_time,
+        data_codecs=args.data_codecs,
+        plane_codecs=args.plane_codecs,
+        has_mask=args.mask is not None,
+        has_coverage=args.coverage is not None,
+    )
+
+
 def _check_args(
     data: Any,
     times: Any,
@@ -471,27 +497,7 @@ def encode(
         raise EncodeError("provenance", "expected an object (mapping)")
     target = _open_target(store)
     workers = workers or default_workers()
-    n_time, n_band = args.shape[:2]
-    vol_anchors, vol_refs = schedule(n_time, args.anchor_interval)
-    layout = Layout(
-        store=target,
-        variable=args.variable,
-        n_time=n_time,
-        n_band=n_band,
-        cs=args.cs,
-        dtype=args.dtype,
-        nodata=args.nodata,
-        encoding="star-delta",
-        anchors=frozenset(vol_anchors),
-        refs=vol_refs,
-        vol_anchors=frozenset(vol_anchors),
-        vol_refs=vol_refs,
-        shard_time=args.shard_time,
-        data_codecs=args.data_codecs,
-        plane_codecs=args.plane_codecs,
-        has_mask=args.mask is not None,
-        has_coverage=args.coverage is not None,
-    )
+    layout = _layout(args, target)
     temporal, samples = _select(layout, CellInput(args.data, args.dtype), args, workers)
     levels, docs, shard_bytes, volatility = _write_levels(layout, args, samples, workers)
     attrs = RootAttrs(
