@@ -47,6 +47,7 @@ from chronozarr.metadata import (
     parse_time,
 )
 from chronozarr.reader import Reader
+from chronozarr.root_coordinates import root_time_paths
 from chronozarr.storage import LocalStore
 from chronozarr.temporal import abs_diff_sum, schedule, volatility_value
 
@@ -340,14 +341,17 @@ def _write_coordinates(
         vcodec = _codecs.ChunkCodec(vdoc["codecs"], "float32", vol.shape)
         target.put(f"{attrs.volatility_path}/c/0/0", vcodec.encode(vol))
     new_docs: dict[str, dict[str, Any]] = {}
-    for lv in reader.levels:
-        tdoc = json.loads(json.dumps(reader._doc(f"{lv.path}/time")))
+    # every level's time, then the root's when the store has one (root_coordinates)
+    time_paths = [f"{lv.path}/time" for lv in reader.levels] + root_time_paths(reader._doc)
+    for time_path in time_paths:
+        tdoc = json.loads(json.dumps(reader._doc(time_path)))
         tdoc["shape"] = [n_new]
         tdoc["chunk_grid"]["configuration"]["chunk_shape"] = [n_new]
         codec = _codecs.ChunkCodec(tdoc["codecs"], "int64", (n_new,))
         times = np.asarray(plan.all_times_ms, dtype=np.int64)
-        target.put(f"{lv.path}/time/c/0", codec.encode(times))
-        new_docs[f"{lv.path}/time"] = tdoc
+        target.put(f"{time_path}/c/0", codec.encode(times))
+        new_docs[time_path] = tdoc
+    for lv in reader.levels:
         for name in _array_names(attrs):
             new_docs[f"{lv.path}/{name}"] = _doc_with_shape(reader, lv.path, name, n_new)
     return new_docs

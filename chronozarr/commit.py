@@ -25,6 +25,7 @@ from chronozarr.metadata import (
     root_doc,
     volatility_array_doc,
 )
+from chronozarr.root_coordinates import add_root_coordinates
 from chronozarr.storage import Store
 
 __all__ = ["coord_compressor", "coordinate_objects", "write_metadata"]
@@ -37,7 +38,8 @@ def coordinate_objects(
     codec: str,
     codec_options: Mapping[str, Any] | None,
 ) -> tuple[dict[str, bytes], dict[str, dict[str, Any]]]:
-    """Chunk bytes and zarr.json documents of time/band/y/x at every level (spec 2.2)."""
+    """Chunk bytes and zarr.json documents of time/band/y/x at every level (spec 2.2), and of
+    time/band at the root (root_coordinates)."""
     comp = coord_compressor(codec, codec_options, "float64")
     comp_time = coord_compressor(codec, codec_options, "int64")
     comp_band = coord_compressor(codec, codec_options, "uint8")
@@ -63,6 +65,7 @@ def coordinate_objects(
         docs[f"{lv.path}/band"] = coord_array_doc("band", len(band_names), "string", comp_band)
         docs[f"{lv.path}/y"] = coord_array_doc("y", h, "float64", comp)
         docs[f"{lv.path}/x"] = coord_array_doc("x", w, "float64", comp)
+    add_root_coordinates(objects, docs, levels[0].path)
     return objects, docs
 
 

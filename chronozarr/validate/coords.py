@@ -83,7 +83,7 @@ def _coord_values(ctx: Context, path: str, dtype: str) -> Any:
         for c in reversed(codecs[1:]):
             data = bytes(_codecs.compressor_for(c).decode(data))
         values = np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<"))
-        if path.endswith("/time") and len(values) > shape[0]:
+        if path.rsplit("/", 1)[-1] == "time" and len(values) > shape[0]:
             # spec 14 write order: time/c/0 is rewritten before the zarr.json files
             ctx.add(
                 "append.in_progress",
@@ -163,3 +163,25 @@ def check_coords(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]]) -
                         f"{path}/{axis}",
                     )
         ctx.count("coordinates", 4)
+    _check_root_coords(ctx, attrs, band_names)
+
+
+def _check_root_coords(ctx: Context, attrs: RootAttrs, band_names: list[str]) -> None:
+    """Root-level time and band, when present, mirror chronozarr.times and band_names like
+    every level's (root_coordinates; spec 2.2, 3.5). Stores without them are conforming."""
+    if ctx.doc("time") is not None:
+        times = _coord(ctx, "time", "int64")
+        if times is not None and [format_time(int(t)) for t in times] != list(attrs.times):
+            ctx.add(
+                "mirror.time_values",
+                "root-level time differs from chronozarr.times (it must equal every level's)",
+                "time",
+            )
+    if ctx.doc("band") is not None:
+        bands = _coord(ctx, "band", "string")
+        if bands is not None and list(bands) != band_names:
+            ctx.add(
+                "mirror.band_coord",
+                f"root-level band {list(bands)} differs from band names {band_names}",
+                "band",
+            )

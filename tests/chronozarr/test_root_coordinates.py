@@ -14,8 +14,8 @@ import zarr
 
 import chronozarr
 from chronozarr import codecs as _codecs
-from tests.conftest import monthly, synthetic_series
 from tests.chronozarr.helpers import edit_root, read_json
+from tests.conftest import monthly, synthetic_series
 
 
 def _encode(path: Path, **kw: Any) -> tuple[Path, np.ndarray]:
@@ -72,7 +72,7 @@ def test_validator_flags_a_stale_root_band(tmp_path: Path) -> None:
     store, _ = _encode(tmp_path / "s.zarr")
     _edit_root_band(store, ["B04", "B99"])
     report = chronozarr.validate(str(store))
-    hits = [f for f in report.findings if f.rule == "mirror.band_names" and f.key == "band"]
+    hits = [f for f in report.findings if f.rule == "mirror.band_coord" and f.key == "band"]
     assert hits, [(f.rule, f.key) for f in report.findings]
     assert hits[0].section == "2.2"
 
@@ -86,7 +86,7 @@ def test_validator_flags_a_stale_root_time(tmp_path: Path) -> None:
     )
     (store / "time" / "c" / "0").write_bytes(codec.encode(shifted))
     report = chronozarr.validate(str(store))
-    hits = [f for f in report.findings if f.rule == "mirror.times" and f.key == "time"]
+    hits = [f for f in report.findings if f.rule == "mirror.time_values" and f.key == "time"]
     assert hits, [(f.rule, f.key) for f in report.findings]
 
 
