@@ -40,7 +40,6 @@ as long as the time axis.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
@@ -50,7 +49,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +57,13 @@ from typing import Any
 
 import numpy as np
 
+from chronozarr import provenance
+from chronozarr.objects import has_root
+from chronozarr.provenance import (
+    PROVENANCE_ITEMS,
+    read_provenance_items,
+    write_provenance_items,
+)
 from cz.composite import (
     assemble_filled,
     carry_forward_source,
@@ -93,14 +99,13 @@ __all__ = [
     "compute_block",
     "lazy_composites",
     "parse_months",
+    "read_provenance_items",
     "store_bands",
     "write_provenance_items",
 ]
 
 log = logging.getLogger(__name__)
 
-#: The root-level array holding one JSON document per month (the items behind it).
-PROVENANCE_ITEMS = "provenance_items"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _SPILL_CODEC_LEVEL = 1
 
@@ -607,141 +612,22 @@ def _provenance(recipe: Recipe, skipped: Sequence[SkippedAsset]) -> dict[str, An
     if recipe.name:
         out["recipe"] = recipe.name
     out["software"] = "cz build (chronozarr toolkit)"
-    out["items"] = {
-        "array": PROVENANCE_ITEMS,
-        "format": "one JSON document per month: items, solar_days, corrections, skipped",
-    }
+    out["items"] = provenance.items_reference()
     out["build"] = _recipe_fingerprint(recipe)
-    out["skipped_items"] = _skipped_summary(skipped)
+    out["skipped_items"] = provenance.skipped_entries(skipped)
     return out
-
-
-def _skipped_summary(skipped: Sequence[SkippedAsset], limit: int = 50) -> list[dict[str, str]]:
-    """One entry per skipped (item, asset) (the per-month detail is in provenance_items)."""
-    seen: dict[tuple[str, str], SkippedAsset] = {}
-    for s in skipped:
-        seen.setdefault((s.item, s.asset), s)
-    return [
-        {"item": s.item, "asset": s.asset, "month": s.month, "error": s.error}
-        for s in list(seen.values())[:limit]
-    ]
 
 
 def _month_document(month: MonthPlan, skipped: Sequence[SkippedAsset]) -> str:
     """The JSON of one month in ``provenance_items``: the items kept and skipped."""
-    doc = {
-        "month": month.month,
-        "items": [p.id for p in month.items],
-        "solar_days": list(month.solar_days),
-        "corrections": {p.id: p.correction for p in month.items if p.correction},
-        "dropped": len(month.dropped),
-        "skipped": _skipped_summary([s for s in skipped if s.month == month.month], 10_000),
-    }
-    return json.dumps(doc, separators=(",", ":"), sort_keys=False)
-
-
-# --------------------------------------------------------------------------------------------
-# provenance_items: one JSON string per month at the store root
-
-
-def _items_array_doc(n_time: int, compressor: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": [n_time],
-        "data_type": "string",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": "",
-        "codecs": [{"name": "vlen-utf8", "configuration": {}}, dict(compressor)],
-        "dimension_names": ["time"],
-        "attributes": {
-            "_ARRAY_DIMENSIONS": ["time"],
-            "description": "per month, a JSON document: the STAC items composited, the items "
-            "skipped, DN corrections (cz build / cz append)",
-        },
-    }
-
-
-def write_provenance_items(
-    store: Path, documents: Sequence[str], *, first: int, update_root: bool
-) -> None:
-    """Write months ``first .. first + len(documents) - 1`` of ``provenance_items``.
-
-    Order, so that a reader never finds the array shorter than the time axis it knows: the new
-    chunks (new keys, one per month), then ``provenance_items/zarr.json`` with the grown shape,
-    then (``update_root``) the root zarr.json with the grown consolidated entry. An append calls
-    this *before* ``chronozarr.append`` rewrites the root with the new times: in between, the
-    array is longer than the time axis (entries past it are ignored), never shorter. A build
-    calls it in its staging folder, where nobody reads yet.
-    """
-    from chronozarr import codecs as zcodecs
-    from chronozarr.metadata import codec_chain, consolidated_entry, dumps
-
-    root_path = store / "zarr.json"
-    root = json.loads(root_path.read_bytes())
-    attrs = (root.get("attributes") or {}).get("chronozarr") or {}
-    level0 = (
-        f"{(attrs.get('levels') or [{'path': '0'}])[0]['path']}/{attrs.get('variable', 'data')}"
+    return provenance.items_document(
+        month.month,
+        items=[p.id for p in month.items],
+        solar_days=month.solar_days,
+        corrections={p.id: p.correction for p in month.items if p.correction},
+        dropped=len(month.dropped),
+        skipped=skipped,
     )
-    compressor = _store_compressor(store, level0) or codec_chain("zstd", None, "uint8")[1]
-    comp = zcodecs.compressor_for(compressor)
-    n_total = first + len(documents)
-    base = store / PROVENANCE_ITEMS
-    for i, text in enumerate(documents):
-        blob = bytes(comp.encode(zcodecs.vlen_utf8_encode([text])))
-        chunk = base / "c" / str(first + i)
-        chunk.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(chunk, blob)
-    doc = _items_array_doc(n_total, compressor)
-    old_doc_path = base / "zarr.json"
-    if old_doc_path.exists():
-        old = json.loads(old_doc_path.read_bytes())
-        doc["shape"] = [max(n_total, int(old.get("shape", [0])[0]))]
-    _atomic_write(old_doc_path, dumps(doc))
-    if update_root:
-        cons = root.get("consolidated_metadata")
-        if isinstance(cons, dict) and isinstance(cons.get("metadata"), dict):
-            cons["metadata"][PROVENANCE_ITEMS] = consolidated_entry(doc)
-            cons["metadata"] = dict(sorted(cons["metadata"].items()))
-            _atomic_write(root_path, dumps(root))
-
-
-def _store_compressor(store: Path, array: str) -> dict[str, Any] | None:
-    """The compressor of the store's data array (skipping sharding), for provenance_items."""
-    try:
-        doc = json.loads((store / array / "zarr.json").read_bytes())
-    except (OSError, ValueError):
-        return None
-    codecs = doc.get("codecs") or []
-    if codecs and codecs[0].get("name") == "sharding_indexed":
-        codecs = codecs[0]["configuration"]["codecs"]
-    comp = dict(codecs[-1]) if len(codecs) > 1 else None
-    if comp is not None and comp.get("name") == "blosc":
-        comp["configuration"] = {**comp["configuration"], "typesize": 1}
-    return comp
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-
-
-def read_provenance_items(store: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The per-month provenance documents of a local store, as far as its time axis goes."""
-    import chronozarr
-    from chronozarr import codecs as zcodecs
-
-    reader = chronozarr.open_store(store)
-    base = Path(store) / PROVENANCE_ITEMS
-    doc = json.loads((base / "zarr.json").read_bytes())
-    comp = zcodecs.compressor_for(doc["codecs"][1])
-    out = []
-    for t in range(reader.n_time):
-        raw = bytes(comp.decode((base / "c" / str(t)).read_bytes()))
-        out.append(json.loads(zcodecs.vlen_utf8_decode(raw)[0]))
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -1078,7 +964,7 @@ class _Target:
             if not final.is_dir():
                 raise BuildError(f"{final} exists and is not a folder; choose another --out")
             if any(final.iterdir()):
-                if not (final / "zarr.json").is_file():
+                if not has_root(final):
                     raise BuildError(
                         f"{final} is a folder that is not empty and holds no store; "
                         "choose another --out"
@@ -1358,8 +1244,7 @@ def _build_local(
     write_seconds = time.perf_counter() - write_start
     valid, filled = planes.fractions()
     size, count = _store_size(target.staging)
-    root = json.loads((target.staging / "zarr.json").read_bytes())
-    encoding = root["attributes"]["chronozarr"]["temporal"]["encoding"]
+    encoding = chronozarr.open_store(target.staging).attrs.temporal.encoding
     return BuildResult(
         action="build",
         store=str(target.final),
@@ -1480,13 +1365,10 @@ def _compare_recipe(recipe: Recipe, reader: Any, grid: GridPlan) -> list[str]:
             )
     if not reader.has_mask or not reader.has_coverage:
         diffs.append("the store has no mask/coverage (cz build always writes both)")
-    prov = attrs.provenance or {}
-    recorded = prov.get("build") if isinstance(prov, Mapping) else None
-    if isinstance(recorded, Mapping):
-        mine = _recipe_fingerprint(recipe)
-        for key, value in mine.items():
-            if key in recorded and recorded[key] != value:
-                diffs.append(f"recipe {key}: recipe {value!r}, store built with {recorded[key]!r}")
+    for key, value, recorded in provenance.fingerprint_differences(
+        attrs.provenance, _recipe_fingerprint(recipe)
+    ):
+        diffs.append(f"recipe {key}: recipe {value!r}, store built with {recorded!r}")
     return diffs
 
 
@@ -1586,7 +1468,7 @@ def append_months(
         # provenance first: the array may run ahead of the time axis, never behind it
         write_provenance_items(path, documents, first=n_old, update_root=True)
         if stats.skipped:
-            _record_skipped_in_root(path, stats.skipped)
+            provenance.record_skipped_items(path, stats.skipped)
         progress.start("cells", grid.cells, f"{grid.cells} cells x {n_new} months")
         try:
             chronozarr.append(
@@ -1610,7 +1492,7 @@ def append_months(
     finally:
         spill.remove()
     size, count = _store_size(path)
-    root = json.loads((path / "zarr.json").read_bytes())
+    encoding = chronozarr.open_store(path).attrs.temporal.encoding
     return BuildResult(
         action="append",
         store=str(path),
@@ -1624,7 +1506,7 @@ def append_months(
         items_read=len(set().union(*stats.items_read.values())) if stats.items_read else 0,
         observations=sum(stats.observations.values()),
         skipped=stats.skipped,
-        encoding=root["attributes"]["chronozarr"]["temporal"]["encoding"],
+        encoding=encoding,
         bytes=size,
         objects=count,
         seconds=time.perf_counter() - started,
@@ -1634,17 +1516,3 @@ def append_months(
         gap_filled_fraction=filled,
         warnings=list(plan.warnings),
     )
-
-
-def _record_skipped_in_root(path: Path, skipped: Sequence[SkippedAsset]) -> None:
-    """Add an append's skipped items to the root provenance (before the append rewrites it)."""
-    from chronozarr.metadata import dumps
-
-    root_path = path / "zarr.json"
-    root = json.loads(root_path.read_bytes())
-    block = root["attributes"]["chronozarr"]
-    prov = dict(block.get("provenance") or {})
-    known = list(prov.get("skipped_items") or [])
-    prov["skipped_items"] = (known + _skipped_summary(skipped))[:50]
-    block["provenance"] = prov
-    _atomic_write(root_path, dumps(root))

@@ -41,22 +41,23 @@ from __future__ import annotations
 
 import abc
 import hashlib
-import json
 import logging
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from enum import IntEnum
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import chronozarr
+from chronozarr import objects as layout
 from chronozarr.errors import ChronozarrError
+from chronozarr.growth import append_differences
+from chronozarr.objects import Phase, StoreObject
 from chronozarr.storage import ObjectStore, RemoteStoreError
 from cz.errors import CzError
 
@@ -105,43 +106,13 @@ class PublishRefusedError(PublishError):
     an invalid local store, a target that overlaps the source, ...)."""
 
 
-class Phase(IntEnum):
-    """Upload phases, in order (spec 9, 14)."""
-
-    CHUNKS = 1
-    COORDINATES = 2
-    METADATA = 3
-    ROOT = 4
-
-    @property
-    def title(self) -> str:
-        return {
-            1: "chunks and shards",
-            2: "time and volatility",
-            3: "zarr.json below the root",
-            4: "root zarr.json",
-        }[int(self)]
+def cache_control(obj: StoreObject) -> str:
+    """The Cache-Control of an object: short when an append may rewrite it (spec 14)."""
+    return SHORT_CACHE_CONTROL if obj.in_place else LONG_CACHE_CONTROL
 
 
-@dataclass(frozen=True)
-class StoreObject:
-    """One object of the local store: its key, size, upload phase and cache class."""
-
-    key: str
-    size: int
-    phase: Phase
-    in_place: bool  # an append may rewrite it under the same key: short cache lifetime
-    array: str | None = None
-
-    @property
-    def cache_control(self) -> str:
-        return SHORT_CACHE_CONTROL if self.in_place else LONG_CACHE_CONTROL
-
-    @property
-    def content_type(self) -> str:
-        if self.key.rsplit("/", 1)[-1] == "zarr.json":
-            return "application/json"
-        return "application/octet-stream"
+def content_type(obj: StoreObject) -> str:
+    return "application/json" if obj.is_metadata else "application/octet-stream"
 
 
 @dataclass(frozen=True)
@@ -155,134 +126,14 @@ class TargetObject:
 # --- the local store: objects and their classes ---------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Array:
-    """Chunk-key geometry of one array, from its zarr.json (only what publishing needs)."""
-
-    path: str
-    shape: tuple[int, ...]
-    chunk_shape: tuple[int, ...]
-    sharded: bool
-    separator: str
-    dimension_names: tuple[str, ...] | None
-
-    @classmethod
-    def from_doc(cls, path: str, doc: Mapping[str, Any]) -> _Array:
-        try:
-            shape = tuple(int(s) for s in doc["shape"])
-            chunk_shape = tuple(int(s) for s in doc["chunk_grid"]["configuration"]["chunk_shape"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PublishRefusedError(
-                f"{path}/zarr.json: malformed array metadata ({exc!r})"
-            ) from exc
-        codecs = doc.get("codecs") or []
-        cke = doc.get("chunk_key_encoding") or {"name": "default"}
-        default_sep = "." if cke.get("name") == "v2" else "/"
-        sep = (cke.get("configuration") or {}).get("separator", default_sep)
-        dims = doc.get("dimension_names")
-        return cls(
-            path=path,
-            shape=shape,
-            chunk_shape=chunk_shape,
-            sharded=bool(codecs) and codecs[0].get("name") == "sharding_indexed",
-            separator=sep,
-            dimension_names=None if dims is None else tuple(dims),
-        )
-
-    @property
-    def along_time(self) -> bool:
-        """The first axis is time (data, mask, coverage, and the time coordinate itself)."""
-        return bool(self.dimension_names) and self.dimension_names[0] == "time"
-
-    @property
-    def is_time_coordinate(self) -> bool:
-        return self.dimension_names == ("time",)
-
-    def chunk_coords(self, key: str) -> tuple[int, ...] | None:
-        """The chunk (or shard) grid coordinates of ``key``, None when it is no chunk of this array."""
-        rest = key[len(self.path) :]
-        if self.separator == "/":
-            if not rest.startswith("/c/"):
-                return None
-            parts = rest[3:].split("/")
-        else:
-            if not rest.startswith("/c" + self.separator):
-                return None
-            parts = rest[3:].split(self.separator)
-        if len(parts) != len(self.shape) or not all(p.isdigit() for p in parts):
-            return None
-        return tuple(int(p) for p in parts)
-
-    def last_time_chunk(self, n_time: int | None = None) -> int:
-        """Index along time of the chunk/shard holding the last timestep of ``n_time``."""
-        n = self.shape[0] if n_time is None else n_time
-        return max(n - 1, 0) // self.chunk_shape[0]
-
-
-def _walk(root: Path) -> Iterator[tuple[str, int]]:
-    """(key, size) of every regular file under ``root``, skipping in-flight temporary files."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            if name.startswith(".") and name.endswith(".tmp"):
-                continue
-            full = Path(dirpath) / name
-            yield full.relative_to(root).as_posix(), full.stat().st_size
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise PublishRefusedError(f"{path}: cannot read JSON ({exc})") from exc
-
-
-def _arrays(root: Path, keys: Iterable[str]) -> dict[str, _Array]:
-    out: dict[str, _Array] = {}
-    for key in keys:
-        if key.endswith("/zarr.json"):
-            doc = _load_json(root / key)
-            if isinstance(doc, Mapping) and doc.get("node_type") == "array":
-                path = key[: -len("/zarr.json")]
-                out[path] = _Array.from_doc(path, doc)
-    return out
-
-
 def classify_store(source: str | os.PathLike[str]) -> tuple[list[StoreObject], list[str]]:
     """Every object of the local store at ``source`` with its phase and cache class, and the keys
-    of files that are not part of the store (skipped: neither metadata nor a chunk of an array)."""
-    root = Path(source)
-    if not (root / "zarr.json").is_file():
-        raise PublishRefusedError(f"no chronozarr store at {root}: zarr.json not found")
-    listing = dict(_walk(root))
-    arrays = _arrays(root, listing)
-    root_doc = _load_json(root / "zarr.json")
-    block = ((root_doc or {}).get("attributes") or {}).get("chronozarr") or {}
-    volatility = block.get("volatility_path")
-    by_length = sorted(arrays.values(), key=lambda a: -len(a.path))
-    objects: list[StoreObject] = []
-    skipped: list[str] = []
-    for key, size in listing.items():
-        if key == "zarr.json":
-            objects.append(StoreObject(key, size, Phase.ROOT, True))
-            continue
-        if key.endswith("/zarr.json"):
-            objects.append(StoreObject(key, size, Phase.METADATA, True))
-            continue
-        arr = next((a for a in by_length if key.startswith(a.path + "/")), None)
-        coords = None if arr is None else arr.chunk_coords(key)
-        if arr is None or coords is None:
-            skipped.append(key)
-            continue
-        if arr.is_time_coordinate or (volatility and arr.path == volatility):
-            objects.append(StoreObject(key, size, Phase.COORDINATES, True, arr.path))
-        elif arr.sharded and arr.along_time:
-            trailing = coords[0] == arr.last_time_chunk()
-            objects.append(StoreObject(key, size, Phase.CHUNKS, trailing, arr.path))
-        else:
-            objects.append(StoreObject(key, size, Phase.CHUNKS, False, arr.path))
-    objects.sort(key=lambda o: (o.phase, o.key))
-    return objects, skipped
+    of files that are not part of the store (skipped: neither metadata nor a chunk of an array).
+    The classes are the format library's (:func:`chronozarr.objects.classify_objects`)."""
+    try:
+        return layout.classify_objects(source)
+    except ChronozarrError as exc:  # no root, or a zarr.json that does not parse
+        raise PublishRefusedError(str(exc)) from exc
 
 
 # --- targets ---------------------------------------------------------------------------------------
@@ -373,8 +224,8 @@ class S3Target(Target):
 
     def upload(self, obj: StoreObject, path: Path, md5: str) -> None:
         attributes = {
-            "Cache-Control": obj.cache_control,
-            "Content-Type": obj.content_type,
+            "Cache-Control": cache_control(obj),
+            "Content-Type": content_type(obj),
             MD5_METADATA_KEY: md5,
         }
         self.store.put_file(obj.key, path, attributes, multipart_threshold=MULTIPART_THRESHOLD)
@@ -394,7 +245,7 @@ class DirectoryTarget(Target):
     def listing(self) -> dict[str, TargetObject]:
         if not self.root.is_dir():
             return {}
-        return {k: TargetObject(s) for k, s in _walk(self.root)}
+        return {k: TargetObject(s) for k, s in layout.walk(self.root)}
 
     def read(self, key: str) -> bytes | None:
         try:
@@ -450,126 +301,12 @@ def open_target(
 
 # --- refusing a re-encode ---------------------------------------------------------------------------
 
-_APPEND_INVARIANT_KEYS = (
-    "spec_version",
-    "variable",
-    "bands",
-    "band_names",
-    "nodata",
-    "crs",
-    "volatility_path",
-    "mask_variable",
-    "coverage_variable",
-)
-_ARRAY_INVARIANT_KEYS = (
-    "data_type",
-    "chunk_grid",
-    "chunk_key_encoding",
-    "codecs",
-    "fill_value",
-    "dimension_names",
-)
-
-
-def _consolidated(root: Mapping[str, Any]) -> Mapping[str, Any]:
-    cons = root.get("consolidated_metadata")
-    if isinstance(cons, Mapping) and isinstance(cons.get("metadata"), Mapping):
-        return cons["metadata"]
-    return {}
-
 
 def reencode_differences(old_root: Mapping[str, Any], new_root: Mapping[str, Any]) -> list[str]:
     """What in ``new_root`` an append of ``old_root`` could not have produced (spec 14, "What
     stays byte-identical"); empty when ``new_root`` is ``old_root`` grown by zero or more appends.
-    Both are root zarr.json documents."""
-    diffs: list[str] = []
-    old_attrs = old_root.get("attributes") or {}
-    new_attrs = new_root.get("attributes") or {}
-    old = old_attrs.get("chronozarr")
-    new = new_attrs.get("chronozarr")
-    if not isinstance(old, Mapping):
-        return ["the target's root zarr.json is not a chronozarr store"]
-    if not isinstance(new, Mapping):
-        return ["the local root zarr.json is not a chronozarr store"]
-    for key in _APPEND_INVARIANT_KEYS:
-        if old.get(key) != new.get(key):
-            diffs.append(f"chronozarr.{key}: target {old.get(key)!r}, local {new.get(key)!r}")
-    if old_attrs.get("multiscales") != new_attrs.get("multiscales"):
-        diffs.append("multiscales differ")
-    old_times, new_times = list(old.get("times") or []), list(new.get("times") or [])
-    if len(new_times) < len(old_times):
-        diffs.append(
-            f"the target has {len(old_times)} timesteps, the local store {len(new_times)}:"
-            " publishing would take timesteps away"
-        )
-    elif new_times[: len(old_times)] != old_times:
-        i = next(i for i, (a, b) in enumerate(zip(old_times, new_times, strict=False)) if a != b)
-        diffs.append(f"times[{i}]: target {old_times[i]}, local {new_times[i]}")
-    ot, nt = old.get("temporal") or {}, new.get("temporal") or {}
-    for key in ("encoding", "anchor_interval"):
-        if ot.get(key) != nt.get(key):
-            diffs.append(f"temporal.{key}: target {ot.get(key)!r}, local {nt.get(key)!r}")
-    missing = sorted(set(ot.get("anchor_indices") or []) - set(nt.get("anchor_indices") or []))
-    if missing:
-        diffs.append(f"temporal.anchor_indices: the target's anchors {missing} are not anchors")
-    old_refs, new_refs = ot.get("delta_reference") or {}, nt.get("delta_reference") or {}
-    changed = sorted((k for k, v in old_refs.items() if new_refs.get(k) != v), key=int)
-    if changed:
-        diffs.append(f"temporal.delta_reference changes the reference of timesteps {changed}")
-    old_levels, new_levels = list(old.get("levels") or []), list(new.get("levels") or [])
-    if len(old_levels) != len(new_levels):
-        diffs.append(f"levels: target {len(old_levels)}, local {len(new_levels)}")
-    for a, b in zip(old_levels, new_levels, strict=False):
-        for key in ("path", "resolution", "transform", "grid"):
-            if a.get(key) != b.get(key):
-                diffs.append(f"levels[{a.get('path')}].{key}: {a.get(key)!r} vs {b.get(key)!r}")
-        sa, sb = list(a.get("shape") or []), list(b.get("shape") or [])
-        if sa[1:] != sb[1:]:
-            diffs.append(f"levels[{a.get('path')}].shape: {sa} vs {sb}")
-    old_cons, new_cons = _consolidated(old_root), _consolidated(new_root)
-    for path, doc in old_cons.items():
-        other = new_cons.get(path)
-        if other is None:
-            if new_cons:
-                diffs.append(f"{path}: in the target, not in the local store")
-            continue
-        if doc.get("node_type") == "array":
-            # the 1-d time coordinate is one chunk of the whole axis: its chunk grid grows
-            time_coordinate = list(doc.get("dimension_names") or []) == ["time"]
-            for key in _ARRAY_INVARIANT_KEYS:
-                if key == "chunk_grid" and time_coordinate:
-                    continue
-                if doc.get(key) != other.get(key):
-                    diffs.append(f"{path}/zarr.json: {key} differs")
-            sa, sb = list(doc.get("shape") or []), list(other.get("shape") or [])
-            along_time = (doc.get("dimension_names") or [None])[0] == "time"
-            if (sa[1:] if along_time else sa) != (sb[1:] if along_time else sb):
-                diffs.append(f"{path}/zarr.json: shape {sa} vs {sb}")
-        elif (doc.get("attributes") or {}) != (other.get("attributes") or {}):
-            diffs.append(f"{path}/zarr.json: group attributes differ")
-    old_sb, new_sb = old.get("shard_bytes") or {}, new.get("shard_bytes") or {}
-    if old_sb or new_sb:
-        n_old = len(old_times)
-        for level, shards in old_sb.items():
-            st = _shard_time(old_cons, level, old.get("variable", "data"))
-            last = (n_old - 1) // st if st else None
-            for sk, length in shards.items():
-                grown = new_sb.get(level, {}).get(sk)
-                ts = int(sk.split("/", 1)[0])
-                if ts == last:
-                    if grown is None or grown < length:
-                        diffs.append(f"shard_bytes[{level}][{sk}]: {length} -> {grown}")
-                elif grown != length:
-                    diffs.append(f"shard_bytes[{level}][{sk}]: {length} -> {grown}")
-    return diffs
-
-
-def _shard_time(cons: Mapping[str, Any], level: str, variable: str) -> int | None:
-    doc = cons.get(f"{level}/{variable}") or {}
-    try:
-        return int(doc["chunk_grid"]["configuration"]["chunk_shape"][0])
-    except (KeyError, TypeError, IndexError, ValueError):
-        return None
+    Both are root zarr.json documents (:func:`chronozarr.growth.append_differences`)."""
+    return append_differences(old_root, new_root)
 
 
 # --- the plan ---------------------------------------------------------------------------------------
@@ -683,33 +420,33 @@ def plan_publish(
                 f"{src} does not validate ({len(blocking)} problem(s); first: §{first.section}"
                 f" {first.rule} {first.key}: {first.message}); run `cz validate {src}`"
             )
-    local_root = _load_json(src / "zarr.json")
-    local_block = (local_root.get("attributes") or {}).get("chronozarr") or {}
+    try:
+        local_root = layout.read_root(src)
+    except ChronozarrError as exc:  # vanished or rewritten since it was classified
+        raise PublishRefusedError(str(exc)) from exc
+    local_block = layout.root_block(local_root)
     local_times = len(local_block.get("times") or [])
     listing = tgt.listing()
     by_key = {o.key: o for o in objects}
 
     target_times: int | None = None
-    old_arrays: dict[str, _Array] = {}
-    if "zarr.json" in listing:
-        raw = tgt.read("zarr.json")
+    old_arrays: dict[str, layout.ChunkGeometry] = {}
+    if layout.ROOT_KEY in listing:
+        raw = tgt.read(layout.ROOT_KEY)
         try:
-            old_root = json.loads(raw or b"")
-        except ValueError as exc:
+            old_root = layout.load_document(raw, f"{tgt.url}/{layout.ROOT_KEY}")
+        except ChronozarrError as exc:  # the target's root is not JSON: not our store
             raise PublishRefusedError(
-                f"{tgt.url}/zarr.json exists but is not JSON ({exc}): not a chronozarr store;"
-                " publish under a new prefix"
+                f"{exc}: not a chronozarr store; publish under a new prefix"
             ) from exc
         diffs = reencode_differences(old_root, local_root)
         if diffs:
             raise PublishRefusedError(_refusal(tgt.url, src, diffs))
-        old_block = old_root["attributes"]["chronozarr"]
-        target_times = len(old_block.get("times") or [])
-        old_arrays = {
-            path: _Array.from_doc(path, doc)
-            for path, doc in _consolidated(old_root).items()
-            if doc.get("node_type") == "array"
-        }
+        target_times = len(layout.root_block(old_root).get("times") or [])
+        try:
+            old_arrays = layout.consolidated_geometries(old_root)
+        except ChronozarrError as exc:  # a malformed array entry in the target's root
+            raise PublishRefusedError(str(exc)) from exc
         state = "store"
     else:
         state = "partial" if listing else "empty"
@@ -718,7 +455,7 @@ def plan_publish(
     def immutable_under_old_root(key: str) -> tuple[bool, bool]:
         """(immutable, old trailing shard) of a key under the target's root."""
         obj = by_key.get(key)
-        arr_path = obj.array if obj else _array_of(key, old_arrays)
+        arr_path = obj.array if obj else layout.array_of(key, old_arrays)
         arr = old_arrays.get(arr_path or "")
         if arr is None or (obj is not None and obj.phase != Phase.CHUNKS):
             return False, False
@@ -833,14 +570,6 @@ def plan_publish(
         skipped=skipped,
         md5={k: v for k, v in md5.items() if k in reasons},
     )
-
-
-def _array_of(key: str, arrays: Mapping[str, _Array]) -> str | None:
-    best = None
-    for path in arrays:
-        if key.startswith(path + "/") and (best is None or len(path) > len(best)):
-            best = path
-    return best
 
 
 def _refusal(target: str, source: Path, diffs: list[str]) -> str:

@@ -1,0 +1,226 @@
+"""Provenance (spec 3.8): the root's ``chronozarr.provenance`` and the ``provenance_items`` array.
+
+The root block stays small whatever the number of source items: the sources, the composite,
+the gap-fill, the recipe choices an append must repeat (its *fingerprint*, under ``build``) and
+a bounded list of skipped items. The item ids behind each month live in the root-level array
+``provenance_items`` (Zarr v3 ``string``, dims ``["time"]``, one chunk per month holding one JSON
+document), so the root zarr.json a browser loads first stays small.
+
+This module is the only code that reads or writes that array and the provenance in a root
+zarr.json: the toolkit (``cz build``, ``cz append``) calls these functions.
+
+Write order (spec 9, 14) of :func:`write_provenance_items`: the new chunks (new keys), then
+``provenance_items/zarr.json`` with the grown shape, then the root's consolidated entry. An
+append calls it *before* :func:`chronozarr.append` rewrites the root with the new times, so the
+array may run ahead of the time axis (entries past it are ignored), never behind it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from chronozarr import codecs as zcodecs
+from chronozarr.errors import ChronozarrError
+from chronozarr.metadata import ArrayInfo, codec_chain, consolidated_entry, dumps
+
+__all__ = [
+    "ITEMS_FORMAT",
+    "PROVENANCE_ITEMS",
+    "SKIPPED_LIMIT",
+    "Skipped",
+    "fingerprint_differences",
+    "items_document",
+    "items_reference",
+    "read_provenance_items",
+    "record_skipped_items",
+    "skipped_entries",
+    "write_provenance_items",
+]
+
+#: The root-level array holding one JSON document per month (the items behind it).
+PROVENANCE_ITEMS = "provenance_items"
+#: What one document of that array holds (recorded in ``provenance.items.format``).
+ITEMS_FORMAT = "one JSON document per month: items, solar_days, corrections, skipped"
+#: At most this many skipped (item, asset) pairs in the root (the rest per month in the array).
+SKIPPED_LIMIT = 50
+
+_ITEMS_DESCRIPTION = (
+    "per month, a JSON document: the STAC items composited, the items "
+    "skipped, DN corrections (cz build / cz append)"
+)
+
+
+class Skipped(Protocol):
+    """An (item, asset) left out of a composite because it could not be read."""
+
+    @property
+    def item(self) -> str: ...
+    @property
+    def asset(self) -> str: ...
+    @property
+    def month(self) -> str: ...
+    @property
+    def error(self) -> str: ...
+
+
+# --- the root block ---------------------------------------------------------------------------
+
+
+def items_reference() -> dict[str, str]:
+    """``provenance.items``: where the per-month item documents are and what they hold."""
+    return {"array": PROVENANCE_ITEMS, "format": ITEMS_FORMAT}
+
+
+def skipped_entries(skipped: Iterable[Skipped], limit: int = SKIPPED_LIMIT) -> list[dict[str, str]]:
+    """One entry per skipped (item, asset), first occurrence kept, at most ``limit``."""
+    seen: dict[tuple[str, str], Skipped] = {}
+    for s in skipped:
+        seen.setdefault((s.item, s.asset), s)
+    return [
+        {"item": s.item, "asset": s.asset, "month": s.month, "error": s.error}
+        for s in list(seen.values())[:limit]
+    ]
+
+
+def fingerprint_differences(
+    provenance: Mapping[str, Any] | None, fingerprint: Mapping[str, Any]
+) -> list[tuple[str, Any, Any]]:
+    """(key, given, recorded) for every key of ``fingerprint`` that the store's recorded
+    ``provenance.build`` holds with another value; empty when the store recorded none."""
+    recorded = provenance.get("build") if isinstance(provenance, Mapping) else None
+    if not isinstance(recorded, Mapping):
+        return []
+    return [
+        (key, value, recorded[key])
+        for key, value in fingerprint.items()
+        if key in recorded and recorded[key] != value
+    ]
+
+
+def record_skipped_items(store: str | os.PathLike[str], skipped: Sequence[Skipped]) -> None:
+    """Add ``skipped`` to the root's ``provenance.skipped_items`` (kept to :data:`SKIPPED_LIMIT`).
+
+    An append calls this before :func:`chronozarr.append` rewrites the root, which keeps the
+    provenance it finds."""
+    root_path = Path(store) / "zarr.json"
+    root = json.loads(root_path.read_bytes())
+    block = root["attributes"]["chronozarr"]
+    prov = dict(block.get("provenance") or {})
+    known = list(prov.get("skipped_items") or [])
+    prov["skipped_items"] = (known + skipped_entries(skipped))[:SKIPPED_LIMIT]
+    block["provenance"] = prov
+    _atomic_write(root_path, dumps(root))
+
+
+# --- the provenance_items array ---------------------------------------------------------------
+
+
+def items_document(
+    month: str,
+    *,
+    items: Sequence[str],
+    solar_days: Sequence[str],
+    corrections: Mapping[str, Any],
+    dropped: int,
+    skipped: Iterable[Skipped],
+) -> str:
+    """The JSON of one month in ``provenance_items``: the items kept and skipped."""
+    doc = {
+        "month": month,
+        "items": list(items),
+        "solar_days": list(solar_days),
+        "corrections": dict(corrections),
+        "dropped": dropped,
+        "skipped": skipped_entries([s for s in skipped if s.month == month], 10_000),
+    }
+    return json.dumps(doc, separators=(",", ":"), sort_keys=False)
+
+
+def _items_array_doc(n_time: int, compressor: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [n_time],
+        "data_type": "string",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": "",
+        "codecs": [{"name": "vlen-utf8", "configuration": {}}, dict(compressor)],
+        "dimension_names": ["time"],
+        "attributes": {"_ARRAY_DIMENSIONS": ["time"], "description": _ITEMS_DESCRIPTION},
+    }
+
+
+def write_provenance_items(
+    store: str | os.PathLike[str], documents: Sequence[str], *, first: int, update_root: bool
+) -> None:
+    """Write months ``first .. first + len(documents) - 1`` of ``provenance_items`` (order: see
+    the module docstring). ``update_root`` also grows the root's consolidated entry."""
+    base_store = Path(store)
+    root_path = base_store / "zarr.json"
+    root = json.loads(root_path.read_bytes())
+    attrs = (root.get("attributes") or {}).get("chronozarr") or {}
+    level0 = (
+        f"{(attrs.get('levels') or [{'path': '0'}])[0]['path']}/{attrs.get('variable', 'data')}"
+    )
+    compressor = _store_compressor(base_store, level0) or codec_chain("zstd", None, "uint8")[1]
+    comp = zcodecs.compressor_for(compressor)
+    n_total = first + len(documents)
+    base = base_store / PROVENANCE_ITEMS
+    for i, text in enumerate(documents):
+        blob = bytes(comp.encode(zcodecs.vlen_utf8_encode([text])))
+        chunk = base / "c" / str(first + i)
+        chunk.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(chunk, blob)
+    doc = _items_array_doc(n_total, compressor)
+    old_doc_path = base / "zarr.json"
+    if old_doc_path.exists():
+        old = json.loads(old_doc_path.read_bytes())
+        doc["shape"] = [max(n_total, int(old.get("shape", [0])[0]))]
+    _atomic_write(old_doc_path, dumps(doc))
+    if update_root:
+        cons = root.get("consolidated_metadata")
+        if isinstance(cons, dict) and isinstance(cons.get("metadata"), dict):
+            cons["metadata"][PROVENANCE_ITEMS] = consolidated_entry(doc)
+            cons["metadata"] = dict(sorted(cons["metadata"].items()))
+            _atomic_write(root_path, dumps(root))
+
+
+def read_provenance_items(store: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The per-month provenance documents of a local store, as far as its time axis goes."""
+    from chronozarr.reader import open_store
+
+    reader = open_store(store)
+    base = Path(store) / PROVENANCE_ITEMS
+    doc = json.loads((base / "zarr.json").read_bytes())
+    comp = zcodecs.compressor_for(doc["codecs"][1])
+    out = []
+    for t in range(reader.n_time):
+        raw = bytes(comp.decode((base / "c" / str(t)).read_bytes()))
+        out.append(json.loads(zcodecs.vlen_utf8_decode(raw)[0]))
+    return out
+
+
+def _store_compressor(store: Path, array: str) -> dict[str, Any] | None:
+    """The compressor of the store's data array (inside sharding), for provenance_items; blosc
+    with ``typesize`` 1 (strings are bytes). None when the array cannot be read."""
+    try:
+        info = ArrayInfo.from_json(json.loads((store / array / "zarr.json").read_bytes()), array)
+    except (OSError, ValueError, ChronozarrError):  # no data array: the default compressor
+        return None
+    comp = dict(info.codecs[-1]) if len(info.codecs) > 1 else None
+    if comp is not None and comp.get("name") == "blosc":
+        comp["configuration"] = {**comp["configuration"], "typesize": 1}
+    return comp
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Temporary file, then rename: a reader sees the old object or the new one (spec 9)."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
