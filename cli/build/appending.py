@@ -1,0 +1,297 @@
+"""``cz append``: composite new months and add them with ``chronozarr.append`` (spec 14)."""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chronozarr import provenance
+from chronozarr.provenance import write_provenance_items
+from cz.build.errors import AppendRefusedError, BuildError
+from cz.build.executor import CompositeStats, Executor, run_composites
+from cz.build.options import BuildOptions, BuildResult, Progress
+from cz.build.spill import History, Spill, SpillPlanes
+from cz.build.store_args import (
+    carry_forward_months,
+    codec_options,
+    month_document,
+    recipe_fingerprint,
+    store_bands,
+)
+from cz.build.target import is_url, local_path, store_size
+from cz.build.tasks import composite_context
+from cz.build.views import PlaneView, spill_planes
+from cz.plan import GridPlan, Plan, month_range, plan_recipe
+from cz.recipe import Recipe, TimeSpec
+
+_MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+
+
+def parse_months(text: str) -> list[str]:
+    """``2026-10`` or ``2026-10..2026-12`` -> the months, in order. Raises ValueError."""
+    parts = [p.strip() for p in text.split("..")]
+    if len(parts) not in (1, 2) or not all(_MONTH.match(p) for p in parts):
+        raise ValueError(f"expected a month YYYY-MM or a range YYYY-MM..YYYY-MM, got {text!r}")
+    months = month_range(parts[0], parts[-1])
+    if not months:
+        raise ValueError(f"the range {text!r} is empty: {parts[-1]} is before {parts[0]}")
+    return months
+
+
+def _store_month(iso: str) -> str:
+    return iso[:7]
+
+
+def _next_month(month: str) -> str:
+    year, mon = (int(p) for p in month.split("-"))
+    return f"{year + (mon == 12):04d}-{mon % 12 + 1:02d}"
+
+
+def _compare_recipe(recipe: Recipe, reader: Any, grid: GridPlan) -> list[str]:
+    """Where the recipe differs from the store's grid, bands and store options (empty: fits)."""
+    from chronozarr.metadata import codec_chain
+
+    diffs: list[str] = []
+    attrs = reader.attrs
+    lv0 = reader.levels[0]
+    if attrs.crs != grid.crs:
+        diffs.append(f"grid CRS: recipe {grid.crs}, store {attrs.crs}")
+    if [round(v, 9) for v in lv0.transform] != [round(float(v), 9) for v in grid.transform]:
+        diffs.append(f"grid transform: recipe {list(grid.transform)}, store {list(lv0.transform)}")
+    if list(lv0.shape[-2:]) != list(grid.shape):
+        diffs.append(f"grid shape: recipe {list(grid.shape)}, store {list(lv0.shape[-2:])}")
+    if reader.chunk_size(0) != recipe.store.chunk_size:
+        diffs.append(
+            f"store.chunk_size: recipe {recipe.store.chunk_size}, store {reader.chunk_size(0)}"
+        )
+    want = store_bands(recipe)
+    have = [b.to_json() for b in attrs.bands]
+    if [b["name"] for b in want] != [b.get("name") for b in have]:
+        diffs.append(
+            f"bands: recipe {[b['name'] for b in want]}, store {[b.get('name') for b in have]}"
+        )
+    else:
+        for w, h in zip(want, have, strict=True):
+            for key in ("scale", "offset", "common_name", "units"):
+                a, b = w.get(key), h.get(key)
+                if isinstance(a, float) or isinstance(b, float):
+                    same = a is not None and b is not None and math.isclose(a, b, rel_tol=1e-12)
+                else:
+                    same = a == b
+                if not same:
+                    diffs.append(f"bands[{w['name']}].{key}: recipe {a!r}, store {b!r}")
+    if reader.dtype.name != recipe.store.dtype:
+        diffs.append(f"store.dtype: recipe {recipe.store.dtype}, store {reader.dtype.name}")
+    if attrs.nodata != recipe.store.effective_nodata:
+        diffs.append(f"store.nodata: recipe {recipe.store.effective_nodata}, store {attrs.nodata}")
+    enc = attrs.temporal.encoding
+    if recipe.store.encoding != "auto" and recipe.store.encoding != enc:
+        diffs.append(f"store.encoding: recipe {recipe.store.encoding}, store {enc}")
+    if enc == "star-delta" and attrs.temporal.anchor_interval != recipe.store.anchor_interval:
+        diffs.append(
+            f"store.anchor_interval: recipe {recipe.store.anchor_interval}, "
+            f"store {attrs.temporal.anchor_interval}"
+        )
+    info = reader.array(0).info
+    if bool(info.sharded) != bool(recipe.store.shard):
+        diffs.append(f"store.shard: recipe {recipe.store.shard}, store {bool(info.sharded)}")
+    elif (
+        info.sharded
+        and recipe.store.shard_time is not None
+        and info.shard_time != recipe.store.shard_time
+    ):
+        diffs.append(f"store.shard_time: recipe {recipe.store.shard_time}, store {info.shard_time}")
+    try:
+        want_comp = codec_chain(recipe.store.codec.name, codec_options(recipe), reader.dtype.name)[
+            1
+        ]
+    except ValueError as exc:  # pragma: no cover - the recipe model checks levels
+        diffs.append(f"store.codec: {exc}")
+    else:
+        have_comp = [c for c in info.codecs if c.get("name") != "bytes"]
+        if not have_comp or have_comp[-1] != want_comp:
+            diffs.append(
+                f"store.codec: recipe {want_comp}, store {have_comp[-1] if have_comp else None}"
+            )
+    if not reader.has_mask or not reader.has_coverage:
+        diffs.append("the store has no mask/coverage (cz build always writes both)")
+    for key, value, recorded in provenance.fingerprint_differences(
+        attrs.provenance, recipe_fingerprint(recipe)
+    ):
+        diffs.append(f"recipe {key}: recipe {value!r}, store built with {recorded!r}")
+    return diffs
+
+
+def append_months(
+    recipe: Recipe,
+    months: Sequence[str],
+    *,
+    store: str | None = None,
+    options: BuildOptions | None = None,
+    progress: Progress | None = None,
+) -> BuildResult:
+    """Composite ``months`` with ``recipe`` and append them to the local store (spec 14).
+
+    Refuses (:class:`AppendRefusedError`, nothing written) months already in the store, before
+    its last month or leaving a gap after it, and a recipe whose grid, bands or store options
+    differ from the store's. Gap-fill reads the months before the first new one from the store.
+    """
+    import chronozarr
+
+    options = options or BuildOptions()
+    progress = progress or Progress()
+    started = time.perf_counter()
+    path, reader = _open_local(store if store is not None else recipe.store.path)
+    months = list(months)
+    _check_months(months, [_store_month(t) for t in reader.attrs.times])
+    sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
+    progress.start("plan", None, "resolving items")
+    plan = plan_recipe(sub, out=str(path))
+    progress.finish("plan")
+    diffs = _compare_recipe(recipe, reader, plan.grid)
+    if diffs:
+        raise AppendRefusedError(
+            f"the recipe does not fit the store at {path}: " + "; ".join(diffs)
+        )
+    progress.plan_warnings(plan)
+    ctx = composite_context(recipe, plan, options)
+    tag = uuid.uuid4().hex[:10]
+    work = Path(options.work_dir).expanduser().resolve() if options.work_dir else path.parent
+    spill = Spill(work / f".{path.name}.composites-{tag}")
+    try:
+        executor = Executor(options)
+        try:
+            stats = run_composites(plan, recipe, ctx, spill, executor, progress)
+        finally:
+            executor.close()
+        planes = spill_planes(
+            spill,
+            recipe,
+            plan,
+            options,
+            progress,
+            max_age=carry_forward_months(recipe),
+            history=_store_history(reader),
+        )
+        write_start = time.perf_counter()
+        _write(recipe, plan, planes, stats, path, reader.n_time, options, progress)
+        fractions = planes.fractions()
+    finally:
+        spill.remove()
+    size = store_size(path)
+    return BuildResult.of_run(
+        "append",
+        str(path),
+        recipe=recipe,
+        plan=plan,
+        stats=stats,
+        encoding=chronozarr.open_store(path).attrs.temporal.encoding,
+        size=size,
+        started=started,
+        write_seconds=time.perf_counter() - write_start,
+        fractions=fractions,
+    )
+
+
+def _open_local(where: str | None) -> tuple[Path, Any]:
+    """The local store an append grows, and its reader; refuses URLs and what is no store."""
+    import chronozarr
+
+    if where is None:
+        raise BuildError("no store: give --store or set store.path in the recipe")
+    if is_url(where):
+        raise AppendRefusedError(
+            f"append works on a local copy of the store, not on {where}: append locally, "
+            "validate, then `cz publish` (spec 14)"
+        )
+    path = local_path(where)
+    try:
+        return path, chronozarr.open_store(path)
+    except chronozarr.ChronozarrError as exc:  # missing, not a store, or corrupt: refuse
+        raise AppendRefusedError(f"cannot open the store at {path}: {exc}") from None
+
+
+def _check_months(months: list[str], have: list[str]) -> None:
+    """A monthly store grows by the months right after its last one, in order (spec 14)."""
+    inside = [m for m in months if m in set(have)]
+    if inside:
+        raise AppendRefusedError(
+            f"month(s) {', '.join(inside)} are already in the store ({have[0]}..{have[-1]}); "
+            "append only adds months after the last one"
+        )
+    if months[0] <= have[-1]:
+        raise AppendRefusedError(
+            f"{months[0]} is before the store's last month {have[-1]}; append only adds months "
+            "after it"
+        )
+    expected = _next_month(have[-1])
+    if months[0] != expected:
+        raise AppendRefusedError(
+            f"the store ends at {have[-1]}: the next month is {expected}, not {months[0]} "
+            f"(a monthly store has every month; append {expected}..{months[-1]})"
+        )
+
+
+def _store_history(reader: Any) -> History:
+    """Gap-fill's look-back before the first new month: (values, coverage) from the store."""
+    n_old = reader.n_time
+    lock = threading.Lock()
+
+    def history(t: int, row: int, col: int) -> tuple[np.ndarray, np.ndarray] | None:
+        index = n_old + t
+        if index < 0:
+            return None
+        with lock:  # one reader, shared by the writer's threads
+            values = reader.read_cell(index, row, col, 0)
+            coverage = reader.plane_cell("coverage", index, row, col, 0)
+        return np.asarray(values), np.asarray(coverage, dtype=np.uint8)
+
+    return history
+
+
+def _write(
+    recipe: Recipe,
+    plan: Plan,
+    planes: SpillPlanes,
+    stats: CompositeStats,
+    path: Path,
+    n_old: int,
+    options: BuildOptions,
+    progress: Progress,
+) -> None:
+    """Provenance first (the array may run ahead of the time axis, never behind it), then
+    ``chronozarr.append`` of the spill's lazy views."""
+    import chronozarr
+
+    documents = [month_document(m, stats.skipped) for m in plan.months]
+    write_provenance_items(path, documents, first=n_old, update_root=True)
+    if stats.skipped:
+        provenance.record_skipped_items(path, stats.skipped)
+    grid = plan.grid
+    progress.start("cells", grid.cells, f"{grid.cells} cells x {len(plan.months)} months")
+    try:
+        chronozarr.append(
+            path,
+            PlaneView(planes, "data"),
+            times=[m.time for m in plan.months],
+            mask=PlaneView(planes, "mask"),
+            coverage=PlaneView(planes, "coverage"),
+            bands=store_bands(recipe),
+            crs=grid.crs,
+            transform=grid.transform,
+            nodata=recipe.store.effective_nodata,
+            workers=options.threads(),
+        )
+    except chronozarr.AppendError as exc:  # a condition of spec 14 the store enforces
+        raise AppendRefusedError(f"chronozarr.append refused: {exc}") from exc
+    except chronozarr.ChronozarrError as exc:  # the write itself failed
+        raise BuildError(f"appending to {path} failed: {exc}") from exc
+    progress.finish("pyramid")

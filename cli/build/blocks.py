@@ -1,0 +1,85 @@
+"""The grid's blocks, the items of a month touching each, and their signed references."""
+
+from __future__ import annotations
+
+import math
+
+from cz.build.errors import BuildError
+from cz.load import ItemRef
+from cz.plan import GridPlan, MonthPlan, project_lonlat
+from cz.recipe import Recipe
+
+
+def item_refs(month: MonthPlan, recipe: Recipe) -> list[ItemRef]:
+    """The month's items as :class:`ItemRef`, only the assets read, signed when needed."""
+    from cz.stac import sign_items
+
+    refs = []
+    trimmed_items = []
+    for p in month.items:
+        if p.stac is None:
+            raise BuildError(f"plan item {p.id} carries no STAC dict; make the plan again")
+        keys = set(p.assets.values())
+        stac = {k: v for k, v in p.stac.items() if k not in ("links", "assets")}
+        stac["assets"] = {k: v for k, v in (p.stac.get("assets") or {}).items() if k in keys}
+        stac["links"] = []
+        trimmed_items.append(stac)
+    if recipe.catalog.sign != "none" and trimmed_items:
+        import pystac
+
+        signed = sign_items(
+            [pystac.Item.from_dict(s, preserve_dict=False, migrate=False) for s in trimmed_items],
+            recipe,
+        )
+        trimmed_items = [
+            it.to_dict(include_self_link=False, transform_hrefs=False) for it in signed
+        ]
+    for p, stac in zip(month.items, trimmed_items, strict=True):
+        refs.append(ItemRef(p.id, stac, dict(p.assets), int(p.correction), p.solar_day))
+    return refs
+
+
+def grid_blocks(grid: GridPlan) -> list[tuple[int, int, tuple[int, int, int, int]]]:
+    height, width = grid.shape
+    cs = grid.chunk_size
+    out = []
+    for row in range(math.ceil(height / cs)):
+        for col in range(math.ceil(width / cs)):
+            out.append(
+                (
+                    row,
+                    col,
+                    (row * cs, min(height, (row + 1) * cs), col * cs, min(width, (col + 1) * cs)),
+                )
+            )
+    return out
+
+
+def blocks_touched(month: MonthPlan, grid: GridPlan) -> dict[tuple[int, int], list[int]]:
+    """For each block, the indices of the month's items whose footprint overlaps it."""
+    from shapely.geometry import box
+
+    a, _, c, _, e, f = grid.transform
+    out: dict[tuple[int, int], list[int]] = {}
+    blocks = grid_blocks(grid)
+    for i, p in enumerate(month.items):
+        geom = (p.stac or {}).get("geometry")
+        if not geom:
+            bbox = (p.stac or {}).get("bbox")
+            geom = box(*bbox[:4]).__geo_interface__ if bbox else None
+        if geom is None:
+            footprint = None
+        else:
+            try:
+                footprint = project_lonlat(dict(geom), grid.crs)
+                if not footprint.is_valid:
+                    footprint = footprint.buffer(0)
+            except Exception:  # malformed geometry: read the item everywhere
+                footprint = None
+        for row, col, (y0, y1, x0, x1) in blocks:
+            if footprint is not None:
+                cell = box(c + a * x0, f + e * y1, c + a * x1, f + e * y0)
+                if not footprint.intersects(cell):
+                    continue
+            out.setdefault((row, col), []).append(i)
+    return out

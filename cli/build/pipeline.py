@@ -1,0 +1,201 @@
+"""``cz build``: plan, composites, the streaming writer, provenance, commit (or publish)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from chronozarr.provenance import write_provenance_items
+from cz.build.errors import BuildError
+from cz.build.executor import Executor, run_composites
+from cz.build.options import BuildOptions, BuildResult, Progress
+from cz.build.spill import Spill, SpillPlanes
+from cz.build.store_args import (
+    carry_forward_months,
+    codec_options,
+    month_document,
+    provenance_block,
+    store_bands,
+)
+from cz.build.target import Target, is_url, local_path, store_size
+from cz.build.tasks import composite_context
+from cz.build.views import PlaneView, spill_planes
+from cz.errors import CzError
+from cz.plan import Plan, plan_recipe
+from cz.recipe import Recipe
+
+
+def build(
+    recipe: Recipe,
+    *,
+    out: str | None = None,
+    plan: Plan | None = None,
+    options: BuildOptions | None = None,
+    progress: Progress | None = None,
+) -> BuildResult:
+    """Build the store of ``recipe`` at ``out`` (else ``store.path``); see the module docstring.
+
+    Raises :class:`BuildError` (target, cluster, store), :class:`cz.load.AssetReadError` (an
+    asset that cannot be read), :class:`cz.errors.StacError` (the catalog) and
+    :class:`cz.errors.RecipeError`. On any error nothing is left at the target.
+    """
+    options = options or BuildOptions()
+    progress = progress or Progress()
+    started = time.perf_counter()
+    where = out if out is not None else recipe.store.path
+    if where is None:
+        raise BuildError("no output: give --out or set store.path in the recipe")
+    if is_url(where):
+        return _build_to_url(recipe, where, plan, options, progress, started)
+    target = Target.prepare(local_path(where), options)
+    try:
+        result = _build_local(recipe, target, plan, options, progress, started)
+        target.commit()
+    except BaseException:
+        target.abort()
+        raise
+    finally:
+        shutil.rmtree(target.spill_root, ignore_errors=True)
+    result.store = str(target.final)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _build_to_url(
+    recipe: Recipe,
+    url: str,
+    plan: Plan | None,
+    options: BuildOptions,
+    progress: Progress,
+    started: float,
+) -> BuildResult:
+    try:
+        from cz import publish as publishing
+    except ImportError:
+        raise BuildError(
+            f"cannot build to {url}: publishing to URLs needs cz.publish, which this "
+            "installation does not have; build to a local path and upload it"
+        ) from None
+    base = Path(options.work_dir or ".").expanduser().resolve()
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", url.rstrip("/").rsplit("/", 1)[-1]) or "store.zarr"
+    local = base / f".cz-publish-{uuid.uuid4().hex[:10]}" / name
+    target = Target.prepare(local, options)
+    try:
+        result = _build_local(recipe, target, plan, options, progress, started)
+        target.commit()
+    except BaseException:
+        target.abort()
+        shutil.rmtree(local.parent, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(target.spill_root, ignore_errors=True)
+    objects = [0]
+
+    def uploaded(_obj: Any) -> None:
+        objects[0] += 1
+        progress.advance("publish", 1.0)
+
+    progress.start("publish", result.objects, url)
+    try:
+        publishing.publish(local, url, on_uploaded=uploaded)
+    except CzError as exc:
+        raise BuildError(
+            f"the store was built at {local} but publishing it to {url} failed: {exc}; "
+            f"publish it with `cz publish {local} {url}`"
+        ) from None
+    progress.finish("publish")
+    shutil.rmtree(local.parent, ignore_errors=True)
+    result.store = str(local)
+    result.published = url
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _build_local(
+    recipe: Recipe,
+    target: Target,
+    plan: Plan | None,
+    options: BuildOptions,
+    progress: Progress,
+    started: float,
+) -> BuildResult:
+    """Both passes into ``target.staging``: composites to the spill, then the store."""
+    import chronozarr
+
+    executor = Executor(options)  # first: an unreachable cluster fails before any search
+    try:
+        if plan is None:
+            progress.start("plan", None, "resolving items")
+            plan = plan_recipe(recipe, out=str(target.final))
+            progress.finish("plan")
+        progress.plan_warnings(plan)
+        ctx = composite_context(recipe, plan, options)
+        spill = Spill(target.spill_root)
+        stats = run_composites(plan, recipe, ctx, spill, executor, progress)
+    finally:
+        executor.close()
+    planes = spill_planes(
+        spill, recipe, plan, options, progress, max_age=carry_forward_months(recipe)
+    )
+    grid = plan.grid
+    progress.start("cells", grid.cells, f"{grid.cells} cells x {len(plan.months)} months")
+    write_start = time.perf_counter()
+    _encode(recipe, plan, planes, target.staging, provenance_block(recipe, stats.skipped), options)
+    documents = [month_document(m, stats.skipped) for m in plan.months]
+    write_provenance_items(target.staging, documents, first=0, update_root=True)
+    progress.finish("pyramid")
+    write_seconds = time.perf_counter() - write_start
+    fractions = planes.fractions()
+    return BuildResult.of_run(
+        "build",
+        str(target.final),
+        recipe=recipe,
+        plan=plan,
+        stats=stats,
+        encoding=chronozarr.open_store(target.staging).attrs.temporal.encoding,
+        size=store_size(target.staging),
+        started=started,
+        write_seconds=write_seconds,
+        fractions=fractions,
+    )
+
+
+def _encode(
+    recipe: Recipe,
+    plan: Plan,
+    planes: SpillPlanes,
+    staging: Path,
+    provenance: dict[str, Any],
+    options: BuildOptions,
+) -> None:
+    """Pass 2: ``chronozarr.encode`` streams the store from the spill's lazy views."""
+    import chronozarr
+
+    grid, store = plan.grid, recipe.store
+    try:
+        chronozarr.encode(
+            PlaneView(planes, "data"),
+            staging,
+            times=[m.time for m in plan.months],
+            bands=store_bands(recipe),
+            crs=grid.crs,
+            transform=grid.transform,
+            nodata=store.effective_nodata,
+            mask=PlaneView(planes, "mask"),
+            coverage=PlaneView(planes, "coverage"),
+            encoding=store.encoding,
+            anchor_interval=store.anchor_interval,
+            chunk_size=store.chunk_size,
+            shard=store.shard,
+            shard_time=store.shard_time,
+            codec=store.codec.name,
+            codec_options=codec_options(recipe),
+            provenance=provenance,
+            workers=options.threads(),
+        )
+    except chronozarr.ChronozarrError as exc:  # the writer refused or failed: a build error
+        raise BuildError(f"writing the store failed: {exc}") from exc

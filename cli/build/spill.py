@@ -1,0 +1,215 @@
+"""The spill: raw composites per (month, block) on disk, and their gap-filled planes."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cz.build.tasks import (
+    BlockResult,
+    spill_codec,
+)
+from cz.composite import (
+    assemble_filled,
+    carry_forward_source,
+    fill_value,
+    mask_from_source,
+)
+
+
+class Spill:
+    """Raw composites of (month, block) as small zstd files in a folder; thread-safe."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=False)
+        self._present: set[tuple[int, int, int]] = set()
+        self._lock = threading.Lock()
+
+    def _path(self, t: int, row: int, col: int, kind: str) -> Path:
+        return self.root / f"{t}.{row}.{col}.{kind}"
+
+    def put(self, result: BlockResult) -> None:
+        for kind, blob in (("v", result.values), ("c", result.coverage)):
+            path = self._path(result.t, result.row, result.col, kind)
+            tmp = path.with_suffix(path.suffix + ".tmp")
+            tmp.write_bytes(blob)
+            tmp.replace(path)
+        with self._lock:
+            self._present.add((result.t, result.row, result.col))
+
+    def has(self, t: int, row: int, col: int) -> bool:
+        with self._lock:
+            return (t, row, col) in self._present
+
+    def get(self, t: int, row: int, col: int, kind: str) -> bytes:
+        return self._path(t, row, col, kind).read_bytes()
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class _LRU:
+    """A small byte-bounded LRU cache, thread-safe."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.items: OrderedDict[Any, np.ndarray] = OrderedDict()
+        self.nbytes = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: Any, make: Callable[[], np.ndarray]) -> np.ndarray:
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        value = make()
+        with self.lock:
+            if key not in self.items:
+                self.items[key] = value
+                self.nbytes += value.nbytes
+                while self.nbytes > self.max_bytes and len(self.items) > 1:
+                    _, old = self.items.popitem(last=False)
+                    self.nbytes -= old.nbytes
+        return value
+
+
+History = Callable[[int, int, int], tuple[np.ndarray, np.ndarray] | None]
+
+
+class SpillPlanes:
+    """Final (gap-filled) values, mask and coverage of any (month, cell), from the spill.
+
+    ``history(t, row, col)`` gives ``(values, coverage)`` of month ``t < 0`` (months before the
+    first one built: an append reads them from the store), or ``None``.
+    """
+
+    def __init__(
+        self,
+        spill: Spill,
+        *,
+        n_months: int,
+        shape: tuple[int, int],
+        cs: int,
+        n_band: int,
+        dtype: str,
+        nodata: float | None,
+        max_age: int,
+        history: History | None = None,
+        on_data: Callable[[int, int, int], None] | None = None,
+        readers: int = 2,
+    ) -> None:
+        self.spill = spill
+        self.n_months = n_months
+        self.height, self.width = shape
+        self.cs = cs
+        self.n_band = n_band
+        self.dtype = np.dtype(dtype)
+        self.fill = fill_value(self.dtype, nodata)
+        self.max_age = max_age
+        self.history = history
+        self.on_data = on_data
+        self.codec = spill_codec()
+        # the writer reads each cell's months in order on ``readers`` threads; a month looks back
+        # at most ``max_age`` months of the same cell: keep that much, decompress the rest again
+        block = cs * cs
+        self._cov = _LRU(max(8 << 20, readers * (max_age + 2) * block * 4))
+        self._values = _LRU(readers * (max_age + 2) * block * n_band * self.dtype.itemsize)
+        self._past_cache: OrderedDict[tuple[int, int, int], Any] = OrderedDict()
+        self._past_lock = threading.Lock()
+        rows, cols = math.ceil(self.height / cs), math.ceil(self.width / cs)
+        self._counted = np.zeros((n_months, rows, cols), dtype=bool)
+        self._valid = 0
+        self._filled = 0
+        self._count_lock = threading.Lock()
+
+    def block_shape(self, row: int, col: int) -> tuple[int, int]:
+        return (
+            min(self.cs, self.height - row * self.cs),
+            min(self.cs, self.width - col * self.cs),
+        )
+
+    def _past(self, t: int, row: int, col: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Month t < 0 from ``history`` (cached: every later month looks back at it)."""
+        if self.history is None:
+            return None
+        with self._past_lock:
+            if (t, row, col) in self._past_cache:
+                self._past_cache.move_to_end((t, row, col))
+                return self._past_cache[(t, row, col)]
+        past = self.history(t, row, col)
+        with self._past_lock:
+            self._past_cache[(t, row, col)] = past
+            while len(self._past_cache) > max(16, 4 * (self.max_age + 1)):
+                self._past_cache.popitem(last=False)
+        return past
+
+    def _raw_coverage(self, t: int, row: int, col: int) -> np.ndarray | None:
+        if t < 0:
+            past = self._past(t, row, col)
+            return None if past is None else past[1]
+        if not self.spill.has(t, row, col):
+            return None
+
+        def make() -> np.ndarray:
+            raw = self.codec.decode(self.spill.get(t, row, col, "c"))
+            return np.frombuffer(raw, dtype=np.uint8).reshape(self.block_shape(row, col))
+
+        return self._cov.get((t, row, col), make)
+
+    def _raw_values(self, t: int, row: int, col: int) -> np.ndarray:
+        if t < 0:
+            past = self._past(t, row, col)
+            assert past is not None
+            return past[0]
+
+        def make() -> np.ndarray:
+            raw = self.codec.decode(self.spill.get(t, row, col, "v"))
+            h, w = self.block_shape(row, col)
+            return np.frombuffer(raw, dtype=self.dtype).reshape(self.n_band, h, w)
+
+        return self._values.get((t, row, col), make)
+
+    def source(self, t: int, row: int, col: int) -> np.ndarray:
+        """Carry-forward source plane of (month t, block): 0 own, k = month t-k, -1 none."""
+        covs = [self._raw_coverage(t - k, row, col) for k in range(self.max_age + 1)]
+        return carry_forward_source(covs, self.block_shape(row, col))
+
+    def coverage(self, t: int, row: int, col: int) -> np.ndarray:
+        cov = self._raw_coverage(t, row, col)
+        return np.zeros(self.block_shape(row, col), np.uint8) if cov is None else cov
+
+    def mask(self, t: int, row: int, col: int) -> np.ndarray:
+        src = self.source(t, row, col)
+        with self._count_lock:  # the summary's shares, each (month, cell) counted once
+            if not self._counted[t, row, col]:
+                self._counted[t, row, col] = True
+                self._valid += int(np.count_nonzero(src >= 0))
+                self._filled += int(np.count_nonzero(src > 0))
+        return mask_from_source(src)
+
+    def fractions(self) -> tuple[float, float]:
+        """(valid, gap-filled) share of the level-0 pixels of the months the writer read."""
+        total = self.n_months * self.height * self.width
+        if not total:
+            return 0.0, 0.0
+        return self._valid / total, self._filled / total
+
+    def values(self, t: int, row: int, col: int) -> np.ndarray:
+        if self.on_data is not None:
+            self.on_data(t, row, col)
+        src = self.source(t, row, col)
+        return assemble_filled(
+            src,
+            lambda k: self._raw_values(t - k, row, col),
+            self.n_band,
+            self.dtype,
+            self.fill,
+        )
