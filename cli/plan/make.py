@@ -1,0 +1,330 @@
+"""Making a plan: checks, de-duplication, DN corrections, months, grid, estimate, warnings."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from shapely.geometry import shape
+
+from cz.months import iso_utc, month_bounds, month_of, month_range
+from cz.plan.estimate import estimate_store
+from cz.plan.grid import GridPlan, grid_for, utm_epsg
+from cz.plan.items import baseline_of, dn_offset_of, mgrs_tile
+from cz.plan.model import DroppedItem, DropReason, MonthPlan, Plan, PlannedItem, Totals
+from cz.plan.rules import Candidate, Checks, deduplicate, solar_day
+from cz.recipe import Recipe
+from cz.stac import PageCallback, Resolution, RetryPolicy, resolve_items, signing_available
+
+_DTYPE_MAX = {"uint8": 255, "uint16": 65535}
+
+
+def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None) -> Plan:
+    """Decide the plan of ``recipe`` from the candidate items in ``resolution`` (no I/O)."""
+    months = month_range(recipe.time.start, recipe.time.end)
+    candidates, dropped, drop = _screen(recipe, months, resolution.items)
+    kept = deduplicate(candidates, drop)
+    planned = [_planned_item(recipe, cand) for cand in kept]
+    month_plans, outside = _month_plans(months, planned, dropped)
+    grid = grid_for(recipe)
+    store = recipe.store
+    estimate = estimate_store(
+        grid,
+        len(months),
+        len(recipe.bands),
+        store.dtype,
+        shard=store.shard,
+        shard_time=store.shard_time,
+    )
+    store_path = out if out is not None else store.path
+    if store_path is not None and not re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://", store_path):
+        store_path = str(Path(store_path).expanduser().resolve())
+    warnings = list(resolution.warnings) + _plan_warnings(
+        recipe, grid, planned, month_plans, store_path
+    )
+    corrections = Counter(f"{p.correction:+d}" for p in planned)
+    reasons = Counter(d.reason for d in dropped)
+    return Plan(
+        recipe=recipe.source,
+        name=recipe.name,
+        collection=recipe.catalog.collection,
+        source=resolution.source,
+        signing=recipe.catalog.sign,
+        grid=grid,
+        **_recipe_sections(recipe, len(months), store_path),
+        months=month_plans,
+        outside=outside,
+        totals=Totals(
+            months=len(months),
+            empty_months=sum(1 for m in month_plans if not m.items),
+            items_found=len(resolution.items),
+            items_kept=len(planned),
+            dropped=dict(sorted(reasons.items())),
+            observations=sum(len(m.solar_days) for m in month_plans),
+            corrections=dict(sorted(corrections.items())),
+        ),
+        estimate=estimate,
+        warnings=warnings,
+    )
+
+
+DropFn = Callable[..., None]
+
+
+def _screen(
+    recipe: Recipe, months: list[str], items: Sequence[dict[str, Any]]
+) -> tuple[list[Candidate], list[DroppedItem], DropFn]:
+    """Rule 1 on every item: the candidates, the items dropped so far, and the function that
+    records a drop (de-duplication drops more through it)."""
+    dropped: list[DroppedItem] = []
+    candidates: list[Candidate] = []
+
+    def drop(
+        item: dict[str, Any],
+        moment: datetime | None,
+        reason: DropReason,
+        detail: str,
+        duplicate_of: str | None = None,
+    ) -> None:
+        dropped.append(
+            DroppedItem(
+                id=str(item.get("id", "?")),
+                datetime=iso_utc(moment) if moment else None,
+                month=month_of(moment) if moment else None,
+                reason=reason,
+                detail=detail,
+                duplicate_of=duplicate_of,
+            )
+        )
+
+    checks = Checks(recipe, months)
+    for item in items:
+        outcome = checks.check(item)
+        if isinstance(outcome, Candidate):
+            candidates.append(outcome)
+        else:
+            drop(item, *outcome)
+    return candidates, dropped, drop
+
+
+def _month_plans(
+    months: list[str], planned: list[PlannedItem], dropped: list[DroppedItem]
+) -> tuple[list[MonthPlan], list[DroppedItem]]:
+    """Rule 4: the items of each UTC month (empty months kept), and the drops outside them."""
+    month_set = set(months)
+    by_month: dict[str, list[PlannedItem]] = {m: [] for m in months}
+    for p in planned:
+        by_month[p.month].append(p)
+    dropped_by_month: dict[str, list[DroppedItem]] = {m: [] for m in months}
+    outside: list[DroppedItem] = []
+    for d in dropped:
+        (dropped_by_month[d.month] if d.month in month_set else outside).append(d)
+    month_plans = []
+    for m in months:
+        items = sorted(by_month[m], key=lambda p: (p.datetime, p.id))
+        month_plans.append(
+            MonthPlan(
+                month=m,
+                time=iso_utc(month_bounds(m)[0]),
+                items=items,
+                dropped=sorted(dropped_by_month[m], key=lambda d: (d.datetime or "", d.id)),
+                solar_days=sorted({p.solar_day for p in items}),
+            )
+        )
+    outside.sort(key=lambda d: (d.datetime or "", d.id))
+    return month_plans, outside
+
+
+def _plan_warnings(
+    recipe: Recipe,
+    grid: GridPlan,
+    planned: list[PlannedItem],
+    month_plans: list[MonthPlan],
+    store_path: str | None,
+) -> list[str]:
+    """What a person should know before building (the plan is still valid)."""
+    warnings: list[str] = []
+    assumed = [p.id for p in planned if p.dn_offset_rule == "acquisition-date"]
+    if assumed:
+        warnings.append(
+            f"{len(assumed)} item(s) say nothing about their digital-number offset; assumed "
+            f"from the acquisition date (first: {assumed[0]})"
+        )
+    lossy = [p for p in planned if not p.lossless]
+    if lossy:
+        warnings.append(
+            f"{len(lossy)} item(s) need a negative correction: their numbers below "
+            f"{-min(p.correction for p in lossy)} clip (store offset "
+            f"{recipe.store_dn_offset}); keep the +1000 convention to stay lossless"
+        )
+    if (why := signing_available(recipe)) is not None:
+        warnings.append(why)
+    if recipe.grid.crs == "utm":
+        lons = [c[0] for c in _coords(recipe.aoi.geojson())]
+        zones = {utm_epsg(lon, 0) % 100 for lon in (min(lons), max(lons))}
+        if len(zones) > 1:
+            warnings.append(
+                f"the AOI spans UTM zones {min(zones)}..{max(zones)}; the grid uses "
+                f"{grid.crs} ({grid.crs_reason})"
+            )
+    empty = [m.month for m in month_plans if not m.items]
+    if empty:
+        warnings.append(
+            f"{len(empty)} of {len(month_plans)} month(s) have no items: "
+            + ", ".join(empty[:6])
+            + (" ..." if len(empty) > 6 else "")
+        )
+    if store_path is None:
+        warnings.append("store.path is not set: give --out when building")
+    return warnings
+
+
+def _recipe_sections(recipe: Recipe, n_months: int, store_path: str | None) -> dict[str, Any]:
+    """The recipe's choices as the plan records them, defaults resolved."""
+    store = recipe.store
+    harmonised = [b.name for b in recipe.bands if b.harmonize]
+    codec = {
+        "name": store.codec.name,
+        "level": store.codec.effective_level,
+        "cname": store.codec.cname,
+        "shuffle": store.codec.shuffle,
+    }
+    return {
+        "bands": [
+            {
+                "name": b.name,
+                "asset": list(b.asset),
+                "common_name": b.common_name,
+                "scale": b.scale,
+                "offset": b.physical_offset,
+                "units": b.units,
+                "resampling": b.resampling,
+                "harmonize": b.harmonize,
+            }
+            for b in recipe.bands
+        ],
+        "mask": (
+            {
+                "asset": list(recipe.mask.asset),
+                "keep": list(recipe.mask.keep),
+                "resampling": "nearest",
+            }
+            if recipe.mask is not None
+            else None
+        ),
+        "composite": {
+            "method": recipe.composite.method,
+            "even_count": "mean of the two middle values, rounded half to even (integer dtypes)",
+        },
+        "gap_fill": recipe.gap_fill.model_dump(mode="json"),
+        "store": {
+            "path": store_path,
+            "dtype": store.dtype,
+            "nodata": store.effective_nodata,
+            "encoding": store.encoding,
+            "anchor_interval": store.anchor_interval,
+            "chunk_size": store.chunk_size,
+            "shard": store.shard,
+            "shard_time": (store.shard_time or n_months) if store.shard else None,
+            "codec": {k: v for k, v in codec.items() if v is not None},
+        },
+        "provenance": {
+            "sources": [recipe.catalog.collection],
+            "composite": f"monthly {recipe.composite.method}",
+            "gap_fill": recipe.gap_fill.method,
+            "notes": recipe.provenance.notes,
+        },
+        "dn_convention": {
+            "store_dn_offset": recipe.store_dn_offset if harmonised else 0,
+            "harmonized_bands": harmonised,
+            "rule": (
+                "stored = item number + correction, correction = store_dn_offset - item dn_offset "
+                "(valid pixels of harmonised bands only; nodata stays nodata)"
+            ),
+            "saturation": (
+                f"corrected numbers are clipped to [1, {_DTYPE_MAX[store.dtype]}]"
+                if store.dtype in _DTYPE_MAX
+                else "none (signed or float store)"
+            ),
+        },
+    }
+
+
+def _coords(geojson: dict[str, Any]) -> list[tuple[float, float]]:
+    geom = shape(geojson)
+    return [tuple(c) for poly in getattr(geom, "geoms", [geom]) for c in poly.exterior.coords]
+
+
+def _planned_item(recipe: Recipe, cand: Candidate) -> PlannedItem:
+    item = cand.item
+    props = item.get("properties") or {}
+    harmonised = [cand.assets[b.name] for b in recipe.bands if b.harmonize]
+    decision = dn_offset_of(item, harmonised)
+    dn_offset, source, notes = decision.offset, decision.source, list(decision.notes)
+    if harmonised:
+        correction = recipe.store_dn_offset - dn_offset
+    else:
+        correction = 0
+        source = f"not applied (no harmonised band); {source}"
+    lossless = correction >= 0 or recipe.store.dtype in ("int16", "float32")
+    if correction < 0 and not lossless:
+        notes.append(f"numbers 1..{-correction} clip to 1 (lossy)")
+    baseline = baseline_of(props)
+    cloud = props.get("eo:cloud_cover")
+    assets = item.get("assets") or {}
+    hrefs = {name: _unsigned(str(assets[key].get("href"))) for name, key in cand.assets.items()}
+    return PlannedItem(
+        id=str(item["id"]),
+        collection=item.get("collection"),
+        datetime=iso_utc(cand.moment),
+        month=month_of(cand.moment),
+        solar_day=solar_day(item, cand.moment, cand.footprint),
+        platform=props.get("platform"),
+        mgrs_tile=mgrs_tile(item),
+        cloud_cover=float(cloud) if isinstance(cloud, int | float) else None,
+        processing_baseline=f"{baseline[0]:02d}.{baseline[1]:02d}" if baseline else None,
+        dn_offset=dn_offset,
+        dn_offset_rule=decision.rule,
+        dn_offset_source=source,
+        correction=correction,
+        lossless=lossless,
+        notes=notes,
+        assets=dict(cand.assets),
+        hrefs=hrefs,
+        stac=_unsigned_item(item),
+    )
+
+
+_SAS = re.compile(r"[?&](sig|se|st|sv|sp|sr)=")
+
+
+def _unsigned(href: str) -> str:
+    """An href without a SAS-style query (a token copied into a catalog must not be frozen)."""
+    if "?" in href and _SAS.search(href) and "sig=" in href:
+        return href.split("?", 1)[0]
+    return href
+
+
+def _unsigned_item(item: dict[str, Any]) -> dict[str, Any]:
+    assets = item.get("assets") or {}
+    if not any("sig=" in str(a.get("href", "")) for a in assets.values()):
+        return item
+    out = dict(item)
+    out["assets"] = {k: {**a, "href": _unsigned(str(a.get("href")))} for k, a in assets.items()}
+    return out
+
+
+def plan_recipe(
+    recipe: Recipe,
+    *,
+    out: str | None = None,
+    policy: RetryPolicy | None = None,
+    on_page: PageCallback | None = None,
+) -> Plan:
+    """Resolve the recipe's items and make its plan (what ``cz build --dry-run`` does)."""
+    resolution = resolve_items(recipe, policy=policy, on_page=on_page)
+    return make_plan(recipe, resolution, out=out)

@@ -1,0 +1,127 @@
+"""The plan model: planned and dropped items, months, totals; JSON as ``cz build --dry-run --json``."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pystac
+from pydantic import BaseModel, Field
+
+from cz.plan.estimate import Estimate
+from cz.plan.grid import GridPlan
+
+PLAN_VERSION = "1"
+
+DropReason = Literal[
+    "invalid", "collection", "time", "aoi", "cloud", "property", "asset", "duplicate"
+]
+
+
+class PlannedItem(BaseModel):
+    """An item kept for a month, with its digital-number correction and its (unsigned) hrefs."""
+
+    id: str
+    collection: str | None
+    datetime: str
+    month: str
+    solar_day: str
+    platform: str | None
+    mgrs_tile: str | None
+    cloud_cover: float | None
+    processing_baseline: str | None
+    dn_offset: int
+    dn_offset_rule: str
+    dn_offset_source: str
+    correction: int
+    lossless: bool
+    notes: list[str] = Field(default_factory=list)
+    assets: dict[str, str]
+    hrefs: dict[str, str]
+    stac: dict[str, Any] | None = None
+
+    def to_pystac(self) -> pystac.Item:
+        """The item as a ``pystac.Item`` (needs the plan to have been made with its STAC dicts)."""
+        if self.stac is None:
+            raise ValueError(f"plan item {self.id!r} carries no STAC dict")
+        # no migration: it rewrites fields and may warn; odc-stac reads STAC 1.0 items as they are
+        return pystac.Item.from_dict(self.stac, preserve_dict=True, migrate=False)
+
+
+class DroppedItem(BaseModel):
+    """An item left out, and why."""
+
+    id: str
+    datetime: str | None
+    month: str | None
+    reason: DropReason
+    detail: str
+    duplicate_of: str | None = None
+
+
+class MonthPlan(BaseModel):
+    """One timestep of the store: a UTC calendar month, its items and the items dropped."""
+
+    month: str
+    time: str
+    items: list[PlannedItem]
+    dropped: list[DroppedItem]
+    solar_days: list[str]
+
+
+class Totals(BaseModel):
+    """Counts over the plan."""
+
+    months: int
+    empty_months: int
+    items_found: int
+    items_kept: int
+    dropped: dict[str, int]
+    observations: int
+    corrections: dict[str, int]
+
+
+class Plan(BaseModel):
+    """The checked monthly plan of a recipe (what ``cz build --dry-run`` prints)."""
+
+    plan_version: str = PLAN_VERSION
+    recipe: str
+    name: str | None
+    collection: str
+    source: dict[str, Any]
+    signing: str
+    grid: GridPlan
+    bands: list[dict[str, Any]]
+    mask: dict[str, Any] | None
+    composite: dict[str, Any]
+    gap_fill: dict[str, Any]
+    store: dict[str, Any]
+    provenance: dict[str, Any]
+    dn_convention: dict[str, Any]
+    months: list[MonthPlan]
+    outside: list[DroppedItem]
+    totals: Totals
+    estimate: Estimate
+    warnings: list[str]
+
+    def to_dict(self, *, include_stac: bool = False) -> dict[str, Any]:
+        """The plan as JSON-ready data; the items' full STAC dicts only with ``include_stac``."""
+        exclude = None
+        if not include_stac:
+            exclude = {"months": {"__all__": {"items": {"__all__": {"stac"}}}}}
+        return self.model_dump(mode="json", exclude=exclude)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Plan:
+        """A plan from :meth:`to_dict` output."""
+        return cls.model_validate(data)
+
+    def month(self, month: str) -> MonthPlan:
+        """The plan of one ``YYYY-MM`` month."""
+        for entry in self.months:
+            if entry.month == month:
+                return entry
+        raise KeyError(month)
+
+    def month_items(self, month: str) -> list[pystac.Item]:
+        """The kept items of a month as ``pystac.Item`` (unsigned; see ``cz.stac.sign_items``)."""
+        return [item.to_pystac() for item in self.month(month).items]

@@ -1,0 +1,169 @@
+"""The client-side checks of rule 1 and the de-duplication of rule 2 (docs/recipes.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from shapely import prepared
+from shapely.geometry import shape
+from shapely.ops import unary_union
+
+from cz.months import iso_utc, month_of
+from cz.plan.items import item_datetime, item_footprint, scene_key, version_order
+from cz.plan.model import DropReason
+from cz.recipe import Recipe
+
+#: An item is a duplicate when better items of its scene cover this share of its footprint.
+DUPLICATE_COVER = 0.9
+
+
+def _compare(value: Any, op: str, target: Any) -> bool:
+    if op == "eq":
+        return bool(value == target)
+    if op == "neq":
+        return bool(value != target)
+    if op == "in":
+        return value in target
+    if value is None:
+        return False
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    if numeric != (isinstance(target, int | float) and not isinstance(target, bool)):
+        return False
+    try:
+        return {
+            "lt": value < target,
+            "lte": value <= target,
+            "gt": value > target,
+            "gte": value >= target,
+        }[op]
+    except TypeError:
+        return False
+
+
+def resolve_asset(assets: dict[str, Any], aliases: Sequence[str]) -> str | None:
+    return next((a for a in aliases if a in assets), None)
+
+
+def solar_day(item: dict[str, Any], moment: datetime, footprint: Any | None) -> str:
+    """Local solar date (as odc-stac's ``groupby='solar_day'``): UTC + longitude / 15 hours."""
+    lon = footprint.centroid.x if footprint is not None and not footprint.is_empty else 0.0
+    return (moment.astimezone(UTC) + timedelta(seconds=lon * 240)).date().isoformat()
+
+
+class Candidate:
+    """An item that passed the client-side checks, awaiting de-duplication."""
+
+    def __init__(self, item: dict[str, Any], moment: datetime, footprint: Any | None) -> None:
+        self.item = item
+        self.moment = moment
+        self.footprint = footprint
+        self.assets: dict[str, str] = {}
+
+
+class Checks:
+    """The client-side checks of rule 1, prepared once per plan."""
+
+    def __init__(self, recipe: Recipe, months: list[str]) -> None:
+        self.recipe = recipe
+        self.months = months
+        self.month_set = set(months)
+        self.aoi = shape(recipe.aoi.geojson())
+        self.aoi_prepared = prepared.prep(self.aoi)
+        self.max_cloud = recipe.filters.max_cloud_cover
+        self.conditions = {k: c.operators() for k, c in recipe.filters.properties.items()}
+        self.seen_ids: set[str] = set()
+
+    def check(
+        self, item: dict[str, Any]
+    ) -> Candidate | tuple[datetime | None, DropReason, str, str | None]:
+        """A candidate, or ``(datetime, reason, detail, duplicate_of)`` of the first failure."""
+        moment = item_datetime(item)
+        item_id = item.get("id")
+        if not isinstance(item_id, str) or not item_id or moment is None:
+            return moment, "invalid", "no id or no valid datetime", None
+        if item_id in self.seen_ids:
+            return moment, "duplicate", "the same item id was listed twice", item_id
+        self.seen_ids.add(item_id)
+        collection = item.get("collection")
+        if collection is not None and collection != self.recipe.catalog.collection:
+            return moment, "collection", f"collection {collection!r}", None
+        if month_of(moment) not in self.month_set:
+            span = f"{self.months[0]}..{self.months[-1]}"
+            return moment, "time", f"acquired {iso_utc(moment)}, outside {span}", None
+        footprint = item_footprint(item)
+        if footprint is None or footprint.is_empty:
+            return moment, "aoi", "no geometry or bbox", None
+        if not self.aoi_prepared.intersects(footprint) or self.aoi.touches(footprint):
+            return moment, "aoi", "footprint does not overlap the AOI", None
+        props = item.get("properties") or {}
+        if self.max_cloud is not None:
+            cloud = props.get("eo:cloud_cover")
+            if not isinstance(cloud, int | float) or isinstance(cloud, bool):
+                return moment, "cloud", "no eo:cloud_cover", None
+            if cloud > self.max_cloud:
+                return moment, "cloud", f"eo:cloud_cover {cloud:g} > {self.max_cloud:g}", None
+        for prop, ops in self.conditions.items():
+            for op, target in ops.items():
+                if not _compare(props.get(prop), op, target):
+                    detail = f"{prop} = {props.get(prop)!r} fails {op} {target!r}"
+                    return moment, "property", detail, None
+        cand = Candidate(item, moment, footprint)
+        assets = item.get("assets") or {}
+        for band in self.recipe.bands:
+            key = resolve_asset(assets, band.asset)
+            if key is None:
+                tried = ", ".join(band.asset)
+                return moment, "asset", f"no asset for band {band.name} (tried {tried})", None
+            cand.assets[band.name] = key
+        if self.recipe.mask is not None:
+            key = resolve_asset(assets, self.recipe.mask.asset)
+            if key is None:
+                tried = ", ".join(self.recipe.mask.asset)
+                return moment, "asset", f"no mask asset (tried {tried})", None
+            cand.assets["mask"] = key
+        return cand
+
+
+def deduplicate(candidates: list[Candidate], drop: Any) -> list[Candidate]:
+    """Rule 2 of the module docstring: keep the best version of a scene, and any item that adds
+    footprint (a granule split across datastrips is not a duplicate)."""
+    groups: dict[tuple[Any, ...], list[Candidate]] = {}
+    for cand in candidates:
+        groups.setdefault(scene_key(cand.item), []).append(cand)
+    kept: list[Candidate] = []
+    for group in groups.values():
+        group.sort(key=lambda c: version_order(c.item))
+        chosen: list[Candidate] = []
+        for cand in group:
+            if chosen:
+                covered = unary_union([c.footprint for c in chosen])
+                area = cand.footprint.area
+                share = cand.footprint.intersection(covered).area / area if area > 0 else 1.0
+                if share >= DUPLICATE_COVER:
+                    best = chosen[0].item
+                    drop(
+                        cand.item,
+                        cand.moment,
+                        "duplicate",
+                        f"same scene as {best['id']} ({_why_better(best, cand.item)})",
+                        str(best["id"]),
+                    )
+                    continue
+            chosen.append(cand)
+        kept.extend(chosen)
+    return kept
+
+
+def _why_better(best: dict[str, Any], other: dict[str, Any]) -> str:
+    b, o = version_order(best), version_order(other)
+    if b[:2] != o[:2]:
+        pb = best.get("properties", {}).get("s2:processing_baseline")
+        po = other.get("properties", {}).get("s2:processing_baseline")
+        return f"kept baseline {pb} over {po}"
+    if b[2] != o[2]:
+        return f"kept the more complete footprint: nodata {b[2]:g} % vs {o[2]:g} %"
+    if b[3] != o[3]:
+        return "kept the newer processing"
+    return "kept the smaller id"
