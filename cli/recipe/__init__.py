@@ -1,0 +1,58 @@
+"""Recipes: the declarative YAML that says what store to build (reference: ``docs/recipes.md``).
+
+A recipe is parsed with ``yaml.SafeLoader`` (no Python tags, no code execution) into pydantic v2
+models that forbid unknown keys. Every mistake becomes a :class:`~cz.errors.RecipeProblem` that
+names the file, the line and column, the field path (``bands[1].resampling``) and what was
+expected; a misspelt key or value gets a "did you mean" suggestion. All problems of a recipe are
+reported together.
+
+Modules: :mod:`~cz.recipe.sections` (the models), :mod:`~cz.recipe.normalise` (value
+shorthands), :mod:`~cz.recipe.geojson` (the AOI), :mod:`~cz.recipe.positions` (YAML with line
+and column), :mod:`~cz.recipe.problems` (phrasing errors), :mod:`~cz.recipe.semantic` (checks
+across fields), :mod:`~cz.recipe.loading` (the entry points).
+
+Relative paths: inputs that travel with the recipe (``catalog.path``, ``aoi.file``) resolve
+against the recipe's folder; the output ``store.path`` resolves against the working directory,
+like ``--out``.
+"""
+
+from cz.recipe.loading import load_recipe, parse_recipe
+from cz.recipe.sections import (
+    DEFAULT_SCL_KEEP,
+    RESAMPLING,
+    AoiSpec,
+    BandSpec,
+    CatalogSpec,
+    CodecSpec,
+    CompositeSpec,
+    Condition,
+    FiltersSpec,
+    GapFillSpec,
+    GridSpec,
+    MaskSpec,
+    ProvenanceSpec,
+    Recipe,
+    StoreSpec,
+    TimeSpec,
+)
+
+__all__ = [
+    "DEFAULT_SCL_KEEP",
+    "RESAMPLING",
+    "AoiSpec",
+    "BandSpec",
+    "CatalogSpec",
+    "CodecSpec",
+    "CompositeSpec",
+    "Condition",
+    "FiltersSpec",
+    "GapFillSpec",
+    "GridSpec",
+    "MaskSpec",
+    "ProvenanceSpec",
+    "Recipe",
+    "StoreSpec",
+    "TimeSpec",
+    "load_recipe",
+    "parse_recipe",
+]

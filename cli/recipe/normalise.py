@@ -1,0 +1,78 @@
+"""Value normalisers of recipe fields (pydantic BeforeValidators) and input path resolution.
+
+BeforeValidators keep the models free of unions, so that an error has one location instead of
+one per union member.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    ValidationInfo,
+)
+
+MONTH_RE = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+
+URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def as_list_of_str(value: Any) -> Any:
+    """Accept ``red`` as shorthand for ``[red]`` (asset aliases)."""
+    if isinstance(value, str):
+        return [value]
+    return value
+
+
+def as_month(value: Any) -> Any:
+    """Months are ``YYYY-MM`` strings; YAML turns ``2020-06-01`` into a date, which we refuse."""
+    if isinstance(value, date):
+        raise ValueError(
+            f"expected a month as YYYY-MM (e.g. {value:%Y-%m}), got the date {value.isoformat()}; "
+            "the time range is whole calendar months"
+        )
+    if isinstance(value, int) and not isinstance(value, bool):
+        raise ValueError(f"expected a month as YYYY-MM (e.g. {value}-01), got the number {value}")
+    if isinstance(value, str) and not MONTH_RE.match(value.strip()):
+        raise ValueError(f"expected a month as YYYY-MM (e.g. 2024-01), got {value!r}")
+    return value.strip() if isinstance(value, str) else value
+
+
+def as_crs(value: Any) -> Any:
+    """``32633`` and ``epsg:32633`` become ``EPSG:32633``; ``UTM`` becomes ``utm``."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return f"EPSG:{value}"
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() == "utm":
+            return "utm"
+        if text.isdigit():
+            return f"EPSG:{text}"
+        if text.upper().startswith("EPSG:"):
+            return "EPSG:" + text[5:].strip()
+    return value
+
+
+def as_codec(value: Any) -> Any:
+    """``codec: zstd`` is shorthand for ``codec: {name: zstd}``."""
+    if isinstance(value, str):
+        return {"name": value}
+    return value
+
+
+def is_url(text: str) -> bool:
+    return bool(URL_RE.match(text))
+
+
+def resolve_input(value: str | Path, info: ValidationInfo) -> Path:
+    """Resolve a recipe-relative input path against the recipe's folder (context ``base_dir``)."""
+    path = Path(str(value)).expanduser()
+    base = (info.context or {}).get("base_dir")
+    if not path.is_absolute() and base is not None:
+        path = Path(base) / path
+    return path.resolve()

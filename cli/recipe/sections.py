@@ -1,0 +1,406 @@
+"""The recipe's sections as pydantic v2 models that forbid unknown keys (docs/recipes.md)."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+)
+
+from cz.errors import RecipeProblem
+from cz.recipe.geojson import check_geojson_geometry, read_geojson_file
+from cz.recipe.normalise import as_codec, as_crs, as_list_of_str, as_month, is_url, resolve_input
+from cz.recipe.positions import Marks, field_path, locate
+
+#: SCL classes kept by default: vegetation, not vegetated, water, unclassified, snow/ice.
+DEFAULT_SCL_KEEP: tuple[int, ...] = (4, 5, 6, 7, 11)
+
+#: Resampling methods understood by odc-stac / rasterio.
+RESAMPLING = (
+    "nearest",
+    "bilinear",
+    "cubic",
+    "cubic_spline",
+    "lanczos",
+    "average",
+    "mode",
+    "min",
+    "max",
+    "med",
+    "q1",
+    "q3",
+)
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+NODATA_RANGE = {"uint8": (0, 255), "uint16": (0, 65535), "int16": (-32768, 32767)}
+
+
+class SectionModel(BaseModel):
+    """Base of every recipe section: unknown keys are errors, defaults are validated too."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True, populate_by_name=True)
+
+
+class CatalogSpec(SectionModel):
+    """Where the items come from: a STAC API (``url``) or a local file (``path``); one
+    collection."""
+
+    url: str | None = None
+    path: Path | None = None
+    collection: str = Field(min_length=1, description="the STAC collection id, e.g. sentinel-2-l2a")
+    sign: Literal["none", "planetary-computer"] = "none"
+    timeout: float = Field(30.0, gt=0, le=600)
+    max_retries: int = Field(5, ge=0, le=20)
+    backoff_factor: float = Field(0.5, ge=0, le=60)
+    backoff_max: float = Field(30.0, gt=0, le=600)
+    page_size: int = Field(100, ge=1, le=10000)
+    max_items: int | None = Field(None, ge=1)
+
+    @field_validator("url")
+    @classmethod
+    def _url_is_http(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError(f"expected an http(s) URL of a STAC API, got {value!r}")
+        return value.rstrip("/") if value else value
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _path_relative_to_recipe(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, str | Path):
+            raise ValueError(f"expected a file path, got {type(value).__name__}")
+        if isinstance(value, str) and is_url(value):
+            raise ValueError(
+                f"expected a local file path, got the URL {value!r}; use catalog.url for a STAC API"
+            )
+        return resolve_input(value, info)
+
+
+class AoiSpec(SectionModel):
+    """The area of interest in lon/lat (EPSG:4326): a bbox, an inline GeoJSON geometry or a file."""
+
+    bbox: list[float] | None = None
+    geometry: dict[str, Any] | None = None
+    file: Path | None = None
+
+    _geojson: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @field_validator("bbox")
+    @classmethod
+    def _bbox_order(cls, value: list[float] | None) -> list[float] | None:
+        if value is None:
+            return None
+        if len(value) != 4:
+            raise ValueError(
+                f"expected four numbers [west, south, east, north] in lon/lat; got {len(value)}"
+            )
+        west, south, east, north = value
+        if not all(math.isfinite(v) for v in value):
+            raise ValueError("expected four finite numbers [west, south, east, north]")
+        if not (-180 <= west <= 180 and -180 <= east <= 180):
+            raise ValueError(f"longitudes must lie in [-180, 180], got {west} and {east}")
+        if not (-90 <= south <= 90 and -90 <= north <= 90):
+            raise ValueError(f"latitudes must lie in [-90, 90], got {south} and {north}")
+        if west >= east:
+            raise ValueError(
+                f"expected west < east, got west {west} and east {east} (an AOI across the "
+                "antimeridian is not supported: split it into two recipes)"
+            )
+        if south >= north:
+            raise ValueError(f"expected south < north, got south {south} and north {north}")
+        return value
+
+    @field_validator("geometry")
+    @classmethod
+    def _geometry_is_polygonal(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        return check_geojson_geometry(value)
+
+    @field_validator("file", mode="before")
+    @classmethod
+    def _file_relative_to_recipe(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, str | Path):
+            raise ValueError(f"expected a file path, got {type(value).__name__}")
+        path = resolve_input(value, info)
+        if not path.is_file():
+            raise ValueError(f"file not found: {path}")
+        return path
+
+    def geojson(self) -> dict[str, Any]:
+        """The AOI as a lon/lat GeoJSON geometry (a bbox becomes its polygon)."""
+        if self._geojson is None:
+            if self.bbox is not None:
+                w, s, e, n = self.bbox
+                self._geojson = {
+                    "type": "Polygon",
+                    "coordinates": [[[w, s], [e, s], [e, n], [w, n], [w, s]]],
+                }
+            elif self.geometry is not None:
+                self._geojson = self.geometry
+            elif self.file is not None:
+                self._geojson = read_geojson_file(self.file)
+            else:  # pragma: no cover - excluded by the semantic checks
+                raise ValueError("aoi has no bbox, geometry or file")
+        return self._geojson
+
+
+class GridSpec(SectionModel):
+    """The output grid: a projected CRS in metres (or ``utm``) and the pixel size in metres."""
+
+    crs: Annotated[str, BeforeValidator(as_crs)] = "utm"
+    resolution: float = Field(gt=0, le=100000, description="pixel size in metres, e.g. 10")
+
+    @field_validator("crs")
+    @classmethod
+    def _crs_is_projected_metres(cls, value: str) -> str:
+        if value == "utm":
+            return value
+        if not value.startswith("EPSG:") or not value[5:].isdigit():
+            raise ValueError(
+                f"expected an EPSG code (e.g. EPSG:32633 or 32633) or 'utm', got {value!r}"
+            )
+        from pyproj import CRS
+        from pyproj.exceptions import CRSError
+
+        try:
+            crs = CRS.from_user_input(value)
+        except CRSError:
+            raise ValueError(f"unknown CRS {value!r}") from None
+        if not crs.is_projected:
+            raise ValueError(
+                f"{value} is not a projected CRS; the resolution is in metres, so use a projected "
+                "CRS (e.g. a UTM zone) or 'utm'"
+            )
+        units = {axis.unit_name for axis in crs.axis_info}
+        if units - {"metre"}:
+            raise ValueError(f"{value} has axis units {sorted(units)}; expected metres")
+        return value
+
+
+class TimeSpec(SectionModel):
+    """The time range, whole UTC calendar months, both ends included."""
+
+    start: Annotated[str, BeforeValidator(as_month)] = Field(description="first month, YYYY-MM")
+    end: Annotated[str, BeforeValidator(as_month)] = Field(description="last month, YYYY-MM")
+
+
+class BandSpec(SectionModel):
+    """One band of the store: where it comes from (asset aliases) and what its numbers mean."""
+
+    name: str = Field(min_length=1, max_length=64, description="the band name in the store")
+    asset: Annotated[list[str], BeforeValidator(as_list_of_str)] = Field(
+        min_length=1, description="an asset key or a list of aliases, e.g. [red, B04]"
+    )
+    common_name: str | None = None
+    scale: float = 0.0001
+    offset: float | None = None
+    units: str | None = None
+    resampling: Literal[RESAMPLING] = "nearest"  # type: ignore[valid-type]
+    harmonize: bool = True
+
+    @field_validator("name")
+    @classmethod
+    def _name_chars(cls, value: str) -> str:
+        if not NAME_RE.match(value):
+            raise ValueError(
+                "expected letters, digits, '_', '.' or '-' (it becomes a Zarr coordinate), "
+                f"got {value!r}"
+            )
+        return value
+
+    @field_validator("asset")
+    @classmethod
+    def _aliases(cls, value: list[str]) -> list[str]:
+        if any(not isinstance(v, str) or not v.strip() for v in value):
+            raise ValueError("expected asset keys (non-empty strings)")
+        if len(set(value)) != len(value):
+            raise ValueError(f"an asset alias is listed twice: {value}")
+        return value
+
+    @field_validator("scale")
+    @classmethod
+    def _scale_nonzero(cls, value: float) -> float:
+        if not math.isfinite(value) or value == 0:
+            raise ValueError(f"expected a finite, non-zero number, got {value}")
+        return value
+
+    @field_validator("offset")
+    @classmethod
+    def _offset_finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"expected a finite number, got {value}")
+        return value
+
+    @property
+    def physical_offset(self) -> float:
+        """The band's offset: as given, else -1000 x scale when harmonised, else 0."""
+        if self.offset is not None:
+            return self.offset
+        return -1000.0 * self.scale if self.harmonize else 0.0
+
+    @property
+    def store_dn_offset(self) -> float:
+        """The additive offset carried by stored numbers: physical = (stored - this) * scale."""
+        return -self.physical_offset / self.scale
+
+
+class Condition(SectionModel):
+    """Conditions on one item property, STAC ``query`` style (all given ones must hold)."""
+
+    eq: Any = None
+    neq: Any = None
+    lt: float | str | None = None
+    lte: float | str | None = None
+    gt: float | str | None = None
+    gte: float | str | None = None
+    in_: list[Any] | None = Field(None, alias="in", min_length=1)
+
+    def operators(self) -> dict[str, Any]:
+        """The operators given, as ``{op: value}`` in the STAC query spelling (``in``)."""
+        return {
+            ("in" if name == "in_" else name): value
+            for name in ("eq", "neq", "lt", "lte", "gt", "gte", "in_")
+            if (value := getattr(self, name)) is not None
+        }
+
+
+class FiltersSpec(SectionModel):
+    """Item filters: the cloud cover ceiling and other property conditions."""
+
+    max_cloud_cover: float | None = Field(None, ge=0, le=100)
+    properties: dict[str, Condition] = Field(default_factory=dict)
+
+
+class MaskSpec(SectionModel):
+    """The scene classification asset and the classes kept (Sentinel-2 SCL by default)."""
+
+    asset: Annotated[list[str], BeforeValidator(as_list_of_str)] = Field(
+        default_factory=lambda: ["scl", "SCL"], min_length=1
+    )
+    keep: list[Annotated[int, Field(ge=0, le=255)]] = Field(
+        default_factory=lambda: list(DEFAULT_SCL_KEEP), min_length=1
+    )
+
+    @field_validator("keep")
+    @classmethod
+    def _unique(cls, value: list[int]) -> list[int]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"a class is listed twice: {value}")
+        return sorted(value)
+
+
+class CompositeSpec(SectionModel):
+    """The monthly composite. Only the per-pixel median (rounding rule in docs/recipes.md)."""
+
+    method: Literal["median"] = "median"
+
+
+class GapFillSpec(SectionModel):
+    """Gap-fill: none, or carry the last composite value forward for at most ``max_age`` months."""
+
+    method: Literal["none", "carry-forward"] = "none"
+    max_age: int | None = Field(None, ge=1, le=1200)
+
+
+class CodecSpec(SectionModel):
+    """Compression codec of data, mask and coverage (spec 8)."""
+
+    name: Literal["zstd", "gzip", "blosc"] = "zstd"
+    level: int | None = None
+    cname: Literal["zstd", "lz4"] | None = None
+    shuffle: Literal["shuffle", "noshuffle"] | None = None
+
+    @property
+    def effective_level(self) -> int:
+        """The level used: as given, else 5 (zstd, blosc) or 6 (gzip)."""
+        if self.level is not None:
+            return self.level
+        return 6 if self.name == "gzip" else 5
+
+
+class StoreSpec(SectionModel):
+    """The chronozarr store written by ``cz build`` and its layout options."""
+
+    path: str | None = None
+    dtype: Literal["uint8", "uint16", "int16", "float32"] = "uint16"
+    nodata: float | None = None
+    encoding: Literal["auto", "none", "star-delta"] = "auto"
+    anchor_interval: int = Field(6, ge=1, le=1000)
+    chunk_size: int = Field(512, ge=2, le=8192)
+    shard: bool = False
+    shard_time: int | None = Field(None, ge=1)
+    codec: Annotated[CodecSpec, BeforeValidator(as_codec)] = Field(default_factory=CodecSpec)
+
+    @field_validator("chunk_size")
+    @classmethod
+    def _even(cls, value: int) -> int:
+        if value % 2:
+            raise ValueError(
+                f"expected an even number (spec 2.1; 256 or 512 recommended), got {value}"
+            )
+        return value
+
+    @property
+    def effective_nodata(self) -> float | int | None:
+        """nodata as given, else the writer default: 0 for uint8/uint16, none for int16/float32."""
+        if self.nodata is not None:
+            return int(self.nodata) if self.dtype != "float32" else self.nodata
+        return 0 if self.dtype in ("uint8", "uint16") else None
+
+
+class ProvenanceSpec(SectionModel):
+    """Free-text notes recorded in the store's provenance."""
+
+    notes: str | None = None
+
+
+class Recipe(SectionModel):
+    """A whole recipe. Build with :func:`load_recipe` or :func:`parse_recipe`, not directly."""
+
+    name: str | None = None
+    description: str | None = None
+    catalog: CatalogSpec = Field(description="catalog: with url or path, and collection")
+    aoi: AoiSpec = Field(description="aoi: with bbox, geometry or file")
+    grid: GridSpec = Field(description="grid: with crs and resolution")
+    time: TimeSpec = Field(description="time: with start and end months")
+    bands: list[BandSpec] = Field(min_length=1, description="a list of bands")
+    filters: FiltersSpec = Field(default_factory=FiltersSpec)
+    mask: MaskSpec | None = Field(default_factory=MaskSpec)
+    composite: CompositeSpec = Field(default_factory=CompositeSpec)
+    gap_fill: GapFillSpec = Field(default_factory=GapFillSpec)
+    store: StoreSpec = Field(default_factory=StoreSpec)
+    provenance: ProvenanceSpec = Field(default_factory=ProvenanceSpec)
+
+    _source: str = PrivateAttr(default="<recipe>")
+    _marks: dict[tuple[str | int, ...], Marks] = PrivateAttr(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        """The file the recipe was read from (or the name given to :func:`parse_recipe`)."""
+        return self._source
+
+    def problem(self, field: tuple[str | int, ...], message: str) -> RecipeProblem:
+        """A located problem for ``field`` (for checks made after loading, e.g. a missing file)."""
+        line, column = locate(self._marks, field, key=False)
+        return RecipeProblem(self._source, line, column, field_path(field), message)
+
+    @property
+    def store_dn_offset(self) -> int:
+        """The one additive digital-number offset of the store's harmonised bands (0 or 1000...)."""
+        offsets = {round(b.store_dn_offset) for b in self.bands if b.harmonize}
+        return offsets.pop() if offsets else 0

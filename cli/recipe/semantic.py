@@ -1,0 +1,145 @@
+"""Checks across fields, after each field is valid on its own."""
+
+from __future__ import annotations
+
+import math
+
+from cz.recipe.sections import NODATA_RANGE, Recipe
+
+Found = list[tuple[tuple[str | int, ...], str]]
+
+
+def semantic_problems(recipe: Recipe) -> Found:
+    """Rules that involve more than one field; each returns the path it is best reported at."""
+    return (
+        _source_problems(recipe)
+        + _band_problems(recipe)
+        + _store_problems(recipe)
+        + _gap_fill_and_mask_problems(recipe)
+    )
+
+
+def _source_problems(recipe: Recipe) -> Found:
+    """One catalog, one AOI form, an ordered time range."""
+    found: Found = []
+    cat = recipe.catalog
+    if (cat.url is None) == (cat.path is None):
+        found.append(
+            (("catalog",), "expected exactly one of 'url' (a STAC API) or 'path' (a local file)")
+        )
+    aoi = recipe.aoi
+    given = [k for k in ("bbox", "geometry", "file") if getattr(aoi, k) is not None]
+    if len(given) != 1:
+        which = f"got {', '.join(given)}" if given else "got none"
+        found.append((("aoi",), f"expected exactly one of 'bbox', 'geometry' or 'file'; {which}"))
+    if recipe.time.start > recipe.time.end:
+        found.append(
+            (("time", "end"), f"end {recipe.time.end} is before start {recipe.time.start}")
+        )
+    return found
+
+
+def _band_problems(recipe: Recipe) -> Found:
+    """Unique band names; harmonised bands share one whole digital-number offset."""
+    found: Found = []
+    names: dict[str, int] = {}
+    for i, band in enumerate(recipe.bands):
+        if band.name in names:
+            found.append(
+                (
+                    (("bands", i, "name")),
+                    f"band name {band.name!r} is also used by bands[{names[band.name]}]",
+                )
+            )
+        names.setdefault(band.name, i)
+    harmonised = [(i, b) for i, b in enumerate(recipe.bands) if b.harmonize]
+    first_offset: tuple[int, float] | None = None
+    for i, band in harmonised:
+        dn = band.store_dn_offset
+        if abs(dn - round(dn)) > 1e-6 * max(1.0, abs(dn)):
+            found.append(
+                (
+                    ("bands", i, "offset" if band.offset is not None else "scale"),
+                    f"offset / scale must be a whole number of digital numbers for a harmonised "
+                    f"band (offset {band.physical_offset} / scale {band.scale} = {-dn:g})",
+                )
+            )
+            continue
+        if first_offset is None:
+            first_offset = (i, dn)
+        elif round(dn) != round(first_offset[1]):
+            found.append(
+                (
+                    ("bands", i, "offset" if band.offset is not None else "scale"),
+                    f"harmonised bands must share one digital-number convention: this band stores "
+                    f"numbers with offset {round(dn)}, bands[{first_offset[0]}] with "
+                    f"{round(first_offset[1])}",
+                )
+            )
+    return found
+
+
+def _store_problems(recipe: Recipe) -> Found:
+    """Encoding for the dtype (spec 4.1), sharding options, nodata in range, codec levels."""
+    found: Found = []
+    store = recipe.store
+    if store.encoding == "star-delta" and store.dtype not in ("uint8", "uint16"):
+        found.append(
+            (
+                ("store", "encoding"),
+                f"star-delta is only valid for uint8 and uint16 (spec 4.1), not {store.dtype}",
+            )
+        )
+    if store.shard_time is not None and not store.shard:
+        found.append((("store", "shard_time"), "shard_time is only used with shard: true"))
+    if store.nodata is not None:
+        low_high = NODATA_RANGE.get(store.dtype)
+        if low_high is not None:
+            low, high = low_high
+            if store.nodata != int(store.nodata) or not low <= store.nodata <= high:
+                found.append(
+                    (
+                        ("store", "nodata"),
+                        f"expected a whole number in [{low}, {high}] for {store.dtype}; "
+                        f"got {store.nodata:g}",
+                    )
+                )
+        elif not math.isfinite(store.nodata):
+            found.append((("store", "nodata"), "NaN and infinity are not valid nodata (spec 2.3)"))
+    codec = store.codec
+    level_range = {"zstd": (-7, 22), "gzip": (0, 9), "blosc": (0, 9)}[codec.name]
+    if codec.level is not None and not level_range[0] <= codec.level <= level_range[1]:
+        found.append(
+            (
+                ("store", "codec", "level"),
+                f"expected a {codec.name} level in [{level_range[0]}, {level_range[1]}]; "
+                f"got {codec.level}",
+            )
+        )
+    if codec.name != "blosc":
+        for opt in ("cname", "shuffle"):
+            if getattr(codec, opt) is not None:
+                found.append(
+                    (("store", "codec", opt), f"{opt} is a blosc option; the codec is {codec.name}")
+                )
+    return found
+
+
+def _gap_fill_and_mask_problems(recipe: Recipe) -> Found:
+    """carry-forward needs max_age and only it uses one; the mask asset is not a band's."""
+    found: Found = []
+    gap = recipe.gap_fill
+    if gap.method == "carry-forward" and gap.max_age is None:
+        found.append(
+            (("gap_fill", "max_age"), "carry-forward needs max_age (months), e.g. max_age: 2")
+        )
+    if gap.method == "none" and gap.max_age is not None:
+        found.append((("gap_fill", "max_age"), "max_age is only used with method: carry-forward"))
+    if recipe.mask is not None:
+        band_assets = {a for b in recipe.bands for a in b.asset}
+        clash = band_assets & set(recipe.mask.asset)
+        if clash:
+            found.append(
+                (("mask", "asset"), f"asset {sorted(clash)[0]!r} is both a band and the mask")
+            )
+    return found
