@@ -38,7 +38,7 @@ from rich.text import Text
 from cz.build import BuildOptions, BuildResult, Progress, build
 from cz.errors import CzError, RecipeError
 from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt
-from cz.output import EXIT_RUNTIME, EXIT_USAGE, err, fail, out, print_json
+from cz.output import EXIT_RUNTIME, EXIT_USAGE, err, fail, human_bytes, out, print_json
 from cz.plan import DroppedItem, Plan, PlannedItem, plan_recipe
 from cz.recipe import load_recipe
 
@@ -50,14 +50,6 @@ __all__ = [
     "register",
     "run_build_errors",
 ]
-
-
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
-        if abs(n) < 1000 or unit == "PB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return str(n)  # pragma: no cover
 
 
 def _source_line(plan: Plan) -> str:
@@ -237,7 +229,7 @@ def print_plan(plan: Plan) -> None:
     e = plan.estimate
     out.print(
         f"[bold]estimate[/]  {e.timesteps} timesteps x {e.bands} bands, {e.levels} levels; "
-        f"{_human_bytes(e.raw_bytes)} raw, about {_human_bytes(e.estimated_bytes)} stored; "
+        f"{human_bytes(e.raw_bytes)} raw, about {human_bytes(e.estimated_bytes)} stored; "
         f"{e.objects} objects ({e.chunk_objects} chunks, {e.metadata_objects} metadata)",
         highlight=False,
     )
@@ -378,7 +370,7 @@ def print_result(result: BuildResult) -> None:
     )
     out.print(
         f"  composites {result.composite_seconds:.1f} s, store {result.write_seconds:.1f} s; "
-        f"encoding {result.encoding}; {_human_bytes(result.bytes)} in {result.objects} objects",
+        f"encoding {result.encoding}; {human_bytes(result.bytes)} in {result.objects} objects",
         highlight=False,
     )
     if result.skipped:

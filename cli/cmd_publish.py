@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -20,7 +21,7 @@ from rich.progress import (
 from rich.table import Table
 
 from chronozarr.errors import ChronozarrError
-from cz.output import EXIT_USAGE, err, fail, out, print_json
+from cz.output import EXIT_USAGE, err, fail, human_bytes, out, print_json
 from cz.publish import (
     Phase,
     PublishError,
@@ -36,14 +37,6 @@ from cz.publish import (
 __all__ = ["publish_cmd", "register"]
 
 
-def _human(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return str(n)
-
-
 def _print_plan(plan: PublishPlan, dry_run: bool) -> None:
     state = {
         "empty": "empty (a fresh publish)",
@@ -57,7 +50,7 @@ def _print_plan(plan: PublishPlan, dry_run: bool) -> None:
         table.add_column(col, justify="right" if col != "phase" else "left")
     for phase, objs in plan.phases():
         table.add_row(
-            f"{int(phase)}. {phase.title}", str(len(objs)), _human(sum(o.size for o in objs))
+            f"{int(phase)}. {phase.title}", str(len(objs)), human_bytes(sum(o.size for o in objs))
         )
     out.print(table)
     headers = (
@@ -66,7 +59,7 @@ def _print_plan(plan: PublishPlan, dry_run: bool) -> None:
         else "cache headers come from the web server (docs/hosting.md)"
     )
     out.print(
-        f"  {len(plan.uploads)} to upload ({_human(plan.upload_bytes)}), "
+        f"  {len(plan.uploads)} to upload ({human_bytes(plan.upload_bytes)}), "
         f"{len(plan.unchanged)} unchanged; {headers}",
         highlight=False,
     )
@@ -161,11 +154,11 @@ def publish_cmd(
     if dry_run:
         out.print("dry run: nothing was uploaded", highlight=False)
     elif not plan.uploads:
-        out.print(f"[green]up to date[/]: {tgt.url}", highlight=False)
+        out.print(f"[green]up to date[/]: {escape(tgt.url)}", highlight=False)
     else:
         out.print(
-            f"[green]published[/] {len(result.uploaded)} objects ({_human(result.bytes)}) to"
-            f" {tgt.url} in {result.seconds:.1f} s"
+            f"[green]published[/] {len(result.uploaded)} objects ({human_bytes(result.bytes)}) to"
+            f" {escape(tgt.url)} in {result.seconds:.1f} s"
             + (f", {result.retries} retried" if result.retries else ""),
             highlight=False,
         )

@@ -10,7 +10,7 @@ from rich.table import Table
 
 import chronozarr
 from chronozarr.errors import ChronozarrError, StoreNotFoundError
-from cz.output import EXIT_INVALID, EXIT_OK, fail, out, print_json
+from cz.output import EXIT_INVALID, EXIT_OK, fail, human_bytes, out, print_json
 
 __all__ = ["inspect_summary", "register"]
 
@@ -112,14 +112,6 @@ def inspect_summary(reader: chronozarr.Reader) -> dict[str, Any]:
     return summary
 
 
-def _human(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return str(n)
-
-
 def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Summarize a store: levels, bands, time range, encoding, nodata, mask/coverage, sizes."""
     try:
@@ -178,12 +170,12 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
             f"{lv['grid'][0]} x {lv['grid'][1]}",
             f"{lv['resolution']:g}",
             str(lv.get("objects", "?")),
-            _human(lv["bytes"]) if "bytes" in lv else "?",
+            human_bytes(lv["bytes"]) if "bytes" in lv else "?",
         )
     out.print(levels)
     if "total" in s:
         out.print(
-            f"  total     {s['total']['objects']} objects, {_human(s['total']['bytes'])}",
+            f"  total     {s['total']['objects']} objects, {human_bytes(s['total']['bytes'])}",
             highlight=False,
         )
     prov = s["provenance"]

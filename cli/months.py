@@ -6,10 +6,34 @@ month computation of the toolkit (recipes, STAC search windows, plans, appends) 
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
+
+__all__ = [
+    "MONTH_RE",
+    "is_month",
+    "iso_utc",
+    "month_bounds",
+    "month_datetime_range",
+    "month_of",
+    "month_of_time",
+    "month_range",
+    "next_month",
+    "parse_month",
+    "parse_months",
+]
+
+#: A calendar month as a recipe, a plan and ``cz append --month`` write it.
+MONTH_RE = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+
+
+def is_month(text: str) -> bool:
+    """Whether ``text`` is a ``YYYY-MM`` month (01..12)."""
+    return MONTH_RE.match(text) is not None
 
 
 def parse_month(month: str) -> tuple[int, int]:
+    """``2024-03`` -> ``(2024, 3)``."""
     year, mon = month.split("-")
     return int(year), int(mon)
 
@@ -44,3 +68,32 @@ def iso_utc(moment: datetime) -> str:
     if moment.microsecond:
         text += f".{moment.microsecond:06d}".rstrip("0")
     return text + "Z"
+
+
+def next_month(month: str) -> str:
+    """The month after ``month``."""
+    year, mon = parse_month(month)
+    return f"{year + (mon == 12):04d}-{mon % 12 + 1:02d}"
+
+
+def month_of_time(iso: str) -> str:
+    """The month of a store time (``2024-03-01T00:00:00Z`` -> ``2024-03``, spec 3.9)."""
+    return iso[:7]
+
+
+def month_datetime_range(start: str, end: str) -> str:
+    """The RFC 3339 interval covering months ``start`` .. ``end`` (both included), UTC."""
+    first, _ = month_bounds(start)
+    _, after = month_bounds(end)
+    return f"{first:%Y-%m-%dT%H:%M:%SZ}/{after:%Y-%m-%dT%H:%M:%SZ}"
+
+
+def parse_months(text: str) -> list[str]:
+    """``2026-10`` or ``2026-10..2026-12`` -> the months, in order. Raises ValueError."""
+    parts = [p.strip() for p in text.split("..")]
+    if len(parts) not in (1, 2) or not all(is_month(p) for p in parts):
+        raise ValueError(f"expected a month YYYY-MM or a range YYYY-MM..YYYY-MM, got {text!r}")
+    months = month_range(parts[0], parts[-1])
+    if not months:
+        raise ValueError(f"the range {text!r} is empty: {parts[-1]} is before {parts[0]}")
+    return months

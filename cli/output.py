@@ -17,6 +17,7 @@ __all__ = [
     "EXIT_USAGE",
     "err",
     "fail",
+    "human_bytes",
     "out",
     "print_json",
 ]
@@ -35,6 +36,15 @@ def fail(message: str, code: int = EXIT_RUNTIME) -> NoReturn:
     plain text, never rich markup: it often quotes store, recipe or user text."""
     err.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
     raise typer.Exit(code)
+
+
+def human_bytes(n: float) -> str:
+    """A byte count for people, in SI units: ``512 B``, ``1.4 MB``, ``2.0 GB``."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"
 
 
 def print_json(obj: Any) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import re
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -38,7 +37,9 @@ from pystac_client.stac_api_io import StacApiIO
 from pystac_client.warnings import PystacClientWarning
 from urllib3 import Retry
 
+from chronozarr.location import is_url
 from cz.errors import RecipeError, SigningError, StacError
+from cz.months import month_datetime_range
 from cz.recipe import Recipe
 
 __all__ = [
@@ -143,15 +144,6 @@ class Resolution:
 # request parameters
 
 
-def month_datetime_range(start: str, end: str) -> str:
-    """The RFC 3339 interval covering months ``start`` .. ``end`` (both included), UTC."""
-    from cz.plan import month_bounds
-
-    first, _ = month_bounds(start)
-    _, after = month_bounds(end)
-    return f"{first:%Y-%m-%dT%H:%M:%SZ}/{after:%Y-%m-%dT%H:%M:%SZ}"
-
-
 _CQL2_OPS = {"eq": "=", "neq": "<>", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 
 
@@ -240,11 +232,7 @@ def _stac_item_dict(raw: Any, base: str | None) -> dict[str, Any]:
     if base is not None:
         for asset in (out.get("assets") or {}).values():
             href = asset.get("href") if isinstance(asset, dict) else None
-            if (
-                isinstance(href, str)
-                and not re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://", href)
-                and not Path(href).is_absolute()
-            ):
+            if isinstance(href, str) and not is_url(href) and not Path(href).is_absolute():
                 asset["href"] = str((Path(base) / href).resolve())
     return out
 

@@ -47,7 +47,7 @@ as long as the time axis.
 """
 
 from chronozarr.provenance import PROVENANCE_ITEMS, read_provenance_items, write_provenance_items
-from cz.build.appending import append_months, parse_months
+from cz.build.appending import append_months
 from cz.build.errors import AppendRefusedError, BuildError
 from cz.build.lazy import lazy_composites
 from cz.build.options import BuildOptions, BuildResult, Progress
@@ -55,6 +55,7 @@ from cz.build.pipeline import build
 from cz.build.spill import SpillPlanes
 from cz.build.store_args import store_bands
 from cz.build.tasks import BlockResult, BlockTask, CompositeContext, compute_block
+from cz.months import parse_months
 
 __all__ = [
     "PROVENANCE_ITEMS",

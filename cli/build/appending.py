@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 import threading
 import time
 import uuid
@@ -29,30 +28,9 @@ from cz.build.store_args import (
 from cz.build.target import is_url, local_path, store_size
 from cz.build.tasks import composite_context
 from cz.build.views import PlaneView, spill_planes
-from cz.plan import GridPlan, Plan, month_range, plan_recipe
+from cz.months import month_of_time, next_month
+from cz.plan import GridPlan, Plan, plan_recipe
 from cz.recipe import Recipe, TimeSpec
-
-_MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
-
-
-def parse_months(text: str) -> list[str]:
-    """``2026-10`` or ``2026-10..2026-12`` -> the months, in order. Raises ValueError."""
-    parts = [p.strip() for p in text.split("..")]
-    if len(parts) not in (1, 2) or not all(_MONTH.match(p) for p in parts):
-        raise ValueError(f"expected a month YYYY-MM or a range YYYY-MM..YYYY-MM, got {text!r}")
-    months = month_range(parts[0], parts[-1])
-    if not months:
-        raise ValueError(f"the range {text!r} is empty: {parts[-1]} is before {parts[0]}")
-    return months
-
-
-def _store_month(iso: str) -> str:
-    return iso[:7]
-
-
-def _next_month(month: str) -> str:
-    year, mon = (int(p) for p in month.split("-"))
-    return f"{year + (mon == 12):04d}-{mon % 12 + 1:02d}"
 
 
 def _compare_recipe(recipe: Recipe, reader: Any, grid: GridPlan) -> list[str]:
@@ -151,7 +129,7 @@ def append_months(
     started = time.perf_counter()
     path, reader = _open_local(store if store is not None else recipe.store.path)
     months = list(months)
-    _check_months(months, [_store_month(t) for t in reader.attrs.times])
+    _check_months(months, [month_of_time(t) for t in reader.attrs.times])
     sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
     progress.start("plan", None, "resolving items")
     plan = plan_recipe(sub, out=str(path))
@@ -232,7 +210,7 @@ def _check_months(months: list[str], have: list[str]) -> None:
             f"{months[0]} is before the store's last month {have[-1]}; append only adds months "
             "after it"
         )
-    expected = _next_month(have[-1])
+    expected = next_month(have[-1])
     if months[0] != expected:
         raise AppendRefusedError(
             f"the store ends at {have[-1]}: the next month is {expected}, not {months[0]} "

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 import shutil
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from chronozarr.cache import LRU
 from cz.build.tasks import (
     BlockResult,
     spill_codec,
@@ -56,31 +56,6 @@ class Spill:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-class _LRU:
-    """A small byte-bounded LRU cache, thread-safe."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self.items: OrderedDict[Any, np.ndarray] = OrderedDict()
-        self.nbytes = 0
-        self.lock = threading.Lock()
-
-    def get(self, key: Any, make: Callable[[], np.ndarray]) -> np.ndarray:
-        with self.lock:
-            if key in self.items:
-                self.items.move_to_end(key)
-                return self.items[key]
-        value = make()
-        with self.lock:
-            if key not in self.items:
-                self.items[key] = value
-                self.nbytes += value.nbytes
-                while self.nbytes > self.max_bytes and len(self.items) > 1:
-                    _, old = self.items.popitem(last=False)
-                    self.nbytes -= old.nbytes
-        return value
-
-
 History = Callable[[int, int, int], tuple[np.ndarray, np.ndarray] | None]
 
 
@@ -120,10 +95,13 @@ class SpillPlanes:
         # the writer reads each cell's months in order on ``readers`` threads; a month looks back
         # at most ``max_age`` months of the same cell: keep that much, decompress the rest again
         block = cs * cs
-        self._cov = _LRU(max(8 << 20, readers * (max_age + 2) * block * 4))
-        self._values = _LRU(readers * (max_age + 2) * block * n_band * self.dtype.itemsize)
-        self._past_cache: OrderedDict[tuple[int, int, int], Any] = OrderedDict()
-        self._past_lock = threading.Lock()
+        self._cov: LRU[tuple[int, int, int], np.ndarray] = LRU(
+            max(8 << 20, readers * (max_age + 2) * block * 4)
+        )
+        self._values: LRU[tuple[int, int, int], np.ndarray] = LRU(
+            readers * (max_age + 2) * block * n_band * self.dtype.itemsize
+        )
+        self._past: LRU[tuple[int, int, int], Any] = LRU(max_items=max(16, 4 * (max_age + 1)))
         rows, cols = math.ceil(self.height / cs), math.ceil(self.width / cs)
         self._counted = np.zeros((n_months, rows, cols), dtype=bool)
         self._valid = 0
@@ -136,24 +114,19 @@ class SpillPlanes:
             min(self.cs, self.width - col * self.cs),
         )
 
-    def _past(self, t: int, row: int, col: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def _history(self, t: int, row: int, col: int) -> tuple[np.ndarray, np.ndarray] | None:
         """Month t < 0 from ``history`` (cached: every later month looks back at it)."""
-        if self.history is None:
+        history = self.history
+        if history is None:
             return None
-        with self._past_lock:
-            if (t, row, col) in self._past_cache:
-                self._past_cache.move_to_end((t, row, col))
-                return self._past_cache[(t, row, col)]
-        past = self.history(t, row, col)
-        with self._past_lock:
-            self._past_cache[(t, row, col)] = past
-            while len(self._past_cache) > max(16, 4 * (self.max_age + 1)):
-                self._past_cache.popitem(last=False)
+        past: tuple[np.ndarray, np.ndarray] | None = self._past.get_or_make(
+            (t, row, col), lambda: history(t, row, col)
+        )
         return past
 
     def _raw_coverage(self, t: int, row: int, col: int) -> np.ndarray | None:
         if t < 0:
-            past = self._past(t, row, col)
+            past = self._history(t, row, col)
             return None if past is None else past[1]
         if not self.spill.has(t, row, col):
             return None
@@ -162,11 +135,11 @@ class SpillPlanes:
             raw = self.codec.decode(self.spill.get(t, row, col, "c"))
             return np.frombuffer(raw, dtype=np.uint8).reshape(self.block_shape(row, col))
 
-        return self._cov.get((t, row, col), make)
+        return self._cov.get_or_make((t, row, col), make)
 
     def _raw_values(self, t: int, row: int, col: int) -> np.ndarray:
         if t < 0:
-            past = self._past(t, row, col)
+            past = self._history(t, row, col)
             assert past is not None
             return past[0]
 
@@ -175,7 +148,7 @@ class SpillPlanes:
             h, w = self.block_shape(row, col)
             return np.frombuffer(raw, dtype=self.dtype).reshape(self.n_band, h, w)
 
-        return self._values.get((t, row, col), make)
+        return self._values.get_or_make((t, row, col), make)
 
     def source(self, t: int, row: int, col: int) -> np.ndarray:
         """Carry-forward source plane of (month t, block): 0 own, k = month t-k, -1 none."""

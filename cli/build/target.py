@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from chronozarr.location import location
 from chronozarr.objects import has_root
 from cz.build.errors import BuildError
 from cz.build.options import BuildOptions
 
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
-
 
 def is_url(text: str) -> bool:
-    return bool(_URL.match(text)) and not text.startswith("file://")
+    """A target that is not a local path (``file://`` is local; :mod:`chronozarr.location`)."""
+    return location(text).kind != "local"
 
 
 def local_path(text: str) -> Path:
-    return Path(text.removeprefix("file://")).expanduser().resolve()
+    """The absolute local path of a path or ``file://`` URL."""
+    return Path(location(text).path or text).expanduser().resolve()
 
 
 @dataclass

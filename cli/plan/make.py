@@ -11,6 +11,7 @@ from typing import Any
 
 from shapely.geometry import shape
 
+from chronozarr.location import is_url
 from cz.months import iso_utc, month_bounds, month_of, month_range
 from cz.plan.estimate import estimate_store
 from cz.plan.grid import GridPlan, grid_for, utm_epsg
@@ -41,7 +42,7 @@ def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None)
         shard_time=store.shard_time,
     )
     store_path = out if out is not None else store.path
-    if store_path is not None and not re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://", store_path):
+    if store_path is not None and not is_url(store_path):
         store_path = str(Path(store_path).expanduser().resolve())
     warnings = list(resolution.warnings) + _plan_warnings(
         recipe, grid, planned, month_plans, store_path

@@ -8,11 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import chronozarr
 from chronozarr import objects as layout
 from chronozarr.errors import ChronozarrError
+from chronozarr.location import is_remote
 from chronozarr.objects import Phase, StoreObject
 from cz.publish.classify import (
     LONG_CACHE_CONTROL,
@@ -119,7 +119,7 @@ def plan_publish(
         if isinstance(target, Target)
         else open_target(target, endpoint=endpoint, region=region)
     )
-    if urlparse(os.fspath(source)).scheme in ("http", "https", "s3"):
+    if is_remote(source):
         raise PublishRefusedError(f"{source}: publish reads a local store (a directory)")
     if tgt.overlaps(src):
         raise PublishRefusedError(f"the target {tgt.url} overlaps the source {src.resolve()}")

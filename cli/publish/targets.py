@@ -10,9 +10,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from chronozarr import objects as layout
+from chronozarr.location import location
 from chronozarr.objects import StoreObject
 from chronozarr.storage import ObjectStore
 from cz.publish.classify import cache_control, content_type
@@ -188,18 +188,16 @@ def open_target(
 ) -> Target:
     """A :class:`Target` for ``s3://bucket/prefix``, ``file://`` or a local directory path."""
     text = os.fspath(target)
-    parsed = urlparse(text)
-    if parsed.scheme == "s3":
+    where = location(text)
+    if where.kind == "s3":
         return S3Target(text, endpoint=endpoint, region=region, **options)
     if endpoint or region:
         raise PublishRefusedError("--endpoint and --region apply to s3:// targets only")
-    if parsed.scheme in ("http", "https"):
+    if where.kind == "http":
         raise PublishRefusedError(
             f"cannot publish to {text}: a web server is read-only here; publish to the bucket or"
             " directory it serves (s3://bucket/prefix or a local path)"
         )
-    if parsed.scheme == "file":
-        return DirectoryTarget(parsed.path)
-    if parsed.scheme and len(parsed.scheme) > 1:
+    if where.kind == "unsupported":
         raise PublishRefusedError(f"unsupported target {text!r}: use s3://bucket/prefix or a path")
-    return DirectoryTarget(text)
+    return DirectoryTarget(where.path or text)

@@ -6,7 +6,6 @@ one per union member.
 
 from __future__ import annotations
 
-import re
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -15,9 +14,7 @@ from pydantic import (
     ValidationInfo,
 )
 
-MONTH_RE = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
-
-URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+from cz.months import is_month
 
 
 def as_list_of_str(value: Any) -> Any:
@@ -36,7 +33,7 @@ def as_month(value: Any) -> Any:
         )
     if isinstance(value, int) and not isinstance(value, bool):
         raise ValueError(f"expected a month as YYYY-MM (e.g. {value}-01), got the number {value}")
-    if isinstance(value, str) and not MONTH_RE.match(value.strip()):
+    if isinstance(value, str) and not is_month(value.strip()):
         raise ValueError(f"expected a month as YYYY-MM (e.g. 2024-01), got {value!r}")
     return value.strip() if isinstance(value, str) else value
 
@@ -63,10 +60,6 @@ def as_codec(value: Any) -> Any:
     if isinstance(value, str):
         return {"name": value}
     return value
-
-
-def is_url(text: str) -> bool:
-    return bool(URL_RE.match(text))
 
 
 def resolve_input(value: str | Path, info: ValidationInfo) -> Path:

@@ -17,9 +17,10 @@ from pydantic import (
     field_validator,
 )
 
+from chronozarr.location import is_url
 from cz.errors import RecipeProblem
 from cz.recipe.geojson import check_geojson_geometry, read_geojson_file
-from cz.recipe.normalise import as_codec, as_crs, as_list_of_str, as_month, is_url, resolve_input
+from cz.recipe.normalise import as_codec, as_crs, as_list_of_str, as_month, resolve_input
 from cz.recipe.positions import Marks, field_path, locate
 
 #: SCL classes kept by default: vegetation, not vegetated, water, unclassified, snow/ice.
