@@ -22,6 +22,7 @@ thread or on a dask.distributed worker.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -287,7 +288,7 @@ def _load_group(
             keys = list(load_pass)
             resampling = {k: load_pass[k][0] for k in keys}
             ds = with_retries(
-                lambda keys=keys, resampling=resampling: _odc_load(refs, keys, geobox, resampling),
+                functools.partial(_odc_load, refs, keys, geobox, resampling),
                 attempts=spec.attempts,
                 delay=spec.retry_delay,
                 retry_on=_read_errors(),
@@ -331,7 +332,7 @@ def _find_failure(
         for key in keys:
             try:
                 with_retries(
-                    lambda key=key: _odc_load([ref], [key], geobox, {key: "nearest"}),
+                    functools.partial(_odc_load, [ref], [key], geobox, {key: "nearest"}),
                     attempts=spec.attempts,
                     delay=spec.retry_delay,
                     retry_on=_read_errors(),
@@ -389,7 +390,7 @@ def load_block(
                 log.warning("skipping item %s: asset %s: %s", items[i].id, key, reason)
                 continue
             read[i] = (v[0], None if s is None else s[0], nd)
-    if len(groups) == 1 and len(read) == len(items) and not skipped:
+    if vals is not None and len(groups) == 1 and len(read) == len(items) and not skipped:
         # the common case, one group read at once: no re-stacking
         return LoadedBlock(vals, scl, [nd] * len(items), list(items), skipped)
     order = sorted(read)

@@ -380,6 +380,8 @@ def read_local_items(path: Path) -> list[dict[str, Any]]:
     if kind in ("Catalog", "Collection"):
         try:
             catalog = pystac.read_file(str(path))
+            if not isinstance(catalog, pystac.Catalog):  # a Collection is a Catalog
+                raise StacError(f"{path}: a {kind} file that pystac reads as {type(catalog)}")
             out = []
             for item in catalog.get_items(recursive=True):
                 raw = item.to_dict(include_self_link=False, transform_hrefs=False)

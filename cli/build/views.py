@@ -57,10 +57,9 @@ class PlaneView:
             else:
                 raise IndexError(f"unsupported index {k!r}")
         times, ys, xs = ranges[0], ranges[-2], ranges[-1]
-        bands = ranges[1] if self.kind == "data" else None
+        bands = ranges[1] if self.kind == "data" else range(0)
         cs = self.planes.cs
         if self.kind == "data":
-            assert bands is not None
             out = np.empty((len(times), len(bands), len(ys), len(xs)), dtype=self.dtype)
         else:
             out = np.empty((len(times), len(ys), len(xs)), dtype=self.dtype)

@@ -55,7 +55,7 @@ def solar_day(item: dict[str, Any], moment: datetime, footprint: Any | None) -> 
 class Candidate:
     """An item that passed the client-side checks, awaiting de-duplication."""
 
-    def __init__(self, item: dict[str, Any], moment: datetime, footprint: Any | None) -> None:
+    def __init__(self, item: dict[str, Any], moment: datetime, footprint: Any) -> None:
         self.item = item
         self.moment = moment
         self.footprint = footprint

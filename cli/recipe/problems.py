@@ -6,7 +6,7 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
 from pydantic import (
@@ -141,7 +141,7 @@ _EXPECTED = {
 }
 
 
-def _phrase(error: dict[str, Any]) -> str:
+def _phrase(error: Mapping[str, Any]) -> str:
     """An error message that says what was expected and what was found."""
     etype = error["type"]
     ctx = error.get("ctx") or {}

@@ -61,12 +61,12 @@ class CatalogSpec(SectionModel):
     path: Path | None = None
     collection: str = Field(min_length=1, description="the STAC collection id, e.g. sentinel-2-l2a")
     sign: Literal["none", "planetary-computer"] = "none"
-    timeout: float = Field(30.0, gt=0, le=600)
-    max_retries: int = Field(5, ge=0, le=20)
-    backoff_factor: float = Field(0.5, ge=0, le=60)
-    backoff_max: float = Field(30.0, gt=0, le=600)
-    page_size: int = Field(100, ge=1, le=10000)
-    max_items: int | None = Field(None, ge=1)
+    timeout: float = Field(default=30.0, gt=0, le=600)
+    max_retries: int = Field(default=5, ge=0, le=20)
+    backoff_factor: float = Field(default=0.5, ge=0, le=60)
+    backoff_max: float = Field(default=30.0, gt=0, le=600)
+    page_size: int = Field(default=100, ge=1, le=10000)
+    max_items: int | None = Field(default=None, ge=1)
 
     @field_validator("url")
     @classmethod
@@ -269,7 +269,7 @@ class Condition(SectionModel):
     lte: float | str | None = None
     gt: float | str | None = None
     gte: float | str | None = None
-    in_: list[Any] | None = Field(None, alias="in", min_length=1)
+    in_: list[Any] | None = Field(default=None, alias="in", min_length=1)
 
     def operators(self) -> dict[str, Any]:
         """The operators given, as ``{op: value}`` in the STAC query spelling (``in``)."""
@@ -283,7 +283,7 @@ class Condition(SectionModel):
 class FiltersSpec(SectionModel):
     """Item filters: the cloud cover ceiling and other property conditions."""
 
-    max_cloud_cover: float | None = Field(None, ge=0, le=100)
+    max_cloud_cover: float | None = Field(default=None, ge=0, le=100)
     properties: dict[str, Condition] = Field(default_factory=dict)
 
 
@@ -315,7 +315,7 @@ class GapFillSpec(SectionModel):
     """Gap-fill: none, or carry the last composite value forward for at most ``max_age`` months."""
 
     method: Literal["none", "carry-forward"] = "none"
-    max_age: int | None = Field(None, ge=1, le=1200)
+    max_age: int | None = Field(default=None, ge=1, le=1200)
 
 
 class CodecSpec(SectionModel):
@@ -341,10 +341,10 @@ class StoreSpec(SectionModel):
     dtype: Literal["uint8", "uint16", "int16", "float32"] = "uint16"
     nodata: float | None = None
     encoding: Literal["auto", "none", "star-delta"] = "auto"
-    anchor_interval: int = Field(6, ge=1, le=1000)
-    chunk_size: int = Field(512, ge=2, le=8192)
+    anchor_interval: int = Field(default=6, ge=1, le=1000)
+    chunk_size: int = Field(default=512, ge=2, le=8192)
     shard: bool = False
-    shard_time: int | None = Field(None, ge=1)
+    shard_time: int | None = Field(default=None, ge=1)
     codec: Annotated[CodecSpec, BeforeValidator(as_codec)] = Field(default_factory=CodecSpec)
 
     @field_validator("chunk_size")

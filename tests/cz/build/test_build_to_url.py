@@ -13,8 +13,7 @@ import pytest
 import chronozarr
 from cz.build import BuildError, BuildOptions, build
 from cz.recipe import load_recipe
-from tests.toolkit.helpers import LOADER_WARNINGS, read_all, recipe, write_items
-from tests.toolkit.test_synthetic import scenario
+from tests.cz.scenes import LOADER_WARNINGS, read_all, recipe, scenario, write_items
 
 pytestmark = LOADER_WARNINGS
 

@@ -19,10 +19,9 @@ from cz.build import BuildError, BuildOptions, build, read_provenance_items
 from cz.errors import StacError
 from cz.load import AssetReadError
 from cz.recipe import load_recipe
-from tests.cli.helpers import ScriptedAPI, landing_page
-from tests.toolkit.helpers import LOADER_WARNINGS, listing, read_all, recipe, write_items
-from tests.toolkit.servers import RangeServer
-from tests.toolkit.test_synthetic import scenario
+from tests.cz.helpers import ScriptedAPI, landing_page
+from tests.cz.scenes import LOADER_WARNINGS, listing, read_all, recipe, scenario, write_items
+from tests.cz.servers import RangeServer
 
 pytestmark = LOADER_WARNINGS
 
@@ -112,7 +111,7 @@ def test_skip_failed_items_builds_without_it_and_records_it(
 
 def test_a_stac_api_that_dies_mid_pagination(tmp_path: Path) -> None:
     from cz.demo_catalog import s2_item
-    from tests.toolkit.helpers import when
+    from tests.cz.scenes import when
 
     with ScriptedAPI() as api:
         item = s2_item(

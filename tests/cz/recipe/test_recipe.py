@@ -10,7 +10,7 @@ import pytest
 from cz.errors import RecipeError
 from cz.recipe import DEFAULT_SCL_KEEP, load_recipe, parse_recipe
 from cz.stac import resolve_items
-from tests.cli.helpers import RECIPES, write_recipe
+from tests.cz.helpers import RECIPES, write_recipe
 
 GOOD = """\
 catalog:

@@ -11,8 +11,7 @@ import pytest
 import chronozarr
 from cz.build import BuildOptions, build
 from cz.recipe import load_recipe
-from tests.toolkit.helpers import LOADER_WARNINGS, listing, read_all, recipe, write_items
-from tests.toolkit.test_synthetic import scenario
+from tests.cz.scenes import LOADER_WARNINGS, listing, read_all, recipe, scenario, write_items
 
 distributed = pytest.importorskip("distributed")
 
@@ -55,7 +54,7 @@ def test_cluster_build_equals_local_build(tmp_path: Path) -> None:
 
 def test_unreachable_scheduler_is_a_clear_error(tmp_path: Path) -> None:
     from cz.build import BuildError
-    from tests.cli.helpers import free_port
+    from tests.cz.helpers import free_port
 
     scenes, _c, _d = scenario()
     write_items(tmp_path, scenes[:1])

@@ -17,7 +17,7 @@ import vcr
 
 from cz.plan import plan_recipe
 from cz.recipe import load_recipe
-from tests.cli.helpers import (
+from tests.cz.helpers import (
     OWN_CASSETTES,
     PC_35MNM,
     PC_COLLECTION,

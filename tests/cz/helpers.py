@@ -1,6 +1,6 @@
 """Helpers of the toolkit tests: fixture paths, recipe files, local servers on 127.0.0.1.
 
-Imported as ``tests.cli.helpers``; ``conftest.py`` turns the servers into fixtures.
+Imported as ``tests.cz.helpers``; ``conftest.py`` turns the servers into fixtures.
 
 Real-world fixtures live outside the repository (``<X>/shared/fixtures`` beside ``<X>/main``);
 tests that need them skip, with the reason printed, when the folder is absent.

@@ -23,9 +23,9 @@ import pytest
 import chronozarr
 from cz.build import BuildOptions, build, read_provenance_items
 from cz.recipe import load_recipe
-from tests.cli.helpers import need, rustac_api_factory
-from tests.toolkit.helpers import LOADER_WARNINGS, REAL_S2, lonlat_bbox
-from tests.toolkit.servers import RangeServer
+from tests.cz.helpers import need, rustac_api_factory
+from tests.cz.scenes import LOADER_WARNINGS, REAL_S2, lonlat_bbox
+from tests.cz.servers import RangeServer
 
 pytestmark = LOADER_WARNINGS
 

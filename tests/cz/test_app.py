@@ -15,7 +15,7 @@ from cz import output
 from cz.app import app
 from cz.build import read_provenance_items
 from cz.demo_catalog import DemoLayout, generate
-from tests.toolkit.helpers import LOADER_WARNINGS, listing
+from tests.cz.scenes import LOADER_WARNINGS, listing
 
 pytestmark = LOADER_WARNINGS
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.cli.helpers import ScriptedAPI, rustac_api_factory
+from tests.cz.helpers import ScriptedAPI, rustac_api_factory
 
 
 @pytest.fixture

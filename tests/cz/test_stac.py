@@ -22,7 +22,7 @@ from cz.stac import (
     resolve_items,
     search_endpoint,
 )
-from tests.cli.helpers import (
+from tests.cz.helpers import (
     CASSETTES,
     ES_C1_ITEMS,
     OWN_CASSETTES,
@@ -479,7 +479,7 @@ def test_read_timeouts_are_retried_then_reported(tmp_path: Path, scripted_api: S
 
 
 def test_nothing_listening(tmp_path: Path) -> None:
-    from tests.cli.helpers import free_port
+    from tests.cz.helpers import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     text = RECIPE_35MNM.format(catalog=f"url: {url}{FAST}")

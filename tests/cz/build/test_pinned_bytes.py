@@ -19,8 +19,7 @@ from typer.testing import CliRunner
 
 from cz import output
 from cz.app import app
-from tests.toolkit.helpers import LOADER_WARNINGS, recipe, write_items
-from tests.toolkit.test_synthetic import random_scene
+from tests.cz.scenes import LOADER_WARNINGS, random_scene, recipe, write_items
 
 pytestmark = LOADER_WARNINGS
 

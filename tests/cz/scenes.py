@@ -1,6 +1,7 @@
 """Helpers of the build/append tests: tiny synthetic catalogs with known answers, store reads.
 
-A :class:`Scene` is one Sentinel-2-like item written as small GeoTIFFs (red, nir and SCL, all at
+:func:`random_scene` makes a cloudy scene from a seed; :func:`scenario` is the four-month
+catalog of the build tests (tiles, a duplicate, DN corrections). A :class:`Scene` is one Sentinel-2-like item written as small GeoTIFFs (red, nir and SCL, all at
 10 m so a test can say exactly which source pixel lands on which store pixel) in EPSG:32631.
 :func:`write_items` writes them as an ItemCollection file next to the scenes; :func:`recipe`
 writes a recipe over them whose grid coincides with the scenes' pixels (:func:`grid_offset`).
@@ -230,3 +231,57 @@ def listing(folder: Path) -> dict[str, int]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
+
+
+def random_scene(scene_id: str, at: str, seed: int, *, cloud: float = 0.2, **kwargs) -> Scene:
+    rng = np.random.default_rng(seed)
+    values = np.empty((2, SIZE, SIZE), dtype=np.uint16)
+    values[0] = rng.integers(500, 3000, size=(SIZE, SIZE))
+    values[1] = rng.integers(1500, 5000, size=(SIZE, SIZE))
+    scl = rng.choice(np.array([4, 5, 6, 7, 11], np.uint8), size=(SIZE, SIZE))
+    r = rng.random((SIZE, SIZE))
+    scl[r < cloud] = 9  # cloud
+    scl[(r >= cloud) & (r < cloud + 0.05)] = 3  # shadow
+    hole = rng.random((SIZE, SIZE)) < 0.03  # no data in the numbers only: SCL says 4
+    values[:, hole] = 0
+    return Scene(scene_id, at, values, scl, **kwargs)
+
+
+#: (scene, correction the plan must apply): 03.01 -> +1000, 05.09 -> 0, ES flag -> +1000.
+def scenario() -> tuple[list[Scene], dict[str, int], set[str]]:
+    tile_b = X0 + 16 * 10.0  # tile B starts 16 pixels east: columns 16.. overlap tile A
+    scenes = [
+        random_scene("S2B_31TFJ_20240105_0_L2A", "2024-01-05T10:30:00Z", 1, baseline="03.01"),
+        random_scene(
+            "S2B_31TGJ_20240105_0_L2A", "2024-01-05T10:30:00Z", 2, tile="31TGJ", x0=tile_b
+        ),
+        random_scene("S2B_31TFJ_20240115_0_L2A", "2024-01-15T10:30:00Z", 3),
+        # the same scene again, processed with an older baseline: must be dropped
+        random_scene(
+            "S2B_31TFJ_20240115_1_L2A",
+            "2024-01-15T10:30:00Z",
+            4,
+            baseline="04.00",
+            generation="2023-01-01T00:00:00Z",
+        ),
+        # Earth Search removed the offset (flag), raster:bands still say -0.1: +1000 once
+        random_scene(
+            "S2A_31TFJ_20240125_0_L2A",
+            "2024-01-25T10:30:00Z",
+            5,
+            platform="sentinel-2a",
+            props={"earthsearch:boa_offset_applied": True},
+            raster_offset=-0.1,
+        ),
+        # February: nothing. March: one mostly cloudy overpass. April: nothing.
+        random_scene("S2B_31TFJ_20240310_0_L2A", "2024-03-10T10:30:00Z", 6, cloud=0.8),
+    ]
+    corrections = {
+        "S2B_31TFJ_20240105_0_L2A": 1000,
+        "S2B_31TGJ_20240105_0_L2A": 0,
+        "S2B_31TFJ_20240115_0_L2A": 0,
+        "S2A_31TFJ_20240125_0_L2A": 1000,
+        "S2B_31TFJ_20240310_0_L2A": 0,
+    }
+    dropped = {"S2B_31TFJ_20240115_1_L2A"}
+    return scenes, corrections, dropped

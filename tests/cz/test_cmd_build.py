@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from cz import cmd_build, output
 from cz.plan import plan_recipe
 from cz.recipe import load_recipe
-from tests.cli.helpers import PC_35MNM, RECIPE_35MNM, free_port, need, write_recipe
+from tests.cz.helpers import PC_35MNM, RECIPE_35MNM, free_port, need, write_recipe
 
 
 @pytest.fixture

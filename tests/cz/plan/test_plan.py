@@ -33,7 +33,7 @@ from cz.plan import (
 )
 from cz.recipe import load_recipe
 from cz.stac import Resolution, read_local_items, sign_items
-from tests.cli.helpers import ES_C1_ITEMS, PC_35MNM, RECIPE_35MNM, need, s2_item, write_recipe
+from tests.cz.helpers import ES_C1_ITEMS, PC_35MNM, RECIPE_35MNM, need, s2_item, write_recipe
 
 # ---------------------------------------------------------------------------------------------
 # months

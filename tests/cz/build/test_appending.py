@@ -15,8 +15,7 @@ import pytest
 import chronozarr
 from cz.build import AppendRefusedError, BuildOptions, append_months, build, read_provenance_items
 from cz.recipe import load_recipe
-from tests.toolkit.helpers import LOADER_WARNINGS, listing, recipe, write_items
-from tests.toolkit.test_synthetic import random_scene
+from tests.cz.scenes import LOADER_WARNINGS, listing, random_scene, recipe, write_items
 
 pytestmark = LOADER_WARNINGS
 

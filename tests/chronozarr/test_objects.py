@@ -1,0 +1,83 @@
+"""``chronozarr.objects`` (spec 9, 14): the write phase and in-place class of every object of a
+store, chunk-key geometry, typed errors naming the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import chronozarr
+from chronozarr import objects
+
+T, H, W = 4, 20, 20
+
+
+def _store(path: Path, *, n_time: int = T, shard: bool = False) -> Path:
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 3000, (n_time, 2, H, W), dtype=np.uint16)
+    chronozarr.encode(
+        data,
+        path,
+        times=[f"2024-{m + 1:02d}-01" for m in range(n_time)],
+        bands=["red", "nir"],
+        crs="EPSG:32631",
+        transform=[10.0, 0.0, 500000.0, 0.0, -10.0, 5100000.0],
+        encoding="star-delta",
+        anchor_interval=2,
+        chunk_size=8,
+        shard=shard,
+        shard_time=2 if shard else None,
+    )
+    return path
+
+
+def test_classify_objects_phases_and_classes(tmp_path: Path) -> None:
+    store = _store(tmp_path / "s.zarr", shard=True)
+    found, skipped = objects.classify_objects(store)
+    (store / "notes.txt").write_text("not a store object")
+    assert objects.classify_objects(store)[1] == ["notes.txt"]
+    assert skipped == []
+    keys = [o.key for o in found]
+    assert keys[-1] == "zarr.json" and found[-1].phase == objects.Phase.ROOT
+    assert [o.phase for o in found] == sorted(o.phase for o in found)
+    on_disk = {p.relative_to(store).as_posix() for p in store.rglob("*") if p.is_file()}
+    assert set(keys) == on_disk - {"notes.txt"}
+    for o in found:
+        if o.key.endswith("zarr.json"):
+            assert o.in_place and o.phase >= objects.Phase.METADATA
+        elif o.key.startswith("0/data/c/"):
+            # T = 4, shard_time 2: time shard 1 holds the last timestep and may grow in place
+            assert o.in_place == (o.key.split("/")[3] == "1"), o.key
+        elif o.key.startswith("volatility/") or o.key.endswith("time/c/0"):
+            assert o.phase == objects.Phase.COORDINATES and o.in_place
+
+
+@given(
+    st.lists(st.integers(1, 5), min_size=1, max_size=4),
+    st.sampled_from(["/", "."]),
+    st.data(),
+)
+def test_chunk_coords_round_trip(chunks: list[int], sep: str, data: st.DataObject) -> None:
+    shape = [c * 3 for c in chunks]
+    doc = {
+        "shape": shape,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": sep}},
+    }
+    geo = objects.ChunkGeometry.from_doc("a/b", doc)
+    coords = tuple(data.draw(st.integers(0, 2)) for _ in chunks)
+    key = "a/b/c" + "".join(sep + str(c) for c in coords)
+    assert geo.chunk_coords(key) == coords
+    assert geo.chunk_coords("a/b/zarr.json") is None
+    assert geo.chunk_coords(key + sep + "0") is None
+
+
+def test_malformed_array_metadata_is_a_typed_error_naming_the_file() -> None:
+    with pytest.raises(chronozarr.CorruptStoreError, match=r"x/zarr\.json: malformed"):
+        objects.ChunkGeometry.from_doc("x", {"shape": [1]})
+    with pytest.raises(chronozarr.CorruptStoreError, match=r"s3://b/zarr\.json exists but"):
+        objects.load_document(b"{not json", "s3://b/zarr.json")

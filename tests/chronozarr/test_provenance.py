@@ -1,0 +1,111 @@
+"""``chronozarr.provenance`` (spec 3.8): the provenance_items array read back by zarr-python,
+skipped items, the recorded recipe fingerprint."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import zarr
+from hypothesis import given
+from hypothesis import strategies as st
+
+import chronozarr
+from chronozarr import provenance
+
+T, H, W = 4, 20, 20
+
+
+@dataclass(frozen=True)
+class Skip:
+    item: str
+    asset: str
+    month: str
+    error: str
+
+
+def _store(path: Path, *, n_time: int = T, shard: bool = False) -> Path:
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 3000, (n_time, 2, H, W), dtype=np.uint16)
+    chronozarr.encode(
+        data,
+        path,
+        times=[f"2024-{m + 1:02d}-01" for m in range(n_time)],
+        bands=["red", "nir"],
+        crs="EPSG:32631",
+        transform=[10.0, 0.0, 500000.0, 0.0, -10.0, 5100000.0],
+        encoding="star-delta",
+        anchor_interval=2,
+        chunk_size=8,
+        shard=shard,
+        shard_time=2 if shard else None,
+    )
+    return path
+
+
+def _root(path: Path) -> dict:
+    return json.loads((path / "zarr.json").read_bytes())
+
+
+def test_provenance_items_read_by_zarr_python(tmp_path: Path) -> None:
+    store = _store(tmp_path / "s.zarr", n_time=3)
+    docs = [
+        provenance.items_document(
+            f"2024-0{t + 1}",
+            items=[f"item-{t}"],
+            solar_days=["2024-01-02"],
+            corrections={},
+            dropped=t,
+            skipped=[Skip("x", "red", f"2024-0{t + 1}", "boom"), Skip("y", "nir", "2099-01", "no")],
+        )
+        for t in range(3)
+    ]
+    provenance.write_provenance_items(store, docs[:2], first=0, update_root=True)
+    provenance.write_provenance_items(store, docs[2:], first=2, update_root=True)
+    arr = zarr.open_array(store / provenance.PROVENANCE_ITEMS, mode="r")
+    assert arr.shape == (3,)
+    assert [json.loads(s) for s in arr[:]] == [json.loads(d) for d in docs]
+    got = provenance.read_provenance_items(store)
+    assert [g["dropped"] for g in got] == [0, 1, 2]
+    assert got[0]["skipped"] == [{"item": "x", "asset": "red", "month": "2024-01", "error": "boom"}]
+    cons = _root(store)["consolidated_metadata"]["metadata"][provenance.PROVENANCE_ITEMS]
+    assert cons["shape"] == [3]
+    assert chronozarr.validate(store).ok
+
+
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("xy")), max_size=30))
+def test_skipped_entries_keep_the_first_of_each_pair_up_to_the_limit(pairs: list) -> None:
+    skipped = [Skip(i, a, "2024-01", f"e{n}") for n, (i, a) in enumerate(pairs)]
+    got = provenance.skipped_entries(skipped, limit=4)
+    firsts: dict = {}
+    for n, pair in enumerate(pairs):
+        firsts.setdefault(pair, f"e{n}")
+    assert [(g["item"], g["asset"], g["error"]) for g in got] == [
+        (*k, v) for k, v in list(firsts.items())[:4]
+    ]
+
+
+def test_record_skipped_items_and_fingerprint(tmp_path: Path) -> None:
+    store = tmp_path / "s.zarr"
+    rng = np.random.default_rng(1)
+    chronozarr.encode(
+        rng.integers(0, 9, (2, 1, 8, 8), dtype=np.uint16),
+        store,
+        times=["2024-01-01", "2024-02-01"],
+        bands=["red"],
+        crs="EPSG:32631",
+        transform=[10.0, 0.0, 0.0, 0.0, -10.0, 0.0],
+        provenance={"build": {"composite": "median", "gap_fill": "none"}, "skipped_items": []},
+    )
+    provenance.record_skipped_items(store, [Skip("a", "red", "2024-03", "gone")] * 3)
+    prov = chronozarr.open_store(store).attrs.provenance
+    assert prov["skipped_items"] == [
+        {"item": "a", "asset": "red", "month": "2024-03", "error": "gone"}
+    ]
+    assert provenance.fingerprint_differences(prov, {"composite": "median", "x": 1}) == []
+    assert provenance.fingerprint_differences(prov, {"gap_fill": "carry-forward"}) == [
+        ("gap_fill", "carry-forward", "none")
+    ]
+    assert provenance.fingerprint_differences(None, {"gap_fill": "x"}) == []
