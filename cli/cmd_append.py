@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from cz.build import BuildOptions, append_months, parse_months
 from cz.cmd_build import RichProgress, print_result, run_build_errors
@@ -49,11 +48,11 @@ def append_cmd(
     """Composite new months with the recipe and append them to its store."""
     try:
         months = parse_months(month)
-    except ValueError as exc:
-        fail(f"--month: {escape(str(exc))}", EXIT_USAGE)
+    except ValueError as exc:  # not a month or a range of months
+        fail(f"--month: {exc}", EXIT_USAGE)
     try:
         parsed = load_recipe(recipe)
-    except RecipeError as exc:
+    except RecipeError as exc:  # a broken recipe: usage error
         run_build_errors(exc)
         return
     options = BuildOptions(
@@ -62,7 +61,7 @@ def append_cmd(
     try:
         with RichProgress() as progress:
             result = append_months(parsed, months, store=store, options=options, progress=progress)
-    except Exception as exc:
+    except Exception as exc:  # any append failure: a message, never a traceback
         run_build_errors(exc)
         return
     if as_json:

@@ -99,6 +99,15 @@ def _dropped_row(d: DroppedItem) -> list[str]:
 
 def print_plan(plan: Plan) -> None:
     """Print a plan for people: rich tables on stdout."""
+    _print_plan_header(plan)
+    _print_levels(plan)
+    _print_months(plan)
+    _print_items(plan)
+    _print_totals(plan)
+
+
+def _print_plan_header(plan: Plan) -> None:
+    """Catalog, grid, store, bands, numbers, mask and composite, one line each."""
     grid = plan.grid
     title = plan.name or plan.recipe
     out.print(f"[bold]Plan[/] {escape(title)} ({escape(plan.recipe)})", highlight=False)
@@ -149,6 +158,9 @@ def print_plan(plan: Plan) -> None:
         f"  composite monthly {plan.composite['method']}; gap-fill {gap_text}", highlight=False
     )
 
+
+def _print_levels(plan: Plan) -> None:
+    grid = plan.grid
     levels = Table(title="levels", title_justify="left")
     for col in ("level", "resolution (m)", "shape (y, x)", "grid (rows x cols)", "cells"):
         levels.add_column(col, justify="right")
@@ -162,6 +174,8 @@ def print_plan(plan: Plan) -> None:
         )
     out.print(levels)
 
+
+def _print_months(plan: Plan) -> None:
     months = Table(title="months", title_justify="left")
     for col, justify in (
         ("month", "left"),
@@ -183,6 +197,9 @@ def print_plan(plan: Plan) -> None:
         )
     out.print(months)
 
+
+def _print_items(plan: Plan) -> None:
+    """Every item kept or dropped, month by month in acquisition order, then those outside."""
     items = Table(title="items", title_justify="left")
     items.add_column("item", overflow="fold")
     items.add_column("acquired")
@@ -217,6 +234,8 @@ def print_plan(plan: Plan) -> None:
     if items.row_count:
         out.print(items)
 
+
+def _print_totals(plan: Plan) -> None:
     t = plan.totals
     dropped = ", ".join(f"{k} {v}" for k, v in t.dropped.items()) or "none"
     corrections = ", ".join(f"{k} x{v}" for k, v in t.corrections.items()) or "none"
@@ -390,7 +409,7 @@ def run_build_errors(exc: BaseException) -> None:
     if isinstance(exc, RecipeError):
         _recipe_failure(exc)
     if isinstance(exc, CzError):
-        fail(escape(str(exc)), EXIT_RUNTIME)
+        fail(str(exc), EXIT_RUNTIME)
     raise exc
 
 
@@ -421,7 +440,7 @@ def build_cmd(
     """Build the store of a recipe. With --dry-run: print the plan (grid, months, items, cost)."""
     try:
         parsed = load_recipe(recipe)
-    except RecipeError as exc:
+    except RecipeError as exc:  # a broken recipe: usage error, every problem
         _recipe_failure(exc)
         return
     if not dry_run:
@@ -435,7 +454,7 @@ def build_cmd(
         try:
             with RichProgress() as progress:
                 result = build(parsed, out=out_path, options=options, progress=progress)
-        except Exception as exc:
+        except Exception as exc:  # any build failure: a message, never a traceback
             run_build_errors(exc)
             return
         if as_json:
@@ -450,11 +469,11 @@ def build_cmd(
     try:
         with err.status("resolving items ...") as status:
             plan = plan_recipe(parsed, out=out_path, on_page=on_page)
-    except RecipeError as exc:
+    except RecipeError as exc:  # a broken recipe: usage error, every problem
         _recipe_failure(exc)
         return
-    except CzError as exc:
-        fail(escape(str(exc)), EXIT_RUNTIME)
+    except CzError as exc:  # the catalog or the plan failed
+        fail(str(exc), EXIT_RUNTIME)
     if as_json:
         print_json(plan.to_dict())
     else:

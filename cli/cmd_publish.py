@@ -128,9 +128,9 @@ def publish_cmd(
     """
     try:
         tgt = open_target(target, endpoint=endpoint, region=region)
-    except PublishRefusedError as exc:
+    except PublishRefusedError as exc:  # a target we do not publish to
         fail(str(exc), EXIT_USAGE)
-    except ChronozarrError as exc:
+    except ChronozarrError as exc:  # the store or the remote host failed
         fail(str(exc), EXIT_USAGE)
     try:
         plan = plan_publish(store, tgt, workers=workers)
@@ -142,11 +142,11 @@ def publish_cmd(
             result = PublishResult(plan, [], 0.0, 0)
         else:
             result = _run(plan, workers)
-    except PublishError as exc:
+    except PublishError as exc:  # refused or stopped part-way: says what was written
         fail(str(exc))
-    except ChronozarrError as exc:
+    except ChronozarrError as exc:  # the store or the remote host failed
         fail(str(exc))
-    except OSError as exc:
+    except OSError as exc:  # local files unreadable
         fail(f"{exc}")
     if as_json:
         print_json(result.to_json())

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 import chronozarr
-from chronozarr.errors import ChronozarrError, StoreNotFoundError
+from chronozarr.errors import ChronozarrError
 from cz.output import EXIT_INVALID, EXIT_OK, fail, human_bytes, out, print_json
 
 __all__ = ["inspect_summary", "register"]
@@ -28,9 +28,9 @@ def validate_cmd(
     """Check a store against chronozarr v0.2. Exit 0 valid, 3 invalid, 1 runtime error."""
     try:
         report = chronozarr.validate(store, deep=deep)
-    except ChronozarrError as exc:
+    except ChronozarrError as exc:  # not a store, corrupt, unsupported: one line
         fail(str(exc))
-    except OSError as exc:
+    except OSError as exc:  # unreadable path or network failure
         fail(f"{store}: {exc}")
     if as_json:
         print_json(report.to_json())
@@ -117,11 +117,9 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
     try:
         reader = chronozarr.open_store(store)
         summary = inspect_summary(reader)
-    except StoreNotFoundError as exc:
+    except ChronozarrError as exc:  # not a store, corrupt, unsupported: one line
         fail(str(exc))
-    except ChronozarrError as exc:
-        fail(str(exc))
-    except OSError as exc:
+    except OSError as exc:  # unreadable path or network failure
         fail(f"{store}: {exc}")
     if as_json:
         print_json(summary)

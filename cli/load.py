@@ -211,7 +211,7 @@ def with_retries(
     for attempt in range(attempts):
         try:
             return fn()
-        except retry_on as exc:
+        except retry_on as exc:  # the read errors worth another attempt
             if _is_permanent(exc) or attempt + 1 == attempts:
                 raise
             log.info("read failed (%s); retry %d of %d", exc, attempt + 1, attempts - 1)
@@ -337,7 +337,7 @@ def _find_failure(
                     delay=spec.retry_delay,
                     retry_on=_read_errors(),
                 )
-            except _read_errors() as exc:
+            except _read_errors() as exc:  # this asset is the one that fails
                 return key, str(ref.stac["assets"][key].get("href")), _reason(exc)
     return ", ".join(keys), "", _reason(error)
 
@@ -373,7 +373,7 @@ def load_block(
     for members in groups.values():
         try:
             vals, scl, nd = _load_group([items[i] for i in members], spec, geobox)
-        except _read_errors():
+        except _read_errors():  # the group failed: find the culprit item by item
             vals = None
         if vals is not None:
             for k, i in enumerate(members):
@@ -382,7 +382,7 @@ def load_block(
         for i in members:  # find the culprit: the items one by one
             try:
                 v, s, nd = _load_group([items[i]], spec, geobox)
-            except _read_errors() as exc:
+            except _read_errors() as exc:  # this asset is the one that fails
                 key, href, reason = _find_failure(items[i], spec, geobox, exc)
                 if not spec.skip_failed:
                     raise AssetReadError(items[i].id, key, href, reason) from None

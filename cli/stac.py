@@ -262,26 +262,22 @@ def search_endpoint(
     return items, pages
 
 
-def search_api(
-    recipe: Recipe,
-    *,
-    policy: RetryPolicy | None = None,
-    on_page: PageCallback | None = None,
-) -> Resolution:
-    """Search the STAC API of ``recipe.catalog.url`` for the recipe's candidate items."""
-    url = recipe.catalog.url
-    assert url is not None
-    policy = policy or RetryPolicy.from_recipe(recipe)
-    stac_io = make_stac_io(policy)
+def _open_client(url: str, stac_io: Any, policy: RetryPolicy) -> tuple[Any, list[str]]:
+    """The pystac-client ``Client`` of the landing page, and its warnings as plan notes."""
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             # timeout again: Client.open(stac_io=...) calls stac_io.update(timeout=None) otherwise
             client = Client.open(url, stac_io=stac_io, timeout=stac_io.timeout)
-        except APIError as exc:
+        except APIError as exc:  # HTTP error of the API, after retries
             raise _api_error("opening the STAC API", url, exc, policy) from None
-        except (pystac.STACError, json.JSONDecodeError, KeyError, ValueError) as exc:
+        except (
+            pystac.STACError,
+            json.JSONDecodeError,
+            KeyError,
+            ValueError,
+        ) as exc:  # not a landing page
             raise StacError(f"{url} is not a STAC API landing page: {exc}") from None
     for caught_warning in caught:  # pystac-client's own warnings become plan notes
         if issubclass(caught_warning.category, PystacClientWarning):
@@ -293,6 +289,21 @@ def search_api(
                 caught_warning.filename,
                 caught_warning.lineno,
             )
+    return client, notes
+
+
+def search_api(
+    recipe: Recipe,
+    *,
+    policy: RetryPolicy | None = None,
+    on_page: PageCallback | None = None,
+) -> Resolution:
+    """Search the STAC API of ``recipe.catalog.url`` for the recipe's candidate items."""
+    url = recipe.catalog.url
+    assert url is not None
+    policy = policy or RetryPolicy.from_recipe(recipe)
+    stac_io = make_stac_io(policy)
+    client, notes = _open_client(url, stac_io, policy)
     if not client.conforms_to(ConformanceClasses.ITEM_SEARCH):
         raise StacError(
             f"{url} does not declare STAC API item search "
@@ -319,7 +330,7 @@ def search_api(
         raw, pages = search_endpoint(
             search_url, params, stac_io, method=method, client=client, on_page=on_page
         )
-    except APIError as exc:
+    except APIError as exc:  # HTTP error of the API, after retries
         raise _api_error("searching", search_url, exc, policy) from None
     items = [_stac_item_dict(r, None) for r in raw]
     max_items = recipe.catalog.max_items
@@ -362,9 +373,9 @@ def read_local_items(path: Path) -> list[dict[str, Any]]:
     """
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
+    except json.JSONDecodeError as exc:  # not JSON
         raise StacError(f"{path}: not JSON ({exc})") from None
-    except OSError as exc:
+    except OSError as exc:  # missing or unreadable file
         raise StacError(f"{path}: cannot read ({exc})") from None
     if not isinstance(doc, dict):
         raise StacError(f"{path}: expected a STAC object, got a JSON {type(doc).__name__}")
@@ -388,7 +399,12 @@ def read_local_items(path: Path) -> list[dict[str, Any]]:
                 for key, asset in item.assets.items():
                     raw["assets"][key]["href"] = asset.get_absolute_href() or asset.href
                 out.append(_stac_item_dict(raw, None))
-        except (pystac.STACError, OSError, json.JSONDecodeError, KeyError) as exc:
+        except (
+            pystac.STACError,
+            OSError,
+            json.JSONDecodeError,
+            KeyError,
+        ) as exc:  # a broken static catalog
             raise StacError(f"{path}: cannot read the static catalog: {exc}") from None
         return out
     raise StacError(
@@ -441,7 +457,7 @@ def signing_available(recipe: Recipe) -> str | None:
         return None
     try:
         import planetary_computer  # noqa: F401
-    except ImportError:
+    except ImportError:  # the optional planetary-computer package
         return (
             "catalog.sign is planetary-computer but the 'planetary-computer' package is not "
             "installed (pip install planetary-computer); a build would fail"
@@ -461,7 +477,7 @@ def sign_items(items: Iterable[pystac.Item], recipe: Recipe) -> list[pystac.Item
         return items
     try:
         import planetary_computer
-    except ImportError:
+    except ImportError:  # the optional planetary-computer package
         raise SigningError(
             "catalog.sign is planetary-computer but the 'planetary-computer' package is not "
             "installed: pip install planetary-computer"

@@ -35,7 +35,7 @@ class Executor:
         if options.scheduler:
             try:
                 from distributed import Client
-            except ImportError:
+            except ImportError:  # distributed is optional for local builds
                 raise BuildError(
                     "--scheduler needs dask.distributed: pip install distributed"
                 ) from None
@@ -45,7 +45,7 @@ class Executor:
                     timeout=f"{options.connect_timeout}s",
                     set_as_default=False,
                 )
-            except (OSError, TimeoutError) as exc:
+            except (OSError, TimeoutError) as exc:  # scheduler unreachable
                 raise BuildError(
                     f"cannot connect to the dask scheduler at {options.scheduler}: {exc}"
                 ) from None
@@ -94,9 +94,9 @@ def result_of(future: Any) -> BlockResult:
     a BuildError that says so. Toolkit errors (an unreadable asset) pass as they are."""
     try:
         return future.result()
-    except CzError:
+    except CzError:  # our own errors (an unreadable asset) as they are
         raise
-    except Exception as exc:
+    except Exception as exc:  # a worker without cz, a lost worker, ...
         raise BuildError(f"a composite task failed: {type(exc).__name__}: {exc}") from exc
 
 
@@ -163,7 +163,7 @@ def run_composites(
                     progress.note(f"skipped item {s.item} ({s.month}): asset {s.asset}: {s.error}")
                 stats.skipped.extend(result.skipped)
                 progress.advance("months", _shares.pop((result.t, result.row, result.col), 0.0))
-    except BaseException:
+    except BaseException:  # Ctrl-C too: cancel what is queued
         executor.cancel(pending)
         raise
     progress.finish("months")

@@ -55,7 +55,7 @@ def build(
     try:
         result = _build_local(recipe, target, plan, options, progress, started)
         target.commit()
-    except BaseException:
+    except BaseException:  # Ctrl-C too: nothing is left at the target
         target.abort()
         raise
     finally:
@@ -73,13 +73,8 @@ def _build_to_url(
     progress: Progress,
     started: float,
 ) -> BuildResult:
-    try:
-        from cz import publish as publishing
-    except ImportError:
-        raise BuildError(
-            f"cannot build to {url}: publishing to URLs needs cz.publish, which this "
-            "installation does not have; build to a local path and upload it"
-        ) from None
+    from cz import publish as publishing  # loaded only when a build goes to a URL
+
     base = Path(options.work_dir or ".").expanduser().resolve()
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", url.rstrip("/").rsplit("/", 1)[-1]) or "store.zarr"
     local = base / f".cz-publish-{uuid.uuid4().hex[:10]}" / name
@@ -87,7 +82,7 @@ def _build_to_url(
     try:
         result = _build_local(recipe, target, plan, options, progress, started)
         target.commit()
-    except BaseException:
+    except BaseException:  # Ctrl-C too: nothing is left at the target
         target.abort()
         shutil.rmtree(local.parent, ignore_errors=True)
         raise
@@ -102,7 +97,7 @@ def _build_to_url(
     progress.start("publish", result.objects, url)
     try:
         publishing.publish(local, url, on_uploaded=uploaded)
-    except CzError as exc:
+    except CzError as exc:  # the local store stays for a manual publish
         raise BuildError(
             f"the store was built at {local} but publishing it to {url} failed: {exc}; "
             f"publish it with `cz publish {local} {url}`"

@@ -57,7 +57,7 @@ class Target:
         parent = final.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
+        except OSError as exc:  # permissions, read-only disk: a build error
             raise BuildError(
                 f"cannot create the folder {parent} for {final}: {os_reason(exc)}"
             ) from None
@@ -65,7 +65,7 @@ class Target:
         staging = parent / f".{final.name}.building-{tag}"
         try:
             staging.mkdir()
-        except OSError as exc:
+        except OSError as exc:  # permissions, read-only disk: a build error
             raise BuildError(f"cannot write next to {final} ({parent}): {os_reason(exc)}") from None
         work = Path(options.work_dir).expanduser().resolve() if options.work_dir else parent
         return cls(final, staging, work / f".{final.name}.composites-{tag}", replace)
@@ -77,7 +77,7 @@ class Target:
             os.rename(self.final, trash)
             try:
                 os.rename(self.staging, self.final)
-            except OSError:
+            except OSError:  # put the old store back, then fail
                 os.rename(trash, self.final)
                 raise
             shutil.rmtree(trash, ignore_errors=True)

@@ -25,7 +25,7 @@ def item_datetime(item: dict[str, Any]) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+    except ValueError:  # not ISO 8601: no usable datetime
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
@@ -100,7 +100,7 @@ def _generation_time(item: dict[str, Any]) -> float:
         if isinstance(value, str):
             try:
                 return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-            except ValueError:
+            except ValueError:  # not ISO 8601: no usable datetime
                 continue
     match = re.search(r"_(\d{8}T\d{6})$", str(item.get("id", "")))  # PC product discriminator
     if match:
@@ -128,7 +128,7 @@ def item_footprint(item: dict[str, Any]) -> Any | None:
                 (bbox[0], bbox[1], bbox[3], bbox[4]) if len(bbox) == 6 else bbox
             )
             return box(west, south, east, north)
-    except (TypeError, ValueError, AttributeError):
+    except (TypeError, ValueError, AttributeError):  # malformed geometry or bbox: no footprint
         return None
     return None
 

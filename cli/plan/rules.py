@@ -38,7 +38,7 @@ def _compare(value: Any, op: str, target: Any) -> bool:
             "gt": value > target,
             "gte": value >= target,
         }[op]
-    except TypeError:
+    except TypeError:  # incomparable types: the condition fails
         return False
 
 

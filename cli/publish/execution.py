@@ -97,7 +97,7 @@ def execute(
             try:
                 plan.target.upload(obj, path, md5)
                 break
-            except Exception as exc:
+            except Exception as exc:  # any failure of one upload: retried if transient
                 if attempt == attempts or not _is_transient(exc):
                     stop.set()  # before raising: this worker takes no further object
                     raise

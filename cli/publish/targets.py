@@ -156,13 +156,13 @@ class DirectoryTarget(Target):
     def read(self, key: str) -> bytes | None:
         try:
             return (self.root / key).read_bytes()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):  # absent
             return None
 
     def stored_md5(self, key: str, obj: TargetObject, expected: str) -> str | None:
         try:
             return file_md5(self.root / key)
-        except FileNotFoundError:
+        except FileNotFoundError:  # absent: nothing to compare
             return None
 
     def upload(self, obj: StoreObject, path: Path, md5: str) -> None:

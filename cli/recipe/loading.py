@@ -37,7 +37,7 @@ def parse_recipe(text: str, *, source: str = "<recipe>", base_dir: Path | None =
     context = {"base_dir": base_dir}
     try:
         recipe = Recipe.model_validate(data, context=context)
-    except ValidationError as exc:
+    except ValidationError as exc:  # every field problem, located
         problems = problems_from_validation(exc, data, marks, source)
         problems.sort(key=lambda p: (p.line is None, p.line or 0, p.column or 0))
         raise RecipeError(problems) from None
@@ -49,7 +49,7 @@ def parse_recipe(text: str, *, source: str = "<recipe>", base_dir: Path | None =
     if recipe.aoi.file is not None and not found:
         try:
             recipe.aoi.geojson()
-        except (ValueError, OSError, json.JSONDecodeError) as exc:
+        except (ValueError, OSError, json.JSONDecodeError) as exc:  # the AOI file is missing or bad
             found.append((("aoi", "file"), f"{exc}"))
     if found:
         problems = [recipe.problem(path, message) for path, message in found]
@@ -64,10 +64,10 @@ def load_recipe(path: str | Path) -> Recipe:
     source = str(path)
     try:
         text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    except FileNotFoundError:  # no such recipe file
         raise RecipeError(
             [RecipeProblem(source, None, None, "", "recipe file not found")]
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:  # unreadable or not UTF-8
         raise RecipeError([RecipeProblem(source, None, None, "", f"cannot read: {exc}")]) from None
     return parse_recipe(text, source=source, base_dir=file.resolve().parent)

@@ -67,7 +67,7 @@ def load_yaml(text: str, source: str) -> tuple[Any, dict[tuple[str | int, ...], 
             )
         _walk(node, (), marks, dups)
         data = loader.construct_document(node)
-    except yaml.MarkedYAMLError as exc:
+    except yaml.MarkedYAMLError as exc:  # a syntax error with a position
         mark = exc.problem_mark or exc.context_mark
         line, col = _mark(mark) if mark is not None else (None, None)
         what = str(exc.problem or exc.context or "syntax error")
@@ -77,7 +77,7 @@ def load_yaml(text: str, source: str) -> tuple[Any, dict[tuple[str | int, ...], 
                 what += f" that starts at line {exc.context_mark.line + 1}"
             what += ")"
         raise RecipeError([RecipeProblem(source, line, col, "", f"invalid YAML: {what}")]) from None
-    except yaml.YAMLError as exc:
+    except yaml.YAMLError as exc:  # any other YAML error, no position
         raise RecipeError([RecipeProblem(source, None, None, "", f"invalid YAML: {exc}")]) from None
     finally:
         loader.dispose()

@@ -180,7 +180,7 @@ class GridSpec(SectionModel):
 
         try:
             crs = CRS.from_user_input(value)
-        except CRSError:
+        except CRSError:  # pyproj does not know it: a recipe problem
             raise ValueError(f"unknown CRS {value!r}") from None
         if not crs.is_projected:
             raise ValueError(
