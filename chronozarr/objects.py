@@ -117,7 +117,8 @@ class ChunkGeometry:
     @property
     def along_time(self) -> bool:
         """The first axis is time (data, mask, coverage, and the time coordinate itself)."""
-        return bool(self.dimension_names) and self.dimension_names[0] == "time"
+        dims = self.dimension_names
+        return dims is not None and len(dims) > 0 and dims[0] == "time"
 
     @property
     def is_time_coordinate(self) -> bool:
@@ -206,9 +207,8 @@ def consolidated_geometries(root_doc: Mapping[str, Any]) -> dict[str, ChunkGeome
 def consolidated(root: Mapping[str, Any]) -> Mapping[str, Any]:
     """The consolidated metadata entries of a root document (empty when it has none)."""
     cons = root.get("consolidated_metadata")
-    if isinstance(cons, Mapping) and isinstance(cons.get("metadata"), Mapping):
-        return cons["metadata"]
-    return {}
+    entries = cons.get("metadata") if isinstance(cons, Mapping) else None
+    return entries if isinstance(entries, Mapping) else {}
 
 
 def array_of(key: str, arrays: Mapping[str, ChunkGeometry]) -> str | None:
