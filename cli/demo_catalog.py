@@ -139,6 +139,37 @@ def _footprint(x0: float, y1: float, width_m: float, height_m: float, crs: str) 
     return {"type": "Polygon", "coordinates": [ring]}
 
 
+def _asset_entry(
+    key: str, href: str, x0: float, y1: float, width_m: float, res: float, offset: float
+) -> dict[str, Any]:
+    """One asset of a demo item: a COG with its projection, raster and eo fields."""
+    names = {k: (common, wl) for k, _f, common, wl in BANDS}
+    is_scl = key == "scl"
+    n = round(width_m / res)
+    band: dict[str, Any] = {
+        "data_type": "uint8" if is_scl else "uint16",
+        "nodata": 0,
+        "spatial_resolution": res,
+    }
+    if not is_scl:
+        band.update(scale=0.0001, offset=offset)
+    entry: dict[str, Any] = {
+        "href": href,
+        "type": "image/tiff; application=geotiff; profile=cloud-optimized",
+        "roles": ["data"],
+        "proj:shape": [n, n],
+        "proj:transform": [res, 0, x0, 0, -res, y1],
+        "raster:bands": [band],
+    }
+    if key in names:
+        common, wl = names[key]
+        entry["eo:bands"] = [{"name": key, "common_name": common, "center_wavelength": wl}]
+        entry["title"] = f"{common} ({key})"
+    else:
+        entry["title"] = "Scene classification map (SCL)"
+    return entry
+
+
 def s2_item(
     item_id: str,
     when: datetime,
@@ -170,34 +201,12 @@ def s2_item(
     geometry = _footprint(x0, y1, width_m, width_m, crs)
     lons = [p[0] for p in geometry["coordinates"][0]]
     lats = [p[1] for p in geometry["coordinates"][0]]
-    out_assets: dict[str, Any] = {}
-    names = {key: (common, wl) for key, _f, common, wl in BANDS}
-    for key, href in assets.items():
-        is_scl = key == "scl"
-        res = scl_resolution if is_scl else resolution
-        n = round(width_m / res)
-        band: dict[str, Any] = {
-            "data_type": "uint8" if is_scl else "uint16",
-            "nodata": 0,
-            "spatial_resolution": res,
-        }
-        if not is_scl:
-            band.update(scale=0.0001, offset=offset)
-        entry: dict[str, Any] = {
-            "href": href,
-            "type": "image/tiff; application=geotiff; profile=cloud-optimized",
-            "roles": ["data"],
-            "proj:shape": [n, n],
-            "proj:transform": [res, 0, x0, 0, -res, y1],
-            "raster:bands": [band],
-        }
-        if key in names:
-            common, wl = names[key]
-            entry["eo:bands"] = [{"name": key, "common_name": common, "center_wavelength": wl}]
-            entry["title"] = f"{common} ({key})"
-        else:
-            entry["title"] = "Scene classification map (SCL)"
-        out_assets[key] = entry
+    out_assets = {
+        key: _asset_entry(
+            key, href, x0, y1, width_m, scl_resolution if key == "scl" else resolution, offset
+        )
+        for key, href in assets.items()
+    }
     gen = generation or when + timedelta(hours=2)
     return {
         "type": "Feature",
@@ -357,19 +366,18 @@ def generate(folder: str | Path = "out/demo-catalog", layout: DemoLayout | None 
     """Write the demo catalog into ``folder`` (replaced if it exists); returns catalog.json."""
     import shutil
 
+    from cz.months import next_month, parse_month
+
     layout = layout or DemoLayout()
     folder = Path(folder)
     if folder.exists():
         shutil.rmtree(folder)
     ground = _landscape(layout)
-    tp = layout.tile_px
-    y, m = (int(p) for p in layout.start.split("-"))
     items: list[dict[str, Any]] = []
+    label = layout.start
     for mi in range(layout.months):
-        year, month = y + (m - 1 + mi) // 12, (m - 1 + mi) % 12 + 1
-        label = f"{year:04d}-{month:02d}"
+        year, month = parse_month(label)
         new_baseline = label >= OFFSET_BASELINE_MONTH
-        baseline = "05.09" if new_baseline else "03.01"
         for di, day in enumerate(layout.days):
             when = datetime(year, month, day, 10, 47, 21, 24000, tzinfo=UTC)
             refl, scl, _cloud = _scene(
@@ -384,63 +392,69 @@ def generate(folder: str | Path = "out/demo-catalog", layout: DemoLayout | None 
             if new_baseline:
                 dn = np.clip(dn.astype(np.int32) + 1000, 1, 65535).astype(np.uint16)
             for ti, tile in enumerate(TILES):
-                c0 = ti * (tp - layout.overlap_px)
-                tile_dn = dn[:, :, c0 : c0 + tp].copy()
-                tile_scl = scl[:, c0 : c0 + tp].copy()
-                nodata_pct = 0.0
-                if ti == 1 and di == 0:  # swath edge: a no-data wedge in the north-east
-                    yy, xx = np.mgrid[0:tp, 0:tp]
-                    wedge = xx - yy > int(0.55 * tp)
-                    tile_dn[:, wedge] = 0
-                    tile_scl[wedge] = 0
-                    nodata_pct = 100.0 * float(wedge.mean())
-                scl20 = tile_scl[::2, ::2]  # 20 m SCL, nearest
-                clouded = np.isin(scl20, (3, 8, 9, 10)).mean() * 100.0
-                item_id = f"S2B_{tile}_{when:%Y%m%d}_0_L2A"
-                base = folder / "scenes" / item_id
-                x0 = layout.tile_x0(ti)
-                hrefs: dict[str, str] = {}
-                for b, (key, fname, _c, _w) in enumerate(BANDS):
-                    write_raster(
-                        base / f"{fname}.tif", tile_dn[b], x0=x0, y1=layout.y1, resolution=10.0
-                    )
-                    hrefs[key] = f"../scenes/{item_id}/{fname}.tif"
-                write_raster(base / "SCL.tif", scl20, x0=x0, y1=layout.y1, resolution=20.0)
-                hrefs["scl"] = f"../scenes/{item_id}/SCL.tif"
-                item = s2_item(
-                    item_id,
-                    when,
-                    tile=tile,
-                    x0=x0,
-                    y1=layout.y1,
-                    size_px=tp,
-                    assets=hrefs,
-                    baseline=baseline,
-                    cloud_cover=clouded,
-                    nodata_pct=nodata_pct,
-                )
-                items.append(item)
-                if label == "2023-05" and di == 1 and ti == 0:
-                    # an older processing of the same scene, listed too: the plan drops it
-                    dup = s2_item(
-                        f"S2B_{tile}_{when:%Y%m%d}_1_L2A",
-                        when,
-                        tile=tile,
-                        x0=x0,
-                        y1=layout.y1,
-                        size_px=tp,
-                        assets=hrefs,
-                        baseline="03.00",
-                        cloud_cover=clouded,
-                        generation=when + timedelta(days=400),
-                    )
-                    items.append(dup)
+                items += _tile_items(folder, layout, label, when, di, ti, tile, dn, scl)
+        label = next_month(label)
     return write_catalog(
         folder,
         items,
         title="chronozarr offline demo: synthetic Sentinel-2 L2A, two overlapping MGRS tiles",
         collection="sentinel-2-l2a",
     )
+
+
+def _tile_items(
+    folder: Path,
+    layout: DemoLayout,
+    label: str,
+    when: datetime,
+    di: int,
+    ti: int,
+    tile: str,
+    dn: np.ndarray,
+    scl: np.ndarray,
+) -> list[dict[str, Any]]:
+    """The rasters and item(s) of one tile of one overpass (and the May duplicate)."""
+    tp = layout.tile_px
+    baseline = "05.09" if label >= OFFSET_BASELINE_MONTH else "03.01"
+    c0 = ti * (tp - layout.overlap_px)
+    tile_dn = dn[:, :, c0 : c0 + tp].copy()
+    tile_scl = scl[:, c0 : c0 + tp].copy()
+    nodata_pct = 0.0
+    if ti == 1 and di == 0:  # swath edge: a no-data wedge in the north-east
+        yy, xx = np.mgrid[0:tp, 0:tp]
+        wedge = xx - yy > int(0.55 * tp)
+        tile_dn[:, wedge] = 0
+        tile_scl[wedge] = 0
+        nodata_pct = 100.0 * float(wedge.mean())
+    scl20 = tile_scl[::2, ::2]  # 20 m SCL, nearest
+    clouded = np.isin(scl20, (3, 8, 9, 10)).mean() * 100.0
+    item_id = f"S2B_{tile}_{when:%Y%m%d}_0_L2A"
+    base = folder / "scenes" / item_id
+    x0 = layout.tile_x0(ti)
+    hrefs: dict[str, str] = {}
+    for b, (key, fname, _c, _w) in enumerate(BANDS):
+        write_raster(base / f"{fname}.tif", tile_dn[b], x0=x0, y1=layout.y1, resolution=10.0)
+        hrefs[key] = f"../scenes/{item_id}/{fname}.tif"
+    write_raster(base / "SCL.tif", scl20, x0=x0, y1=layout.y1, resolution=20.0)
+    hrefs["scl"] = f"../scenes/{item_id}/SCL.tif"
+
+    def item(iid: str, **kwargs: Any) -> dict[str, Any]:
+        return s2_item(
+            iid, when, tile=tile, x0=x0, y1=layout.y1, size_px=tp, assets=hrefs, **kwargs
+        )
+
+    out = [item(item_id, baseline=baseline, cloud_cover=clouded, nodata_pct=nodata_pct)]
+    if label == "2023-05" and di == 1 and ti == 0:
+        # an older processing of the same scene, listed too: the plan drops it
+        out.append(
+            item(
+                f"S2B_{tile}_{when:%Y%m%d}_1_L2A",
+                baseline="03.00",
+                cloud_cover=clouded,
+                generation=when + timedelta(days=400),
+            )
+        )
+    return out
 
 
 def aoi_bbox(layout: DemoLayout | None = None, margin_px: int = 24) -> list[float]:
