@@ -238,9 +238,10 @@ gap-fill carry-forward 2); the hand-written pipeline (`odc.stac.load` with 512 p
 `to_zarr`) writes level 0 of the median only, with no DN correction, mask or coverage. Both
 use the same plan's items and grid; each runs in a fresh subprocess (peak RSS = its VmHWM).
 The 1x AOI spans at least 3 cells of 512 on purpose: the writer's `auto` choice holds a sample
-of min(3, cells) cells, both ways, for the whole series, so from a 1-cell AOI to a 4-cell one
-the peak grows by that sample (measured 1.3-1.4x with 512 px at 1x; 1.04x with encoding
-`none`), and not beyond. Wall times come from a shared 2-core machine (other jobs running):
+of min(3, cells) cells, both ways, over a window of at most max(12, 2 x anchor_interval)
+timesteps, so from a 1-cell AOI to a 4-cell one the peak grows by that sample (measured
+1.3-1.4x with 512 px at 1x, before the window was bounded; 1.04x with encoding `none`), and not
+beyond. Wall times come from a shared 2-core machine (other jobs running):
 compare the ratios, and the CPU time (user + system of the process, all threads), which the
 load disturbs less.
 
