@@ -82,7 +82,7 @@ def evaluate(text: str, bands: Mapping[str, np.ndarray]) -> np.ndarray:
                 )
             return bands[node.id]
         assert isinstance(node, ast.Constant)
-        return np.float64(node.value)
+        return np.float64(node.value)  # type: ignore[arg-type, return-value]  # a number: checked above
 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.asarray(ev(root), dtype=np.float64)

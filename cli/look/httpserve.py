@@ -165,7 +165,8 @@ class StaticServer:
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        name = host.decode() if isinstance(host, bytes) else host  # typeshed allows bytes
+        return f"http://{name}:{port}"
 
     @property
     def requests(self) -> int:

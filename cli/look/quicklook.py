@@ -102,10 +102,10 @@ def resolve_view(
                 colormap or "viridis",
             )
         idx = tuple(found)
-    names = ", ".join(bands[i].name for i in idx)
+    listed = ", ".join(bands[i].name for i in idx)
     commons = [bands[i].common_name for i in idx]
     shown = [c for c, i in zip(commons, idx, strict=True) if c and c != bands[i].name]
-    label = names + (f" ({', '.join(c or '?' for c in commons)})" if shown else "")
+    label = listed + (f" ({', '.join(c or '?' for c in commons)})" if shown else "")
     if colormap is not None:
         raise LookError(
             f"--colormap {colormap}: only for one band, --expr or --volatility (not RGB)"

@@ -62,7 +62,7 @@ def _parse_moment(text: str, option: str) -> tuple[np.datetime64, np.datetime64]
         raise LookError(f"{option} {text!r}: expected a date like 2024-06 or 2024-06-15") from None
     unit = np.datetime_data(value.dtype)[0]
     start = value.astype("datetime64[ms]")
-    end = (value + np.timedelta64(1, unit)).astype("datetime64[ms]")
+    end = (value + np.timedelta64(1, unit)).astype("datetime64[ms]")  # type: ignore[call-overload]
     return start, end
 
 
