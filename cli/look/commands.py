@@ -32,9 +32,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 def _open(store: str) -> chronozarr.Reader:
     try:
         return chronozarr.open_store(store)
-    except ChronozarrError as exc:
+    except ChronozarrError as exc:  # not a store, corrupt, unsupported
         fail(str(exc))
-    except OSError as exc:
+    except OSError as exc:  # unreadable path or network failure
         fail(f"{store}: {exc}")
 
 
@@ -142,7 +142,7 @@ def quicklook_cmd(
         ValueError,
     ) as exc:  # the options (parse_stretch: ValueError)
         fail(str(exc), EXIT_USAGE)
-    except OSError as exc:
+    except OSError as exc:  # unreadable path or network failure
         fail(f"{store}: {exc}")
     if as_json:
         print_json(info)
@@ -193,11 +193,11 @@ def series_cmd(
         row, col = pixel_at(reader, x, y, level)
         series = read_series(reader, row, col, level)
         written = None if out_file is None else write_series(series, out_file)
-    except LookError as exc:
+    except LookError as exc:  # a bad level, pixel or --out: usage error
         fail(str(exc), EXIT_USAGE)
-    except ChronozarrError as exc:
+    except ChronozarrError as exc:  # the store cannot be read
         fail(str(exc))
-    except OSError as exc:
+    except OSError as exc:  # unreadable path or network failure
         fail(f"{store}: {exc}")
     if as_json:
         print_json(series.to_json() if written is None else {**written, "row": row, "col": col})
@@ -252,9 +252,9 @@ def preview_cmd(
     try:
         viewer = locate_viewer(allow_source=True)
         preview = start_preview(store, viewer, port=port)
-    except LookError as exc:
+    except LookError as exc:  # no viewer bundle, or the store is refused
         fail(str(exc))
-    except OSError as exc:
+    except OSError as exc:  # the port is taken or not allowed
         fail(f"cannot listen on 127.0.0.1:{port} ({exc})")
     if as_json:
         print_json(preview.to_json())
@@ -305,7 +305,7 @@ def share_cmd(
             overwrite=overwrite,
             title=title,
         )
-    except LookError as exc:
+    except LookError as exc:  # no viewer bundle, or the folder is refused
         fail(str(exc))
     if as_json:
         print_json(info)

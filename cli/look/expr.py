@@ -31,7 +31,7 @@ class ExpressionError(ValueError):
 def _parse(text: str) -> ast.expr:
     try:
         tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
+    except SyntaxError as exc:  # not a Python expression
         raise ExpressionError(
             f"--expr {text!r}: not an arithmetic expression ({exc.msg})"
         ) from None

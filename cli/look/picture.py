@@ -94,7 +94,7 @@ def colormap_lut(name: str) -> np.ndarray:
 
     try:
         cmap = matplotlib.colormaps[name].resampled(256)
-    except KeyError:
+    except KeyError:  # matplotlib has no such colormap
         some = ", ".join(sorted(n for n in matplotlib.colormaps if not n.endswith("_r"))[:12])
         raise LookError(
             f"--colormap {name!r}: not a matplotlib colormap (e.g. {some}, ...)"
@@ -251,10 +251,10 @@ def save_frames(frames: list[Frame], out: Path, *, duration_ms: int = 700) -> di
                 **extra,
             )
         tmp.replace(out)
-    except OSError as exc:
+    except OSError as exc:  # disk full, read-only: nothing half-written
         tmp.unlink(missing_ok=True)
         raise LookError(f"--out {out}: cannot write ({exc})") from None
-    except BaseException:
+    except BaseException:  # Ctrl-C too: no temporary left behind
         tmp.unlink(missing_ok=True)
         raise
     return {"file": str(out), "width": w, "height": h, "frames": len(images), "format": fmt}

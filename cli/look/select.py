@@ -49,7 +49,7 @@ def default_rgb(bands: Sequence[chronozarr.Band]) -> list[int] | None:
     """The red, green, blue bands by common_name, when the store has all three; else None."""
     try:
         return [band_index(bands, n) for n in ("red", "green", "blue")]
-    except LookError:
+    except LookError:  # no red/green/blue bands: no default RGB
         return None
 
 
@@ -58,7 +58,7 @@ def _parse_moment(text: str, option: str) -> tuple[np.datetime64, np.datetime64]
     t = text.strip().rstrip("Z")
     try:
         value = np.datetime64(t)
-    except ValueError:
+    except ValueError:  # not a date numpy reads
         raise LookError(f"{option} {text!r}: expected a date like 2024-06 or 2024-06-15") from None
     unit = np.datetime_data(value.dtype)[0]
     start = value.astype("datetime64[ms]")
@@ -118,7 +118,7 @@ def parse_level(reader: chronozarr.Reader, text: str, frames: int = 1) -> int:
         return auto_level(reader, frames=frames)
     try:
         level = int(text)
-    except ValueError:
+    except ValueError:  # neither auto nor a number
         raise LookError(f"--level {text!r}: expected auto or a level number") from None
     if not 0 <= level < len(reader.levels):
         raise LookError(f"--level {level}: the store has levels 0..{len(reader.levels) - 1}")
@@ -163,7 +163,7 @@ def lonlat_to_xy(reader: chronozarr.Reader, lon: float, lat: float) -> tuple[flo
         raise LookError(f"--lon {lon:g} --lat {lat:g}: not a longitude/latitude")
     try:
         tr = Transformer.from_crs("EPSG:4326", reader.attrs.crs, always_xy=True)
-    except CRSError as exc:
+    except CRSError as exc:  # PROJ does not know the store's CRS
         raise LookError(f"the store's crs {reader.attrs.crs!r} is unknown to PROJ: {exc}") from None
     x, y = tr.transform(lon, lat)
     if not (math.isfinite(x) and math.isfinite(y)):

@@ -243,6 +243,6 @@ def write_series(s: PixelSeries, out: Path) -> dict[str, Any]:
             tmp = out.with_name(f".{out.name}.partial")
             tmp.write_text(text, encoding="utf-8")
             tmp.replace(out)
-    except OSError as exc:
+    except OSError as exc:  # disk full, read-only, no such folder
         raise LookError(f"--out {out}: cannot write ({exc})") from None
     return {"file": str(out), "format": suffix[1:], "timesteps": len(s.times)}

@@ -178,7 +178,7 @@ def share(
             old = staging / "old"
             out_dir.rename(old)
         target.rename(out_dir)
-    except OSError as exc:
+    except OSError as exc:  # the folder cannot be written or replaced
         raise LookError(f"{out_dir}: cannot write the viewer ({exc})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -51,7 +51,7 @@ def parse_stretch(text: str) -> StretchSpec:
         raise ValueError(f"--stretch {text!r}: mix of percentile and value limits")
     try:
         a, b = (float(p[1:] if is_p else p) for p, is_p in zip(parts, pct, strict=True))
-    except ValueError:
+    except ValueError:  # not numbers: a usage error
         raise ValueError(f"--stretch {text!r}: not numbers") from None
     if not (math.isfinite(a) and math.isfinite(b)):
         raise ValueError(f"--stretch {text!r}: limits must be finite")
