@@ -177,6 +177,7 @@ try {
           frameUpload: window.viewer.marks.firstStats.uploadMs,
           frameRender: window.viewer.marks.firstStats.renderWaitMs,
           chunkRequests: chunks.length,
+          earlyChunks: window.viewer.marks.earlyChunks ?? 0,
           frame: window.viewer.firstFrameAt,
           requests: res.length + 1,
         };
@@ -301,7 +302,7 @@ try {
     ["  root zarr.json received (early fetch from the page)", `${f.root.toFixed(0)} ms = ${rt(f.root)} RTT`],
     ["  bundle evaluated (module starts) / store open / style loaded", `${f.codeStart.toFixed(0)} / ${f.storeOpen.toFixed(0)} / ${f.styleLoaded.toFixed(0)} ms`],
     ["  first chunk requested / MapLibre worker received", `${f.chunkStart.toFixed(0)} / ${f.worker.toFixed(0)} ms`],
-    [`  chunks received (${f.chunkRequests} requests)`, `${f.chunks.toFixed(0)} ms = ${rt(f.chunks)} RTT`],
+    [`  chunks received (${f.chunkRequests} requests, ${f.earlyChunks} of them issued by the page's early script)`, `${f.chunks.toFixed(0)} ms = ${rt(f.chunks)} RTT`],
     ["  decode + upload + render after the last chunk", `${(f.frame - f.chunks).toFixed(0)} ms`],
     ["  first frame's read (request to decoded, 4 cells) / texture upload / wait until MapLibre drew it", `${f.frameRead.toFixed(0)} / ${f.frameUpload.toFixed(0)} / ${f.frameRender.toFixed(0)} ms`],
     ["First frame, bare reader (bundled page: open + 4 cells), cold cache", `${median(bare).toFixed(0)} ms = ${rt(median(bare))} RTT`],

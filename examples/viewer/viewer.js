@@ -754,10 +754,18 @@ function bindLanding() {
 function earlyFetch() {
   let pending = early.root ? { url: early.rootUrl, response: early.root } : null;
   return (url, init = {}) => {
-    if (pending && url === pending.url && (init.method ?? "GET") === "GET" && !init.headers?.Range) {
+    const plain = (init.method ?? "GET") === "GET" && !init.headers?.Range;
+    if (pending && url === pending.url && plain) {
       const r = pending.response;
       pending = null;
       return r;
+    }
+    // The page's early chunk requests (index.html: earlyChunks), each answered once.
+    const chunk = plain ? early.chunks?.[url] : undefined;
+    if (chunk) {
+      delete early.chunks[url];
+      marks.earlyChunks = (marks.earlyChunks ?? 0) + 1;
+      return chunk;
     }
     return fetch(url, init);
   };
