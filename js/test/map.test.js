@@ -354,6 +354,21 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await again.close();
   });
 
+  test("the page's early chunk requests are the reader's: a fitted first view fetches each chunk once", async () => {
+    const s = mapManifest.stores.utm;
+    const page = await openViewer(`store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+    const got = await page.evaluate(() => ({
+      early: window.viewer.marks.earlyChunks ?? 0,
+      requests: window.viewer.store.stats.requests,
+      chunks: performance.getEntriesByType("resource").map((r) => r.name).filter((u) => /\/c\/0\//.test(u)),
+    }));
+    // Skip-free: the test stores carry the levels mirror and consolidated metadata, so the page
+    // must have named the first view's chunks itself and the reader must have taken them.
+    assert.ok(got.early > 0, `no early chunk was used (${JSON.stringify(got)})`);
+    assert.equal(new Set(got.chunks).size, got.chunks.length, `a timestep-0 chunk was fetched twice: ${got.chunks.join(", ")}`);
+    await page.close();
+  });
+
   const banners = (closedPort) => [
     ["an unreachable host", `http://127.0.0.1:${closedPort}/none.zarr`, /Store unreachable/, /failed|fetch/i],
     ["a host without CORS", `http://127.0.0.1:${plainServer.address().port}/map/utm.zarr`, /blocked by CORS/, /Access-Control-Allow-Origin/],
