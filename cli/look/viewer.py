@@ -23,7 +23,10 @@ from cz.look.errors import LookError
 
 __all__ = ["BUILD_HINT", "Viewer", "ViewerNotFoundError", "find_bundle", "locate_viewer"]
 
-BUILD_HINT = "build it with `cd js && npm ci && npm run build:viewer` (writes js/dist/viewer/)"
+BUILD_HINT = (
+    "build it with `bash scripts/vendor-viewer.sh` (writes cli/_viewer/) or "
+    "`cd js && npm ci && npm run build:viewer` (writes js/dist/viewer/)"
+)
 
 _PACKAGE = Path(__file__).resolve().parents[1]  # the cz package folder (cli/ in a checkout)
 _CHECKOUT = _PACKAGE.parent
