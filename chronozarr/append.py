@@ -38,6 +38,7 @@ from chronozarr.cells import (
 from chronozarr.errors import AppendError, CorruptStoreError
 from chronozarr.grid import cell_slice
 from chronozarr.inputs import CellInput, unwrap_array
+from chronozarr.jsondoc import load_json
 from chronozarr.metadata import (
     RootAttrs,
     Temporal,
@@ -84,7 +85,7 @@ def append(
     raw_root = target.get("zarr.json")
     if raw_root is None:
         raise refuse("store", f"no chronozarr store at {target.url} (zarr.json not found)")
-    root = json.loads(raw_root)
+    root = load_json(raw_root, f"{target.url}/zarr.json")
     reader = Reader(target, root)
     coords = xarray_coords(data)
     data = unwrap_array(data, "data")

@@ -18,6 +18,7 @@ import crc32c as _crc32c
 import numcodecs
 import numpy as np
 
+from chronozarr.bounded import decode_bounded
 from chronozarr.errors import CorruptStoreError
 
 __all__ = [
@@ -67,6 +68,7 @@ class ChunkCodec:
         self.shape = tuple(int(s) for s in shape)
         self.nbytes = int(np.prod(self.shape)) * self.dtype.itemsize
         self._compressors = [compressor_for(c) for c in codecs[1:]]
+        self._names = [str(c.get("name")) for c in codecs[1:]]
 
     def encode(self, chunk: np.ndarray) -> bytes:
         """Bytes of a full chunk (shape must equal the chunk shape)."""
@@ -78,9 +80,10 @@ class ChunkCodec:
         return bytes(buf)
 
     def decode(self, data: bytes | memoryview) -> np.ndarray:
+        """The chunk of ``data``; a compressor never decodes past the chunk's size (spec 8)."""
         buf: Any = data
-        for comp in reversed(self._compressors):
-            buf = comp.decode(buf)
+        for name, comp in zip(reversed(self._names), reversed(self._compressors), strict=True):
+            buf = decode_bounded(name, comp, buf, self.nbytes)
         raw = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else buf.view("B")
         if len(raw) != self.nbytes:
             raise CorruptStoreError(f"decoded chunk has {len(raw)} bytes, expected {self.nbytes}")

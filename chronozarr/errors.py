@@ -13,6 +13,7 @@ __all__ = [
     "EncodeError",
     "NotAChronozarrStoreError",
     "RemoteStoreError",
+    "StoreAccessError",
     "StoreNotFoundError",
     "UnsupportedError",
 ]
@@ -49,6 +50,11 @@ class AppendError(ChronozarrError, ValueError):
 
 class StoreNotFoundError(ChronozarrError, FileNotFoundError):
     """No root zarr.json at the given location."""
+
+
+class StoreAccessError(ChronozarrError, OSError):
+    """An object of a local store exists but cannot be read (permissions, an I/O error, a path
+    the system refuses). The message names the object and the system's reason."""
 
 
 class NotAChronozarrStoreError(ChronozarrError):

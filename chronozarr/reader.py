@@ -9,7 +9,6 @@ with bounded ranges from shard_bytes and cached, missing objects decoded as fill
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ from chronozarr.errors import (
     NotAChronozarrStoreError,
     StoreNotFoundError,
 )
+from chronozarr.jsondoc import load_json
 from chronozarr.metadata import (
     ArrayInfo,
     Band,
@@ -31,6 +31,8 @@ from chronozarr.metadata import (
     RootAttrs,
     parse_time,
 )
+from chronozarr.mirror import check_level_mirror, check_nodata
+from chronozarr.names import check_names, store_names
 from chronozarr.storage import Store, open_store_bytes
 from chronozarr.temporal import apply_residual
 
@@ -124,6 +126,14 @@ class ArrayReader:
         offset, nbytes = (int(v) for v in index[pos])
         if offset == int(_codecs.EMPTY) and nbytes == int(_codecs.EMPTY):
             return None
+        # spec 7.2: an entry is (offset, nbytes) of one encoded inner chunk; a compressed chunk
+        # is never much larger than the decoded one, so an absurd entry is refused before any
+        # request or allocation is sized by it (issue 14)
+        if nbytes > 2 * self._codec.nbytes + (64 << 10) or offset + nbytes >= 2**63:
+            raise CorruptStoreError(
+                f"{self._key(ts, r, c)}: shard index entry {pos} ({offset}, {nbytes}) is"
+                f" impossible for a chunk of {self._codec.nbytes} bytes"
+            )
         data = self.store.get_range(self._key(ts, r, c), offset, offset + nbytes)
         if data is None or len(data) != nbytes:
             raise CorruptStoreError(
@@ -141,7 +151,7 @@ class ArrayReader:
             return self._codec.decode(data)
         except CorruptStoreError:  # add the object key to the checksum/decode error
             raise
-        except Exception as exc:  # a codec error on bad bytes
+        except Exception as exc:  # a codec error on bad bytes, or more bytes than the chunk holds
             raise CorruptStoreError(
                 f"{self.path}: cannot decode chunk t={t} cell {r},{c}: {exc}"
             ) from exc
@@ -161,6 +171,8 @@ class Reader:
             )
         self.attrs = RootAttrs.from_json(attributes["chronozarr"])
         self.multiscales = attributes.get("multiscales")
+        # names become paths and URLs: refuse any that could leave the store (issue 14)
+        check_names(store_names(attributes["chronozarr"], self.multiscales))
         consolidated = root.get("consolidated_metadata") or {}
         meta = consolidated.get("metadata") if isinstance(consolidated, Mapping) else None
         self._consolidated: Mapping[str, Any] = meta if isinstance(meta, Mapping) else {}
@@ -172,6 +184,7 @@ class Reader:
         # spec 10.2: read every level's data array metadata now, failing on unsupported types.
         for k in range(len(self.levels)):
             self.array(k)
+        check_nodata(self.attrs.nodata, self.array(0).info.dtype)  # before any comparison
 
     # -- metadata --------------------------------------------------------------------------------
 
@@ -183,13 +196,8 @@ class Reader:
         raw = self.store.get(f"{key}/zarr.json")
         if raw is None:
             return None
-        try:
-            doc: Mapping[str, Any] = json.loads(raw)
-            return doc
-        except ValueError as exc:  # not JSON: a typed error naming the document
-            raise CorruptStoreError(
-                f"{self.store.url}/{key}/zarr.json: invalid JSON ({exc})"
-            ) from exc
+        doc: Mapping[str, Any] = load_json(raw, f"{self.store.url}/{key}/zarr.json")
+        return doc
 
     def _enumerate_levels(self) -> tuple[LevelInfo, ...]:
         """spec 10.2: from chronozarr.levels, else multiscales paths plus level zarr.json."""
@@ -245,6 +253,8 @@ class Reader:
         shard_bytes = None
         if name == self.attrs.variable and self.attrs.shard_bytes:
             shard_bytes = self.attrs.shard_bytes.get(self.levels[level].path)
+        if name == self.attrs.variable:  # spec 3.7: the mirror must describe this array
+            check_level_mirror(self.levels[level], info, self.n_time)
         reader = ArrayReader(self.store, path, info, shard_bytes, self._index_cache)
         with self._lock:
             self._arrays.setdefault(key, reader)
@@ -524,10 +534,7 @@ def open_store(path_or_url: Any, **options: Any) -> Reader:
     raw = store.get("zarr.json")
     if raw is None:
         raise StoreNotFoundError(f"no chronozarr store at {store.url}: zarr.json not found")
-    try:
-        root = json.loads(raw)
-    except ValueError as exc:  # not JSON: a typed error naming the document
-        raise CorruptStoreError(f"{store.url}/zarr.json: invalid JSON ({exc})") from exc
+    root = load_json(raw, f"{store.url}/zarr.json")
     if (
         not isinstance(root, dict)
         or root.get("zarr_format") != 3

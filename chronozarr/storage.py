@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from chronozarr.errors import ChronozarrError, CorruptStoreError, RemoteStoreError, UnsupportedError
+from chronozarr.errors import (
+    ChronozarrError,
+    CorruptStoreError,
+    RemoteStoreError,
+    StoreAccessError,
+    UnsupportedError,
+)
 from chronozarr.location import location
 
 __all__ = [
@@ -115,38 +121,63 @@ class LocalStore:
     def _path(self, key: str) -> Path:
         return self.root.joinpath(*check_key(key).split("/"))
 
+    def _read_path(self, key: str) -> Path:
+        """The path of ``key`` for reading: never one that resolves outside the root (a symlink
+        in the store pointing elsewhere is refused, issue 14)."""
+        path = self._path(key)
+        real = os.path.realpath(path)
+        if real != str(self.root) and not real.startswith(str(self.root) + os.sep):
+            raise CorruptStoreError(
+                f"{self.url}/{key}: resolves outside the store (a symlink to {real}); refused"
+            )
+        return path
+
+    def _access_error(self, key: str, exc: OSError) -> StoreAccessError:
+        return StoreAccessError(f"{self.url}/{key}: cannot read: {exc.strerror or exc}")
+
     def get(self, key: str) -> bytes | None:
         try:
-            data = self._path(key).read_bytes()
-        except (
-            FileNotFoundError,
-            NotADirectoryError,
-            IsADirectoryError,
-        ):  # absent object: None (spec 9)
+            data = self._read_path(key).read_bytes()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):  # absent: None (spec 9)
             return None
+        except OSError as exc:  # permissions, name too long, I/O: typed, naming the object
+            raise self._access_error(key, exc) from exc
         self.stats.record("get", key, len(data))
         return data
 
     def get_range(self, key: str, start: int, end: int) -> bytes | None:
+        """Bytes [start, end) of an object, fewer when it ends earlier; None when absent.
+
+        The range comes from a shard index or shard_bytes, i.e. from the store: it is checked
+        (0 <= start <= end) and clamped to the file, so an offset of 2^63 or a length of 2^62
+        never reaches seek() or an allocation.
+        """
+        start, end = int(start), int(end)
+        if start < 0 or end < start:
+            raise CorruptStoreError(f"{self.url}/{key}: invalid byte range {start}-{end}")
         try:
-            with open(self._path(key), "rb") as fh:
-                fh.seek(start)
-                data = fh.read(end - start)
-        except (
-            FileNotFoundError,
-            NotADirectoryError,
-            IsADirectoryError,
-        ):  # absent object: None (spec 9)
+            with open(self._read_path(key), "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if start >= size:
+                    data = b""
+                else:
+                    fh.seek(start)
+                    data = fh.read(min(end, size) - start)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):  # absent: None (spec 9)
             return None
+        except OSError as exc:  # permissions, name too long, I/O: typed, naming the object
+            raise self._access_error(key, exc) from exc
         self.stats.record("range", key, len(data))
         return data
 
     def size(self, key: str) -> int | None:
         self.stats.record("head", key)
         try:
-            return self._path(key).stat().st_size
+            return self._read_path(key).stat().st_size
         except (FileNotFoundError, NotADirectoryError):  # absent object: None (spec 9)
             return None
+        except OSError as exc:  # permissions, name too long, I/O: typed, naming the object
+            raise self._access_error(key, exc) from exc
 
     def put(self, key: str, data: bytes) -> None:
         path = self._path(key)

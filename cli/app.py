@@ -6,6 +6,7 @@ Each command lives in its own module exposing ``register(app)``. Exit codes, for
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -29,8 +30,22 @@ look_commands.register(app)
 
 
 def main() -> None:
-    """Console-script entry point (``cz`` and ``chronozarr``)."""
-    sys.exit(app(standalone_mode=True) or 0)
+    """Console-script entry point (``cz`` and ``chronozarr``).
+
+    The last line of defence of "the CLI never prints a traceback" (issue 14): an exception no
+    command turned into a message becomes one line on stderr and exit 1, with the exception type
+    so it can be reported; ``CZ_DEBUG=1`` shows the traceback instead.
+    """
+    try:
+        sys.exit(app(standalone_mode=True) or 0)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # anything a command let escape: one line, not a traceback
+        if os.environ.get("CZ_DEBUG"):
+            raise
+        from cz.output import internal_error
+
+        internal_error(exc)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from rich.progress import Progress as RichBars
 from rich.table import Table
 from rich.text import Text
 
+from chronozarr.errors import ChronozarrError
 from cz.build import BuildOptions, BuildResult, Progress, build
 from cz.errors import CzError, RecipeError
 from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt
@@ -115,7 +116,7 @@ def _print_plan_header(plan: Plan) -> None:
     if plan.signing != "none":
         out.print(f"  signing   {plan.signing}, per month at build time", highlight=False)
     out.print(
-        f"  grid      {grid.crs} ({escape(grid.crs_reason)}), {_fmt(grid.resolution)} m, "
+        f"  grid      {escape(str(grid.crs))} ({escape(grid.crs_reason)}), {_fmt(grid.resolution)} m, "
         f"{grid.shape[0]} x {grid.shape[1]} px, chunk {grid.chunk_size}, "
         f"{grid.cells} cells at level 0, {len(grid.levels)} levels",
         highlight=False,
@@ -376,7 +377,7 @@ def print_result(result: BuildResult) -> None:
     empty = f"; {len(result.empty_months)} empty: {', '.join(result.empty_months[:6])}"
     out.print(
         f"  {len(months)} month(s) ({span}{empty if result.empty_months else ''}), "
-        f"{len(result.bands)} bands ({', '.join(result.bands)}), "
+        f"{len(result.bands)} bands ({escape(', '.join(result.bands))}), "
         f"{result.shape[0]} x {result.shape[1]} px, {result.levels} levels, "
         f"{result.cells} cells at level 0",
         highlight=False,
@@ -409,6 +410,8 @@ def run_build_errors(exc: BaseException) -> None:
     if isinstance(exc, RecipeError):
         _recipe_failure(exc)
     if isinstance(exc, CzError):
+        fail(str(exc), EXIT_RUNTIME)
+    if isinstance(exc, ChronozarrError):  # the format library's typed errors (issue 14)
         fail(str(exc), EXIT_RUNTIME)
     raise exc
 

@@ -43,7 +43,10 @@ def _print_plan(plan: PublishPlan, dry_run: bool) -> None:
         "partial": "objects but no root zarr.json (an interrupted publish: resuming)",
         "store": f"a store of {plan.target_times} timesteps (re-publish; local has {plan.local_times})",
     }[plan.target_state]
-    out.print(f"[bold]{plan.source}[/] -> [bold]{plan.target.url}[/]", highlight=False)
+    out.print(  # paths and URLs are user text: never markup (issue 14)
+        f"[bold]{escape(str(plan.source))}[/] -> [bold]{escape(str(plan.target.url))}[/]",
+        highlight=False,
+    )
     out.print(f"  target    {state}", highlight=False)
     table = Table(title="upload plan" if dry_run else None, title_justify="left")
     for col in ("phase", "objects", "bytes"):
@@ -68,7 +71,7 @@ def _print_plan(plan: PublishPlan, dry_run: bool) -> None:
     if plan.skipped:
         err.print(
             f"[yellow]warning:[/] {len(plan.skipped)} file(s) are not part of the store and are"
-            f" not published (first: {plan.skipped[0]})",
+            f" not published (first: {escape(str(plan.skipped[0]))})",
             highlight=False,
         )
 
@@ -154,11 +157,11 @@ def publish_cmd(
     if dry_run:
         out.print("dry run: nothing was uploaded", highlight=False)
     elif not plan.uploads:
-        out.print(f"[green]up to date[/]: {escape(tgt.url)}", highlight=False)
+        out.print(f"[green]up to date[/]: {escape(str(tgt.url))}", highlight=False)
     else:
         out.print(
             f"[green]published[/] {len(result.uploaded)} objects ({human_bytes(result.bytes)}) to"
-            f" {escape(tgt.url)} in {result.seconds:.1f} s"
+            f" {escape(str(tgt.url))} in {result.seconds:.1f} s"
             + (f", {result.retries} retried" if result.retries else ""),
             highlight=False,
         )

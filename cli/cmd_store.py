@@ -6,7 +6,9 @@ from collections import defaultdict
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 import chronozarr
 from chronozarr.errors import ChronozarrError
@@ -35,17 +37,22 @@ def validate_cmd(
     if as_json:
         print_json(report.to_json())
     else:
-        for f in report.findings:
+        for f in report.findings:  # keys and messages quote store text: never markup
             style = "red" if f.severity == "error" else "yellow"
             out.print(
-                f"[{style}]{f.severity:7}[/] §{f.section:5} {f.rule:28} {f.key}: {f.message}",
+                Text.assemble(
+                    (f"{f.severity:7}", style), f" §{f.section:5} {f.rule:28} {f.key}: {f.message}"
+                ),
                 highlight=False,
             )
         checked = ", ".join(f"{v} {k}" for k, v in report.checked.items())
-        verdict = "[green]valid[/]" if report.ok else "[red]INVALID[/]"
+        verdict = ("valid", "green") if report.ok else ("INVALID", "red")
         out.print(
-            f"{verdict}: {store} ({len(report.errors)} errors, {len(report.warnings)} warnings;"
-            f" {'deep' if deep else 'metadata'} check of {checked})",
+            Text.assemble(
+                verdict,
+                f": {store} ({len(report.errors)} errors, {len(report.warnings)} warnings;"
+                f" {'deep' if deep else 'metadata'} check of {checked})",
+            ),
             highlight=False,
         )
     raise typer.Exit(EXIT_OK if report.ok else EXIT_INVALID)
@@ -100,7 +107,7 @@ def inspect_summary(reader: chronozarr.Reader) -> dict[str, Any]:
         "shard_time": reader.array(0).info.shard_time,
         "levels": levels,
         "volatility": None
-        if vol is None
+        if vol is None or vol.size == 0  # an empty grid has no statistics (issue 14)
         else {"min": float(vol.min()), "max": float(vol.max()), "mean": float(vol.mean())},
         "provenance": attrs.provenance,
     }
@@ -110,6 +117,15 @@ def inspect_summary(reader: chronozarr.Reader) -> dict[str, Any]:
             "bytes": sum(v[1] for v in objects.values()),
         }
     return summary
+
+
+def _selection_text(sel: Any) -> str:
+    """The auto-selection record (spec 4.3) in words; a record without a number says so."""
+    if not isinstance(sel, dict):
+        return f"auto selection {sel!r}"
+    cells, ratio = sel.get("sampled_cells"), sel.get("ratio")
+    ratio_text = f"{ratio:.3f}" if isinstance(ratio, int | float) else "not recorded"
+    return f"auto over {cells if cells is not None else '?'} cells, star-delta/plain = {ratio_text}"
 
 
 def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
@@ -130,15 +146,22 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
     if enc == "star-delta":
         enc += f" (anchor every {s['anchor_interval']}, {s['anchors']} anchors)"
     if sel:
-        enc += f"; auto over {sel['sampled_cells']} cells, star-delta/plain = {sel['ratio']:.3f}"
-    out.print(f"[bold]{s['store']}[/]  chronozarr {s['spec_version']}", highlight=False)
+        enc += f"; {_selection_text(sel)}"
+    # every value below comes from the store: escaped, never rendered as markup (issue 14)
     out.print(
-        f"  data      {s['variable']}: {s['dtype']}, nodata {s['nodata']}, crs {s['crs']}",
+        f"[bold]{escape(str(s['store']))}[/]  chronozarr {escape(str(s['spec_version']))}",
+        highlight=False,
+    )
+    out.print(
+        escape(f"  data      {s['variable']}: {s['dtype']}, nodata {s['nodata']}, crs {s['crs']}"),
         highlight=False,
     )
     t = s["times"]
-    out.print(f"  time      {t['count']} timesteps, {t['first']} .. {t['last']}", highlight=False)
-    out.print(f"  encoding  {enc}", highlight=False)
+    out.print(
+        escape(f"  time      {t['count']} timesteps, {t['first']} .. {t['last']}"),
+        highlight=False,
+    )
+    out.print(f"  encoding  {escape(enc)}", highlight=False)
     layout = "unsharded" if not s["shard_time"] else f"sharded, shard_time {s['shard_time']}"
     out.print(
         f"  layout    {layout}; mask {'yes' if s['mask'] else 'no'}, coverage {'yes' if s['coverage'] else 'no'}",
@@ -155,7 +178,7 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
         bands.add_column(col)
     for b in s["bands"]:
         bands.add_row(
-            *(str(b.get(k, "")) for k in ("name", "common_name", "scale", "offset", "units"))
+            *(Text(str(b.get(k, ""))) for k in ("name", "common_name", "scale", "offset", "units"))
         )
     out.print(bands)
     levels = Table(title="levels", title_justify="left")
@@ -163,7 +186,7 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
         levels.add_column(col, justify="right")
     for lv in s["levels"]:
         levels.add_row(
-            lv["path"],
+            Text(str(lv["path"])),
             " x ".join(str(v) for v in lv["shape"]),
             f"{lv['grid'][0]} x {lv['grid'][1]}",
             f"{lv['resolution']:g}",
@@ -183,10 +206,10 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
             if key in prov:
                 value = prov[key]
                 text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-                out.print(f"  {key:9} {text}", highlight=False)
+                out.print(Text(f"  {key:9} {text}"), highlight=False)
         extra = sorted(k for k in prov if k not in ("sources", "composite", "gap_fill", "notes"))
         if extra:
-            out.print(f"  provenance also: {', '.join(extra)} (see --json)", highlight=False)
+            out.print(Text(f"  provenance also: {', '.join(extra)} (see --json)"), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

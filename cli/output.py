@@ -18,6 +18,7 @@ __all__ = [
     "err",
     "fail",
     "human_bytes",
+    "internal_error",
     "out",
     "print_json",
 ]
@@ -45,6 +46,22 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
     return f"{n:.1f} PB"
+
+
+def internal_error(exc: BaseException) -> NoReturn:
+    """Exit 1 with one line for an exception no command handled (see ``cz.app.main``)."""
+    if isinstance(exc, MemoryError):
+        message = (
+            "out of memory: the input needs more memory than this machine has"
+            f"{' (' + str(exc) + ')' if str(exc) else ''}; try a smaller region, fewer workers"
+            " or a machine with more memory"
+        )
+    else:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        message = f"internal error ({type(exc).__name__}{': ' + text if text else ''})"
+        message += "; please report it (CZ_DEBUG=1 shows the traceback)"
+    err.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
+    sys.exit(EXIT_RUNTIME)
 
 
 def print_json(obj: Any) -> None:

@@ -41,6 +41,7 @@ from chronozarr.location import is_url
 from cz.errors import RecipeError, SigningError, StacError
 from cz.months import month_datetime_range
 from cz.recipe import Recipe
+from cz.stac_guard import DeadlineAdapter, guarded_pages
 
 __all__ = [
     "RETRY_STATUSES",
@@ -120,11 +121,16 @@ class RetryPolicy:
 
 def make_stac_io(policy: RetryPolicy, headers: dict[str, str] | None = None) -> StacApiIO:
     """A ``StacApiIO`` whose session retries per ``policy`` (POST included) with timeouts."""
-    return StacApiIO(
+    io = StacApiIO(
         headers=headers,
         timeout=(policy.connect_timeout, policy.timeout),
         max_retries=policy.urllib3_retry(),
     )
+    # a total deadline per request (retries included): RetryPolicy.bound() (issue 14)
+    adapter = DeadlineAdapter(deadline_s=policy.bound(), max_retries=policy.urllib3_retry())
+    io.session.mount("http://", adapter)
+    io.session.mount("https://", adapter)
+    return io
 
 
 @dataclass
@@ -254,7 +260,7 @@ def search_endpoint(
     search = ItemSearch(url=search_url, stac_io=stac_io, client=client, method=method, **params)
     items: list[dict[str, Any]] = []
     pages = 0
-    for page in search.pages_as_dicts():
+    for page in guarded_pages(search.pages_as_dicts(), search_url):  # loops, caps (issue 14)
         pages += 1
         items.extend(page.get("features", []))
         if on_page is not None:

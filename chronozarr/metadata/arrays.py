@@ -254,12 +254,7 @@ class ArrayInfo:
             raise UnsupportedError(
                 f"{key}: chunk_grid {grid.get('name')!r} is not supported", field="chunk_grid"
             )
-        cke = doc.get("chunk_key_encoding", {"name": "default"})
-        separator = "/"
-        if cke.get("name") == "default":
-            separator = cke.get("configuration", {}).get("separator", "/")
-        elif cke.get("name") == "v2":
-            separator = cke.get("configuration", {}).get("separator", ".")
+        separator = _chunk_key_separator(doc.get("chunk_key_encoding", {"name": "default"}), key)
         sharded = bool(codecs) and codecs[0].get("name") == "sharding_indexed"
         index_location = "end"
         index_codecs: tuple[Mapping[str, Any], ...] = ()
@@ -317,6 +312,29 @@ class ArrayInfo:
         return np.array(self.fill_value if self.fill_value is not None else 0).astype(self.dtype)[
             ()
         ]
+
+
+def _chunk_key_separator(cke: Any, key: str) -> str:
+    """The separator of a ``default`` chunk key encoding (Zarr v3 9.2; chronozarr spec 2 writes
+    ``/``). ``v2`` keys are refused, not read as all fill: a reader that built ``c/...`` keys
+    for them silently returned fill values (issue 14)."""
+    if not isinstance(cke, Mapping):
+        raise CorruptStoreError(
+            f"{key}: chunk_key_encoding must be an object, got {cke!r}", field="chunk_key_encoding"
+        )
+    if cke.get("name") != "default":
+        raise UnsupportedError(
+            f"{key}: chunk_key_encoding {cke.get('name')!r} is not supported (expected 'default')",
+            field="chunk_key_encoding",
+        )
+    conf = cke.get("configuration") or {}
+    separator = conf.get("separator", "/") if isinstance(conf, Mapping) else None
+    if separator not in ("/", "."):
+        raise CorruptStoreError(
+            f"{key}: chunk key separator {separator!r} is not '/' or '.'",
+            field="chunk_key_encoding",
+        )
+    return str(separator)
 
 
 def _check_chunk_codecs(codecs: Sequence[Mapping[str, Any]], key: str, dtype: str) -> None:

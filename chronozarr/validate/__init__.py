@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any, cast
 
-from chronozarr.errors import StoreNotFoundError
+from chronozarr.errors import CorruptStoreError, StoreNotFoundError
 from chronozarr.storage import Store, open_store_bytes
 from chronozarr.validate.context import Context, Stop
 from chronozarr.validate.coords import check_coords
@@ -61,6 +61,8 @@ def _run(store: Store, deep: bool) -> Report:
         _check(ctx)
     except Stop:  # a finding made further checks meaningless; it is in the report
         pass
+    except CorruptStoreError as exc:  # an object the store refuses to serve (symlink out...)
+        ctx.add("object.refused", str(exc), ctx.where)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError) as exc:
         # metadata malformed in a way no specific check anticipated: a finding, never a crash
         ctx.add(

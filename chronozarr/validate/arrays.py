@@ -109,6 +109,17 @@ def check_array(
     if malformed:
         ctx.add("array.malformed", f"not a valid Zarr v3 array document: {malformed}", key)
         return None
+    cke = doc.get("chunk_key_encoding") or {}
+    if (
+        cke.get("name") != "default"
+        or (cke.get("configuration") or {}).get("separator", "/") != "/"
+    ):
+        ctx.add(
+            "array.key_encoding",
+            f"chunk keys must be the default encoding with '/' (c/t/.../c), got {cke!r}",
+            key,
+        )
+        return None  # the reader refuses other key encodings (issue 14): nothing more to check
     try:
         info = ArrayInfo.from_json(doc, path, **({"allowed_dtypes": allowed} if allowed else {}))
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:  # untyped slip
@@ -124,16 +135,6 @@ def check_array(
     except ChronozarrError as exc:  # unsupported (typed): the field it names picks the rule
         ctx.add(_unsupported_rule(exc.field, kind), str(exc), key)
         return None
-    cke = doc.get("chunk_key_encoding") or {}
-    if (
-        cke.get("name") != "default"
-        or (cke.get("configuration") or {}).get("separator", "/") != "/"
-    ):
-        ctx.add(
-            "array.key_encoding",
-            f"chunk keys must be the default encoding with '/' (c/t/.../c), got {cke!r}",
-            key,
-        )
     if info.sharded:
         names = [c.get("name") for c in info.index_codecs]
         endian = (

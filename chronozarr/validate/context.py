@@ -8,13 +8,14 @@ from there.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from chronozarr.errors import CorruptStoreError
+from chronozarr.jsondoc import load_json
 from chronozarr.metadata import ArrayInfo, RootAttrs
 from chronozarr.storage import Store
 from chronozarr.validate.report import Finding, Report
@@ -69,9 +70,9 @@ class Context:
         value = None
         if raw is not None:
             try:
-                value = json.loads(raw)
-            except ValueError as exc:  # not JSON: a finding; the document then reads as absent
-                self.add("json.invalid", f"invalid JSON: {exc}", key)
+                value = load_json(raw, key, allow_nan=True)
+            except CorruptStoreError as exc:  # bad JSON, too deep, NaN, huge numbers: a finding;
+                self.add("json.invalid", str(exc), key)  # the document then reads as absent
                 value = None
         self.docs[path] = value
         return value

@@ -9,6 +9,7 @@ from typing import Any
 
 from chronozarr.errors import ChronozarrError
 from chronozarr.metadata import RootAttrs
+from chronozarr.names import name_problem, store_names
 from chronozarr.validate.context import Context, Stop
 
 __all__ = ["check_band_objects", "check_multiscales", "check_nodata", "check_root"]
@@ -48,6 +49,11 @@ def check_root(ctx: Context) -> tuple[Mapping[str, Any], RootAttrs]:
         )
         raise Stop from exc
     ctx.attrs = attrs
+    for where, name in store_names(raw, attributes.get("multiscales")):
+        problem = name_problem(name)
+        if problem is not None:  # a name that would leave the store (issue 14)
+            ctx.add("name.unsafe", f"{name!r}: {problem}", f"zarr.json#{where}")
+            raise Stop
     for name in ("variable", "volatility_path", "mask_variable", "coverage_variable"):
         value = raw.get(name)
         if value is not None and not (isinstance(value, str) and value):

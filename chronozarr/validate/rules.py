@@ -111,6 +111,7 @@ RULES: dict[str, Rule] = _rules(
     ("consolidated.stale", "3.1", "error", "consolidated entries equal the zarr.json files"),
     ("root.chronozarr", "3.2", "error", "the root has a parsable chronozarr block"),
     ("chronozarr.key", "3.2", "error", "the chronozarr block has every required key"),
+    ("name.unsafe", "3.2", "error", "names are single path segments that stay in the store"),
     ("level.attrs", "3.3", "error", "level groups carry crs, transform and resolution"),
     ("level.crs", "3.3", "error", "a level's crs is chronozarr.crs"),
     ("data.spatial", "3.3", "warning", "data arrays carry proj:code and spatial:* (SHOULD)"),
@@ -172,6 +173,7 @@ RULES: dict[str, Rule] = _rules(
     ("coord.codec", "8", "error", "coordinate arrays use a supported compressor"),
     # 9 hosting
     ("hosting.dotfile", "9", "error", "no Zarr v2 dotfiles"),
+    ("object.refused", "9", "error", "every object is served from inside the store"),
     # 10 reading
     ("deep.skipped", "10", "warning", "deep checks are skipped while metadata has errors"),
     ("deep.decode", "10", "error", "every chunk decodes"),

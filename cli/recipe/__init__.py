@@ -1,7 +1,8 @@
 """Recipes: the declarative YAML that says what store to build (reference: ``docs/recipes.md``).
 
-A recipe is parsed with ``yaml.SafeLoader`` (no Python tags, no code execution) into pydantic v2
-models that forbid unknown keys. Every mistake becomes a :class:`~cz.errors.RecipeProblem` that
+A recipe is parsed with ``cz.recipe_yaml.RecipeLoader`` (a ``yaml.SafeLoader`` with YAML 1.2
+core scalars and tags and size, depth and alias budgets: no code execution, no alias bomb) into
+pydantic v2 models that forbid unknown keys. Every mistake becomes a :class:`~cz.errors.RecipeProblem` that
 names the file, the line and column, the field path (``bands[1].resampling``) and what was
 expected; a misspelt key or value gets a "did you mean" suggestion. All problems of a recipe are
 reported together.

@@ -6,6 +6,7 @@ one per union member.
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,15 @@ def as_month(value: Any) -> Any:
         )
     if isinstance(value, int) and not isinstance(value, bool):
         raise ValueError(f"expected a month as YYYY-MM (e.g. {value}-01), got the number {value}")
+    if isinstance(value, str) and re.match(r"^\d{4}-\d{2}-\d{2}$", value.strip()):
+        raise ValueError(  # YAML 1.2 keeps a date a string (cz.recipe_yaml): same advice
+            f"expected a month as YYYY-MM (e.g. {value.strip()[:7]}), got the date "
+            f"{value.strip()}; the time range is whole calendar months"
+        )
     if isinstance(value, str) and not is_month(value.strip()):
         raise ValueError(f"expected a month as YYYY-MM (e.g. 2024-01), got {value!r}")
+    if isinstance(value, str) and not 1900 <= int(value.strip()[:4]) <= 2999:
+        raise ValueError(f"the year of {value!r} is out of range (1900 .. 2999)")
     return value.strip() if isinstance(value, str) else value
 
 

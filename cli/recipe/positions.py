@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from cz.errors import RecipeError, RecipeProblem
+from cz.recipe_yaml import RecipeLoader, check_text, check_tree
 
 _Mark = tuple[int, int]  # (line, column), 1-based
 
@@ -19,8 +20,9 @@ class Marks(typing.NamedTuple):
     container: bool  # the value is a mapping or a list (then its key line is the better anchor)
 
 
-class _MarkingLoader(yaml.SafeLoader):
-    """SafeLoader that keeps the node tree so values can be traced back to lines."""
+class _MarkingLoader(RecipeLoader):
+    """The recipe loader (cz.recipe_yaml: YAML 1.2 scalars, core tags) keeping the node tree
+    so values can be traced back to lines."""
 
 
 def _mark(m: yaml.Mark) -> _Mark:
@@ -56,6 +58,7 @@ def _walk(
 
 def load_yaml(text: str, source: str) -> tuple[Any, dict[tuple[str | int, ...], Marks]]:
     """Parse YAML safely; return the data and the marks of every value."""
+    check_text(text, source)  # size, NUL and control characters (issue 14)
     loader = _MarkingLoader(text)
     marks: dict[tuple[str | int, ...], Marks] = {}
     dups: list[tuple[tuple[str | int, ...], _Mark, str]] = []
@@ -65,6 +68,7 @@ def load_yaml(text: str, source: str) -> tuple[Any, dict[tuple[str | int, ...], 
             raise RecipeError(
                 [RecipeProblem(source, 1, 1, "", "the recipe is empty; expected a mapping")]
             )
+        check_tree(node, source)  # aliases, recursion, depth, expanded size (issue 14)
         _walk(node, (), marks, dups)
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:  # a syntax error with a position

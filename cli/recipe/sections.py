@@ -294,7 +294,7 @@ class MaskSpec(SectionModel):
         default_factory=lambda: ["scl", "SCL"], min_length=1
     )
     keep: list[Annotated[int, Field(ge=0, le=255)]] = Field(
-        default_factory=lambda: list(DEFAULT_SCL_KEEP), min_length=1
+        default_factory=lambda: list(DEFAULT_SCL_KEEP), min_length=1, max_length=256
     )
 
     @field_validator("keep")
