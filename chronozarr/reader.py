@@ -149,9 +149,8 @@ class ArrayReader:
             return self.empty_chunk()
         try:
             return self._codec.decode(data)
-        except CorruptStoreError:  # add the object key to the checksum/decode error
-            raise
-        except Exception as exc:  # a codec error on bad bytes, or more bytes than the chunk holds
+        except Exception as exc:  # a codec error on bad bytes, or more bytes than the chunk holds:
+            # CorruptStoreError included, so that the message names the array and the cell
             raise CorruptStoreError(
                 f"{self.path}: cannot decode chunk t={t} cell {r},{c}: {exc}"
             ) from exc
