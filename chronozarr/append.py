@@ -70,6 +70,7 @@ def append(
     crs: Any = None,
     transform: Sequence[float] | None = None,
     nodata: Any = UNSET,
+    provenance: Mapping[str, Any] | None = None,
     workers: int | None = None,
     _fail_after: str | None = None,
 ) -> None:
@@ -80,7 +81,11 @@ def append(
     ``transform`` and ``nodata``, when given (the toolkit passes its recipe's), must equal the
     store's; an xarray input's band/y/x coordinates are checked too. Any mismatch raises
     ``AppendError`` naming the condition and the values seen, before anything is written.
+    ``provenance``, when given, replaces the root's ``chronozarr.provenance`` (spec 3.8) in the
+    same final root write (the toolkit records the sources of the new timesteps).
     """
+    if provenance is not None and not isinstance(provenance, Mapping):
+        raise refuse("provenance", "expected an object (mapping)")
     target = LocalStore(store)
     raw_root = target.get("zarr.json")
     if raw_root is None:
@@ -109,7 +114,7 @@ def append(
         target.put(f"{key}/zarr.json", dumps(doc))
     if _fail_after == "arrays":
         raise RuntimeError("injected failure after the array zarr.json")
-    target.put("zarr.json", dumps(_new_root(plan, root, new_docs)))  # the root, last
+    target.put("zarr.json", dumps(_new_root(plan, root, new_docs, provenance)))  # the root, last
     log.info(
         "appended %d timesteps to %s (now %d)", plan.n_new - plan.n_old, target.url, plan.n_new
     )
@@ -359,10 +364,14 @@ def _write_coordinates(
 
 
 def _new_root(
-    plan: _Plan, root: Mapping[str, Any], new_docs: Mapping[str, dict[str, Any]]
+    plan: _Plan,
+    root: Mapping[str, Any],
+    new_docs: Mapping[str, dict[str, Any]],
+    provenance: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The root document after the append: times, temporal, levels and shard_bytes grown, the
-    consolidated copies of the rewritten documents replaced (spec 14)."""
+    consolidated copies of the rewritten documents replaced (spec 14); ``provenance``, when
+    given, replaces the root's (spec 3.8)."""
     attrs, n_new = plan.attrs, plan.n_new
     new_attrs = attrs.evolve(
         times=tuple(format_time(t) for t in plan.all_times_ms),
@@ -374,6 +383,7 @@ def _new_root(
             for lv in attrs.levels
         ),
         shard_bytes=plan.shard_bytes if attrs.shard_bytes is not None else None,
+        provenance=dict(provenance) if provenance is not None else attrs.provenance,
     )
     new_root = dict(root)
     attributes = dict(root.get("attributes") or {})

@@ -12,6 +12,7 @@ import sys
 import typer
 
 from cz import cmd_append, cmd_build, cmd_publish, cmd_store
+from cz.convert import cmd as cmd_convert
 from cz.look import commands as look_commands
 
 app = typer.Typer(
@@ -27,6 +28,7 @@ cmd_build.register(app)
 cmd_append.register(app)
 cmd_publish.register(app)
 look_commands.register(app)
+cmd_convert.register(app)
 
 
 def main() -> None:

@@ -273,6 +273,8 @@ _PHASES = {
     "cells": ("cells", "cells"),
     "pyramid": ("pyramid", ""),
     "publish": ("publish", "objects"),
+    "read": ("read", "blocks"),  # cz convert: windows read from the source files
+    "export": ("export", "files"),  # cz export: COGs written
 }
 
 

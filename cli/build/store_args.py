@@ -27,15 +27,8 @@ def store_bands(recipe: Recipe) -> list[dict[str, Any]]:
 
 
 def codec_options(recipe: Recipe) -> dict[str, Any]:
-    codec = recipe.store.codec
-    if codec.name == "blosc":
-        opts: dict[str, Any] = {"clevel": codec.effective_level}
-        if codec.cname:
-            opts["cname"] = codec.cname
-        if codec.shuffle:
-            opts["shuffle"] = codec.shuffle
-        return opts
-    return {"level": codec.effective_level}
+    """The writer's ``codec_options`` for the recipe's codec (spec 8)."""
+    return recipe.store.codec.writer_options()
 
 
 def recipe_fingerprint(recipe: Recipe) -> dict[str, Any]:

@@ -333,6 +333,17 @@ class CodecSpec(SectionModel):
             return self.level
         return 6 if self.name == "gzip" else 5
 
+    def writer_options(self) -> dict[str, Any]:
+        """``codec_options`` of ``chronozarr.encode`` (shared by cz build and cz convert)."""
+        if self.name == "blosc":
+            opts: dict[str, Any] = {"clevel": self.effective_level}
+            if self.cname:
+                opts["cname"] = self.cname
+            if self.shuffle:
+                opts["shuffle"] = self.shuffle
+            return opts
+        return {"level": self.effective_level}
+
 
 class StoreSpec(SectionModel):
     """The chronozarr store written by ``cz build`` and its layout options."""
