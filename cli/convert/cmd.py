@@ -10,6 +10,7 @@ Exit codes: 0 done, 1 a refused source or store (or a runtime failure), 2 usage 
 
 from __future__ import annotations
 
+from types import TracebackType
 from typing import Annotated, Any
 
 import typer
@@ -230,9 +231,14 @@ class _Status:
         if self.cm is not None:
             self.cm.__enter__()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self.cm is not None:
-            self.cm.__exit__(*exc)
+            self.cm.__exit__(exc_type, exc, tb)
 
 
 def export_cmd(

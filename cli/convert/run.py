@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
@@ -35,6 +35,24 @@ from cz.convert.stream import WindowReader, lazy_series
 __all__ = ["ConvertResult", "Plan", "append_check", "convert", "plan_source", "store_spec"]
 
 Plan: TypeAlias = RasterPlan | DatasetPlan
+
+
+class _Sources(Protocol):
+    """What :func:`provenance` reads of a plan (a whole plan, or the part an append writes)."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def files(self) -> list[str]: ...
+    @property
+    def mask_files(self) -> list[str]: ...
+    @property
+    def resampling(self) -> str | None: ...
+    @property
+    def mask(self) -> str | None: ...
+    def to_json(self) -> dict[str, Any]: ...
+
+
 PROVENANCE_FILES = (
     200  # paths listed in the root provenance at most: the root stays small (spec 3.1)
 )
@@ -59,7 +77,7 @@ def store_spec(dtype: str, **options: Any) -> Any:
     if "codec_level" in given:
         codec["level"] = given.pop("codec_level")
     try:
-        spec = StoreSpec(dtype=dtype, codec=codec, **given)
+        spec = StoreSpec.model_validate({"dtype": dtype, "codec": codec, **given})
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-")
@@ -126,7 +144,7 @@ def _times(plan: Plan) -> list[Any]:
     return [np.datetime64(s.time.replace(tzinfo=None), "ms") for s in plan.steps]
 
 
-def provenance(plan: Plan, *, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+def provenance(plan: _Sources, *, previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """The root's ``chronozarr.provenance`` (spec 3.8): the source files and the rules applied.
 
     An append extends the previous file list (``previous`` is the store's provenance)."""
