@@ -11,6 +11,7 @@ __all__ = [
     "ChronozarrError",
     "CorruptStoreError",
     "EncodeError",
+    "MissingExtraError",
     "NotAChronozarrStoreError",
     "RemoteStoreError",
     "StoreAccessError",
@@ -73,3 +74,17 @@ class RemoteStoreError(ChronozarrError, OSError):
     """A request to a remote store failed for a reason other than an absent key (a 404 is not
     an error: it reads as a missing object, spec 7.2/9). The message names the request, the URL
     and the host's answer, without the client library's debug dump."""
+
+
+class MissingExtraError(ChronozarrError, ImportError):
+    """A feature needs an optional dependency that is not installed. The message is one line
+    naming the feature and the extra that installs it, e.g. ``pip install 'chronozarr[remote]'``."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        self.feature = feature
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the '{extra}' extra ({module} is not installed): "
+            f"pip install 'chronozarr[{extra}]'"
+        )
+        self.name = module  # ImportError's attribute: the module that is missing

@@ -10,12 +10,12 @@ computed a few cells at a time.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from chronozarr import crs as _crs
 from chronozarr.cache import LRU
 from chronozarr.errors import EncodeError
 from chronozarr.location import location
@@ -94,17 +94,39 @@ def unwrap_array(data: Any, name: str) -> Any:
         raise EncodeError(name, f"expected a numpy, dask or xarray array ({exc})") from exc
 
 
-def normalize_bands(bands: Sequence[Any], n_band: int) -> tuple[Band, ...]:
-    if isinstance(bands, str) or not isinstance(bands, Sequence):
+def _band_text(value: Any, where: str, *, required: bool) -> str | None:
+    """A band name, common_name or units as a plain ``str``: numpy string scalars (what
+    ``list(da.band.values)`` gives) become str here, before the vlen-utf8 codec sees them."""
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value):
+        what = "a non-empty string" if required else "a string"
+        raise EncodeError(where, f"expected {what}, got {value!r}")
+    return str(value)
+
+
+def normalize_bands(bands: Any, n_band: int) -> tuple[Band, ...]:
+    if isinstance(bands, np.ndarray) and bands.ndim == 1:
+        bands = bands.tolist()  # an xarray/numpy coordinate of names
+    elif hasattr(bands, "tolist") and not isinstance(bands, str | bytes | Mapping):
+        bands = bands.tolist()  # a pandas Index
+    if isinstance(bands, str | bytes) or not isinstance(bands, Sequence):
         raise EncodeError("bands", "expected a list of band names or band objects")
     if len(bands) != n_band:
         raise EncodeError("bands", f"{len(bands)} bands given but data has {n_band} on axis 1")
     out = []
     for i, b in enumerate(bands):
         if isinstance(b, Band):
-            band = b
+            band = Band(
+                name=_band_text(b.name, f"bands[{i}].name", required=True),  # type: ignore[arg-type]
+                common_name=_band_text(b.common_name, f"bands[{i}].common_name", required=False),
+                scale=b.scale,
+                offset=b.offset,
+                units=_band_text(b.units, f"bands[{i}].units", required=False),
+            )
         elif isinstance(b, str):
-            band = Band(name=b, scale=1.0, offset=0.0)  # spec 3.6: write scale/offset explicitly
+            name = _band_text(b, f"bands[{i}]", required=True)
+            band = Band(name=name, scale=1.0, offset=0.0)  # type: ignore[arg-type]  # spec 3.6
         elif isinstance(b, Mapping):
             unknown = set(b) - {"name", "common_name", "scale", "offset", "units"}
             if unknown:
@@ -116,11 +138,13 @@ def normalize_bands(bands: Sequence[Any], n_band: int) -> tuple[Band, ...]:
                 if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
                     raise EncodeError(f"bands[{i}].{k}", f"expected a finite number, got {v!r}")
             band = Band(
-                name=b["name"],
-                common_name=b.get("common_name"),
+                name=str(b["name"]),
+                common_name=_band_text(
+                    b.get("common_name"), f"bands[{i}].common_name", required=False
+                ),
                 scale=float(b.get("scale", 1.0)),
                 offset=float(b.get("offset", 0.0)),
-                units=b.get("units"),
+                units=_band_text(b.get("units"), f"bands[{i}].units", required=False),
             )
         else:
             raise EncodeError(f"bands[{i}]", f"expected a name or an object, got {b!r}")
@@ -148,14 +172,8 @@ def local_target(store: Any) -> str:
 
 
 def normalize_crs(crs: Any) -> str:
-    if isinstance(crs, int) and not isinstance(crs, bool):
-        return f"EPSG:{crs}"
-    if hasattr(crs, "to_epsg") and crs.to_epsg():  # pyproj / rasterio CRS
-        return f"EPSG:{crs.to_epsg()}"
-    if isinstance(crs, str) and crs.strip():
-        m = re.match(r"^epsg:(\d+)$", crs.strip(), re.IGNORECASE)
-        return f"EPSG:{m.group(1)}" if m else crs.strip()
-    raise EncodeError("crs", f"expected an EPSG code such as 'EPSG:32631', got {crs!r}")
+    """chronozarr.crs of any accepted CRS input (chronozarr/crs.py, docs/spec.md C16)."""
+    return _crs.normalize_crs(crs).text
 
 
 def normalize_transform(transform: Any) -> tuple[tuple[float, ...], float]:

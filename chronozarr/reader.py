@@ -18,6 +18,7 @@ import numpy as np
 
 from chronozarr import codecs as _codecs
 from chronozarr.cache import LRU
+from chronozarr.crs import CRSInfo, parse_crs
 from chronozarr.errors import (
     CorruptStoreError,
     NotAChronozarrStoreError,
@@ -265,6 +266,14 @@ class Reader:
         return np.array([parse_time(t) for t in self.attrs.times], dtype="datetime64[ms]")
 
     @property
+    def crs(self) -> CRSInfo | None:
+        """The store's CRS: ``text`` (chronozarr.crs), ``epsg``, ``wkt2`` and ``projjson`` as the
+        level-0 data array carries them (proj:code, proj:wkt2, proj:projjson; docs/spec.md C16)."""
+        doc = self._doc(f"{self.levels[0].path}/{self.attrs.variable}") or {}
+        attributes = doc.get("attributes") if isinstance(doc, Mapping) else None
+        return parse_crs(self.attrs.crs, attributes if isinstance(attributes, Mapping) else None)
+
+    @property
     def bands(self) -> tuple[Band, ...]:
         return self.attrs.bands
 
@@ -434,15 +443,16 @@ class Reader:
 
     def to_xarray(self, level: int = 0) -> Any:  # an xarray.DataArray (imported lazily)
         """A lazy (dask) DataArray of reconstructed values with coords time/band/y/x."""
-        import dask.array as da
-        import xarray as xr
-
+        from chronozarr._optional import require
         from chronozarr.grid import pixel_centres
+
+        da = require("dask.array", "xarray", "Reader.to_xarray")
+        xr = require("xarray", "xarray", "Reader.to_xarray")
 
         lv = self.levels[level]
         cs = self.chunk_size(level)
         backend = _LazyLevel(self, level)
-        arr = da.from_array(  # type: ignore[no-untyped-call]
+        arr = da.from_array(
             backend,
             chunks=(1, lv.shape[1], cs, cs),
             meta=np.empty((0, 0, 0, 0), dtype=self.dtype),

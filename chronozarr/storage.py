@@ -274,7 +274,10 @@ class ObjectStore:
     """
 
     def __init__(self, url: str, **options: Any):
-        import obstore  # lazy: only remote stores need it
+        from chronozarr._optional import require
+
+        # lazy: only remote stores need it (the 'remote' extra)
+        obstore = require("obstore", "remote", f"reading {url.split(':', 1)[0]}:// stores")
         from obstore.store import HTTPStore, S3Store
 
         self._obstore = obstore

@@ -58,6 +58,7 @@ from chronozarr.metadata import (
     Temporal,
     codec_chain,
     data_array_doc,
+    dumps,
     format_time,
     multiscales,
     parse_times,
@@ -418,6 +419,9 @@ def _check_args(
     """Every argument checked (and normalized) before anything is written."""
     data, dtype, shape = _check_data(data)
     n_time, n_band, height, width = shape
+    # an xarray coordinate (da.time, da.band) is read as its values
+    times = times.values if hasattr(times, "dims") and hasattr(times, "values") else times
+    bands = bands.values if hasattr(bands, "dims") and hasattr(bands, "values") else bands
     try:
         times_ms = parse_times(times, n_time)
     except ValueError as exc:  # parse_times says which entry; report it under ``times``
@@ -495,6 +499,13 @@ def encode(
     args = _check_args(data, times, bands, crs, transform, nodata, mask, coverage, options)
     if provenance is not None and not isinstance(provenance, Mapping):
         raise EncodeError("provenance", "expected an object (mapping)")
+    if provenance is not None:
+        try:  # checked now, not when the root zarr.json is written after every chunk
+            dumps(dict(provenance))
+        except (TypeError, ValueError) as exc:  # json refuses numpy scalars, NaN, objects
+            raise EncodeError(
+                "provenance", f"must be JSON (no NaN, no numpy scalars): {exc}"
+            ) from exc
     target = _open_target(store)
     workers = workers or default_workers()
     layout = _layout(args, target)

@@ -1,3 +1,5 @@
-from cz.app import main
+"""``python -m cz``: the same program as the ``cz`` command."""
+
+from cz._entry import main
 
 main()

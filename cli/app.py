@@ -8,20 +8,46 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Annotated
 
 import typer
 
 from cz import cmd_append, cmd_build, cmd_publish, cmd_store
 from cz.convert import cmd as cmd_convert
+from cz.conventions import COMMON_EPILOG, CONTEXT_SETTINGS, CzGroup, run
 from cz.look import commands as look_commands
 
 app = typer.Typer(
     name="cz",
     help="chronozarr: satellite time series as Zarr v3 stores a browser scrubs like video.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # cz --install-completion / --show-completion (bash, zsh, fish, pwsh)
     pretty_exceptions_enable=False,
+    cls=CzGroup,  # -q/-v on every command, JSON errors under --json (cz/conventions.py)
+    epilog=COMMON_EPILOG,
+    context_settings=CONTEXT_SETTINGS,  # -h as --help
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from chronozarr import __version__
+
+        typer.echo(f"chronozarr {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", is_eager=True, callback=_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """chronozarr: satellite time series as Zarr v3 stores a browser scrubs like video."""
+
 
 cmd_store.register(app)
 cmd_build.register(app)
@@ -39,7 +65,7 @@ def main() -> None:
     so it can be reported; ``CZ_DEBUG=1`` shows the traceback instead.
     """
     try:
-        sys.exit(app(standalone_mode=True) or 0)
+        sys.exit(run(app))  # conventions: exit codes, --json errors, -q/-v
     except (SystemExit, KeyboardInterrupt):
         raise
     except BaseException as exc:  # anything a command let escape: one line, not a traceback

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from cz.build import BuildOptions, append_months, parse_months
-from cz.cmd_build import RichProgress, print_result, run_build_errors
+from cz.cmd_build import build_progress, print_result, run_build_errors
 from cz.errors import RecipeError
 from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt
 from cz.output import EXIT_USAGE, fail, print_json
@@ -59,7 +59,7 @@ def append_cmd(
         scheduler=scheduler, workers=workers, skip_failed=skip_failed, work_dir=work_dir
     )
     try:
-        with RichProgress() as progress:
+        with build_progress() as progress:
             result = append_months(parsed, months, store=store, options=options, progress=progress)
     except Exception as exc:  # any append failure: a message, never a traceback
         run_build_errors(exc)

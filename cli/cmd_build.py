@@ -46,6 +46,7 @@ from cz.recipe import load_recipe
 __all__ = [
     "RichProgress",
     "build_cmd",
+    "build_progress",
     "print_plan",
     "print_result",
     "register",
@@ -258,9 +259,16 @@ def _print_totals(plan: Plan) -> None:
 
 
 def _recipe_failure(exc: RecipeError) -> None:
-    """Print every problem of a broken recipe on stderr, one per line, and exit 2."""
-    for problem in exc.problems:
-        err.print(f"[bold red]error:[/] {escape(str(problem))}", highlight=False)
+    """Print every problem of a broken recipe on stderr, one per line, and exit 2 (under
+    ``--json``: ``{"error", "code", "problems"}`` on stdout, cz/conventions.py)."""
+    from cz.conventions import json_requested
+
+    problems = [str(problem) for problem in exc.problems]
+    if json_requested():
+        print_json({"error": "; ".join(problems), "code": EXIT_USAGE, "problems": problems})
+        raise typer.Exit(EXIT_USAGE)
+    for problem in problems:
+        err.print(Text.assemble(("error:", "bold red"), " ", problem), highlight=False)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -301,6 +309,19 @@ class _Rate(ProgressColumn):
         if speed >= 1:
             return Text(f"{speed:.1f} {unit}/s", style="progress.data.speed")
         return Text(f"{1 / speed:.1f} s/{unit.rstrip('s')}", style="progress.data.speed")
+
+
+def build_progress() -> Any:
+    """The progress of a build or append: rich bars on a terminal, one plain line per phase
+    elsewhere (a log, CI), nothing under ``--quiet`` (cz/progress.py)."""
+    from cz.conventions import STATE
+    from cz.progress import LineProgress, NullProgress
+
+    if STATE.quiet:
+        return NullProgress()
+    if not err.is_terminal:
+        return LineProgress(err.file, {phase: unit for phase, (_l, unit) in _PHASES.items()})
+    return RichProgress()
 
 
 class RichProgress(Progress):
@@ -457,7 +478,7 @@ def build_cmd(
             work_dir=work_dir,
         )
         try:
-            with RichProgress() as progress:
+            with build_progress() as progress:
                 result = build(parsed, out=out_path, options=options, progress=progress)
         except Exception as exc:  # any build failure: a message, never a traceback
             run_build_errors(exc)
@@ -468,17 +489,25 @@ def build_cmd(
             print_result(result)
         return
 
-    def on_page(page: int, count: int) -> None:
-        status.update(f"searching: page {page}, {count} items")
+    from cz.conventions import STATE
+    from cz.progress import make_progress
 
-    try:
-        with err.status("resolving items ...") as status:
+    seen = [0]
+    try:  # the STAC search, page by page: a bar on a terminal, one line in a log
+        with make_progress(err, quiet=STATE.quiet, units={"search": "items"}) as progress:
+
+            def on_page(page: int, count: int) -> None:
+                progress.advance("search", count - seen[0])
+                seen[0] = count
+
+            progress.start("search", None, "resolving items")
             plan = plan_recipe(parsed, out=out_path, on_page=on_page)
-    except RecipeError as exc:  # a broken recipe: usage error, every problem
+            progress.finish("search")
+    except RecipeError as exc:
         _recipe_failure(exc)
         return
-    except CzError as exc:  # the catalog or the plan failed
-        fail(str(exc), EXIT_RUNTIME)
+    except CzError as exc:
+        fail(str(exc), EXIT_RUNTIME)  # fail() prints text, never markup
     if as_json:
         print_json(plan.to_dict())
     else:

@@ -76,7 +76,38 @@ def _print_plan(plan: PublishPlan, dry_run: bool) -> None:
         )
 
 
+def _run_lines(plan: PublishPlan, workers: int) -> PublishResult:
+    """Publish with one line per phase on a non-terminal stderr (nothing under --quiet)."""
+    from cz.conventions import STATE
+    from cz.progress import LineProgress, NullProgress
+
+    lines = NullProgress() if STATE.quiet else LineProgress(err.file)
+    current: list[str] = []
+
+    def on_phase(phase: Phase, objs: list[StoreObject]) -> None:
+        if current:
+            lines.finish(current.pop())
+        name = f"publish {int(phase)}/4 {phase.name.lower()}"
+        if isinstance(lines, LineProgress):
+            lines.units[name] = "B"
+        lines.start(name, sum(o.size for o in objs))
+        current.append(name)
+
+    def on_uploaded(obj: StoreObject) -> None:
+        if current:
+            lines.advance(current[0], obj.size, requests=1)
+
+    result = execute(plan, workers=workers, on_phase=on_phase, on_uploaded=on_uploaded)
+    if current:
+        lines.finish(current.pop())
+    return result
+
+
 def _run(plan: PublishPlan, workers: int) -> PublishResult:
+    from cz.conventions import STATE
+
+    if STATE.quiet or not err.is_terminal:  # a log or CI: plain lines, not a redrawn bar
+        return _run_lines(plan, workers)
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),

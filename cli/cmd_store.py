@@ -11,8 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 import chronozarr
-from chronozarr.errors import ChronozarrError
-from cz.output import EXIT_INVALID, EXIT_OK, fail, human_bytes, out, print_json
+from chronozarr.errors import ChronozarrError, UnsupportedError
+from chronozarr.storage import open_store_bytes
+from cz.conventions import STATE
+from cz.output import EXIT_INVALID, EXIT_OK, err, fail, human_bytes, out, print_json
+from cz.progress import CountingStore, make_progress
 
 __all__ = ["inspect_summary", "register"]
 
@@ -29,8 +32,8 @@ def validate_cmd(
 ) -> None:
     """Check a store against chronozarr v0.2. Exit 0 valid, 3 invalid, 1 runtime error."""
     try:
-        report = chronozarr.validate(store, deep=deep)
-    except ChronozarrError as exc:  # not a store, corrupt, unsupported: one line
+        report = _validate_with_progress(store, deep)
+    except ChronozarrError as exc:
         fail(str(exc))
     except OSError as exc:  # unreadable path or network failure
         fail(f"{store}: {exc}")
@@ -58,18 +61,43 @@ def validate_cmd(
     raise typer.Exit(EXIT_OK if report.ok else EXIT_INVALID)
 
 
+def _remote(store: str) -> bool:
+    return store.split("://", 1)[0].lower() in ("http", "https", "s3") if "://" in store else False
+
+
+def _validate_with_progress(store: str, deep: bool) -> chronozarr.Report:
+    """``chronozarr.validate`` with the bytes it reads drawn on stderr (cz/progress.py) when it
+    can take a while: a deep check, or any check of a remote store (it HEADs every object)."""
+    if not (deep or _remote(store)):
+        return chronozarr.validate(store, deep=deep)
+    raw = open_store_bytes(store)
+    total: int | None = None
+    if deep:
+        try:  # the objects' total size is the bar's end; an HTTP host cannot list
+            total = sum(size for _key, size in raw.list(""))
+        except UnsupportedError:  # http(s): counts and rates without a total
+            total = None
+    with make_progress(err, quiet=STATE.quiet, units={"validate": "B"}) as progress:
+        progress.start("validate", total or None, "deep: every chunk" if deep else "metadata")
+        report = chronozarr.validate(CountingStore(raw, progress, "validate"), deep=deep)
+        progress.finish("validate")
+    return report
+
+
 def inspect_summary(reader: chronozarr.Reader) -> dict[str, Any]:
     """A JSON-able summary of an open store: what a person wants to know first."""
     attrs = reader.attrs
     objects: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     listed = True
+    listing_error = None
     try:
         for key, size in reader.store.list(""):
             top = key.split("/", 1)[0]
             objects[top][0] += 1
             objects[top][1] += size
-    except Exception:  # http(s) cannot list
+    except (ChronozarrError, OSError) as exc:  # http(s) cannot list; a listing can fail: say so
         listed = False
+        listing_error = str(exc)
     levels = []
     for k, lv in enumerate(reader.levels):
         entry: dict[str, Any] = {
@@ -83,7 +111,11 @@ def inspect_summary(reader: chronozarr.Reader) -> dict[str, Any]:
         if listed:
             entry["objects"], entry["bytes"] = objects.get(lv.path, [0, 0])
         levels.append(entry)
-    vol = reader.volatility()
+    volatility_error = None
+    try:
+        vol = reader.volatility()
+    except (ChronozarrError, OSError) as exc:  # an unreadable volatility array is reported
+        vol, volatility_error = None, str(exc)
     temporal = attrs.temporal
     summary: dict[str, Any] = {
         "store": reader.store.url,
@@ -110,7 +142,10 @@ def inspect_summary(reader: chronozarr.Reader) -> dict[str, Any]:
         if vol is None or vol.size == 0  # an empty grid has no statistics (issue 14)
         else {"min": float(vol.min()), "max": float(vol.max()), "mean": float(vol.mean())},
         "provenance": attrs.provenance,
+        "listing": {"ok": listed, "error": listing_error},
     }
+    if volatility_error is not None:
+        summary["volatility_error"] = volatility_error
     if listed:
         summary["total"] = {
             "objects": sum(v[0] for v in objects.values()),
@@ -131,8 +166,14 @@ def _selection_text(sel: Any) -> str:
 def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Summarize a store: levels, bands, time range, encoding, nodata, mask/coverage, sizes."""
     try:
-        reader = chronozarr.open_store(store)
-        summary = inspect_summary(reader)
+        if _remote(store):  # requests over the network: counts and rates on stderr
+            with make_progress(err, quiet=STATE.quiet, units={"inspect": "B"}) as progress:
+                progress.start("inspect", None, store)
+                raw = CountingStore(open_store_bytes(store), progress, "inspect")
+                summary = inspect_summary(chronozarr.open_store(raw))
+                progress.finish("inspect")
+        else:
+            summary = inspect_summary(chronozarr.open_store(store))
     except ChronozarrError as exc:  # not a store, corrupt, unsupported: one line
         fail(str(exc))
     except OSError as exc:  # unreadable path or network failure
@@ -182,18 +223,30 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
         )
     out.print(bands)
     levels = Table(title="levels", title_justify="left")
-    for col in ("level", "shape (t, band, y, x)", "grid", "resolution", "objects", "bytes"):
+    listed = s["listing"]["ok"]
+    columns = ["level", "shape (t, band, y, x)", "grid", "resolution"]
+    if listed:  # sizes only when the store could be listed: never a "?" for a failed read
+        columns += ["objects", "bytes"]
+    for col in columns:
         levels.add_column(col, justify="right")
     for lv in s["levels"]:
-        levels.add_row(
-            Text(str(lv["path"])),
+        row = [
+            Text(str(lv["path"])),  # store text, never markup
             " x ".join(str(v) for v in lv["shape"]),
             f"{lv['grid'][0]} x {lv['grid'][1]}",
             f"{lv['resolution']:g}",
-            str(lv.get("objects", "?")),
-            human_bytes(lv["bytes"]) if "bytes" in lv else "?",
-        )
+        ]
+        if listed:
+            row += [str(lv["objects"]), human_bytes(lv["bytes"])]
+        levels.add_row(*row)
     out.print(levels)
+    if not listed:
+        out.print(
+            Text(f"  sizes     not listed: {s['listing']['error']}"),
+            highlight=False,
+        )
+    if "volatility_error" in s:
+        out.print(Text(f"  volatility unreadable: {s['volatility_error']}"), highlight=False)
     if "total" in s:
         out.print(
             f"  total     {s['total']['objects']} objects, {human_bytes(s['total']['bytes'])}",

@@ -33,9 +33,15 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 def fail(message: str, code: int = EXIT_RUNTIME) -> NoReturn:
-    """Print ``error: message`` on stderr and exit with ``code`` (no traceback). The message is
-    plain text, never rich markup: it often quotes store, recipe or user text."""
-    err.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
+    """Print ``error: message`` on stderr and exit with ``code`` (no traceback). Under
+    ``--json`` the error is ``{"error": message, "code": code}`` on stdout instead, with the
+    same exit code (cz/conventions.py)."""
+    from cz.conventions import json_requested
+
+    if json_requested():
+        print_json({"error": message, "code": code})
+    else:  # the message is never markup: store, recipe and user text stay as typed
+        err.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
     raise typer.Exit(code)
 
 

@@ -12,10 +12,11 @@ STAMP=.venv/.chronozarr-installed
 WANT="$(cat pyproject.toml | sha256sum | cut -c1-16)-${1:-demo}"
 if [ ! -f "$STAMP" ] || ! grep -qx "$WANT" "$STAMP"; then
   .venv/bin/python -m pip install -q --upgrade pip
+  # the full set: the bare `pip install chronozarr` is the format library alone (pyproject.toml)
   if [ "${1:-demo}" = "test" ]; then
-    .venv/bin/python -m pip install -q -e ".[test]"
+    .venv/bin/python -m pip install -q -e ".[all,test]"
   else
-    .venv/bin/python -m pip install -q -e .
+    .venv/bin/python -m pip install -q -e ".[all]"
   fi
   echo "$WANT" > "$STAMP"
 fi

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from chronozarr.crs import crs_attributes
 from chronozarr.errors import CorruptStoreError, UnsupportedError
 from chronozarr.metadata.common import (
     BLOSC_CNAMES,
     BLOSC_SHUFFLES,
     CODEC_NAMES,
     DTYPES,
-    EPSG_RE,
     TIME_UNITS,
 )
 
@@ -156,15 +156,16 @@ def data_array_doc(
     a, b, c, d, e, f = (float(v) for v in transform)
     xs = [c, c + a * width]
     ys = [f, f + e * height]
-    if crs is not None and EPSG_RE.match(crs):
-        attrs["proj:code"] = crs.upper()
+    # the CRS where other readers look: proj:code or proj:wkt2/proj:projjson, and GDAL's _CRS
+    # (spec 3.3; docs/spec.md C16 for a CRS without an EPSG code)
+    crs_attrs = crs_attributes(crs)
+    attrs.update({k: v for k, v in crs_attrs.items() if k != "_CRS"})
     attrs["spatial:dimensions"] = ["y", "x"]
     attrs["spatial:shape"] = [height, width]
     attrs["spatial:transform"] = [a, b, c, d, e, f]
     attrs["spatial:bbox"] = [min(xs), min(ys), max(xs), max(ys)]
-    match = EPSG_RE.match(crs or "")
-    if match:
-        attrs["_CRS"] = {"url": f"http://www.opengis.net/def/crs/EPSG/0/{match.group(1)}"}
+    if "_CRS" in crs_attrs:
+        attrs["_CRS"] = crs_attrs["_CRS"]
     return _array_doc(shape, dtype, outer, array_codecs, fill, ["time", "band", "y", "x"], attrs)
 
 

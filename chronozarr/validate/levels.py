@@ -306,6 +306,12 @@ def _check_spatial_attrs(
     check_spatial_values(ctx, doc, attrs, ga, dkey)
     if epsg and "_CRS" not in array_attrs:
         ctx.add("data.crs", "EPSG store without the _CRS attribute GDAL reads (SHOULD)", dkey)
+    if _crs_wkt_attrs(str(attrs.crs or "")) and "proj:wkt2" not in array_attrs:
+        ctx.add(
+            "data.crs",
+            "a WKT crs without the proj:wkt2 attribute other readers look for (SHOULD, C16)",
+            dkey,
+        )
 
 
 def _check_planes(ctx: Context, path: str, info: ArrayInfo, present: dict[str, list[bool]]) -> None:
@@ -423,6 +429,8 @@ def check_spatial_values(
     if crs.upper().startswith("EPSG:"):
         want["proj:code"] = crs.upper()
         want["_CRS"] = f"http://www.opengis.net/def/crs/EPSG/0/{crs.split(':', 1)[1]}"
+    else:  # a CRS without EPSG code (docs/spec.md C16): the WKT2 where other readers look
+        want.update(_crs_wkt_attrs(crs))
     if is_transform(tf):
         want["spatial:transform"] = [float(v) for v in tf]
         if len(shape) == 4:
@@ -434,7 +442,8 @@ def check_spatial_values(
             continue
         got = a[name]
         if name == "_CRS":
-            got = got.get("url") if isinstance(got, Mapping) else got
+            member = "url" if crs.upper().startswith("EPSG:") else "wkt"
+            got = got.get(member) if isinstance(got, Mapping) else got
         same = got == value
         if not same and name in ("spatial:transform", "spatial:bbox"):
             same = (
@@ -452,3 +461,13 @@ def check_spatial_values(
                 f"attribute {name} is {got!r}, the level says {value!r} (same values SHOULD)",
                 dkey,
             )
+
+
+def _crs_wkt_attrs(crs: str) -> dict[str, Any]:
+    """What proj:wkt2 and _CRS.wkt say for a store whose crs is a WKT (C16); {} otherwise."""
+    from chronozarr.crs import parse_crs
+
+    info = parse_crs(crs)
+    if info is None or info.wkt2 is None:
+        return {}
+    return {"proj:wkt2": info.wkt2, "_CRS": info.wkt2}

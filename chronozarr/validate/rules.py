@@ -115,7 +115,12 @@ RULES: dict[str, Rule] = _rules(
     ("level.attrs", "3.3", "error", "level groups carry crs, transform and resolution"),
     ("level.crs", "3.3", "error", "a level's crs is chronozarr.crs"),
     ("data.spatial", "3.3", "warning", "data arrays carry proj:code and spatial:* (SHOULD)"),
-    ("data.crs", "3.3", "warning", "an EPSG store's data arrays carry _CRS (SHOULD)"),
+    (
+        "data.crs",
+        "3.3",
+        "warning",
+        "data arrays carry _CRS (EPSG) or proj:wkt2 (a WKT crs; SHOULD)",
+    ),
     ("multiscales.missing", "3.4", "error", "multiscales is a list with one entry"),
     ("multiscales.datasets", "3.4", "error", "multiscales datasets is a non-empty list"),
     ("multiscales.order", "3.4", "error", "datasets list the levels '0', '1', ... in order"),

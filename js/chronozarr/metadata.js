@@ -123,6 +123,7 @@ export function parseRoot(doc, where = "zarr.json") {
     bands,
     nodata,
     crs: cz.crs ?? null,
+    crsInfo: parseCrs(cz.crs ?? null, consolidated?.[`${levelPaths[0]}/${variable}`]?.attributes),
     temporal,
     volatilityPath: cz.volatility_path ?? null,
     maskVariable: cz.mask_variable ?? null,
@@ -134,6 +135,30 @@ export function parseRoot(doc, where = "zarr.json") {
     consolidated,
     attributes: attrs,
   };
+}
+
+/**
+ * The CRS (docs/spec.md C16): {text, epsg, wkt2, projjson}. `chronozarr.crs` is "EPSG:<n>" or,
+ * for a CRS without an EPSG code, its WKT2; the level data array may add proj:wkt2 and
+ * proj:projjson (zarr-conventions proj). `dataAttributes` is that array's attributes, if known.
+ */
+export function parseCrs(crs, dataAttributes = null) {
+  if (typeof crs !== "string") return null;
+  const attrs = isObject(dataAttributes) ? dataAttributes : {};
+  const code = /^EPSG:(\d+)$/i.exec(crs.trim());
+  if (code) return { text: crs, epsg: Number(code[1]), wkt2: null, projjson: null };
+  let wkt2 = typeof attrs["proj:wkt2"] === "string" ? attrs["proj:wkt2"] : null;
+  if (wkt2 === null && /^\s*[A-Z_]+\s*\[/.test(crs)) wkt2 = crs.trim();
+  let projjson = isObject(attrs["proj:projjson"]) ? attrs["proj:projjson"] : null;
+  if (projjson === null && crs.trim().startsWith("{")) {
+    try {
+      const parsed = JSON.parse(crs);
+      projjson = isObject(parsed) ? parsed : null;
+    } catch {
+      projjson = null;
+    }
+  }
+  return { text: crs, epsg: null, wkt2, projjson };
 }
 
 /** Band objects (3.6): strings read as {name}; scale 1 and offset 0 unless given (v0.1: 0.0001). */

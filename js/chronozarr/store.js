@@ -104,6 +104,7 @@ export class ChronozarrStore {
     this.nBands = meta.bands.length;
     this.nodata = meta.nodata;
     this.crs = meta.crs;
+    this.crsInfo = meta.crsInfo; // {text, epsg, wkt2, projjson} (docs/spec.md C16)
     this.temporal = meta.temporal;
     this.encoding = meta.temporal.encoding;
     this.provenance = meta.provenance;

@@ -192,6 +192,13 @@ export interface Stats {
   indexReads: number;
 }
 
+export interface CrsInfo {
+  text: string;
+  epsg: number | null;
+  wkt2: string | null;
+  projjson: Record<string, unknown> | null;
+}
+
 export class ChronozarrStore {
   constructor(url: string | URL, options?: OpenOptions);
   readonly url: string;
@@ -205,6 +212,8 @@ export class ChronozarrStore {
   nBands: number;
   nodata: number | null;
   crs: string | null;
+  /** The CRS as an EPSG code, or WKT2 and PROJJSON for a CRS without one (docs/spec.md C16). */
+  crsInfo: CrsInfo | null;
   temporal: Temporal;
   encoding: Encoding;
   provenance: unknown;
