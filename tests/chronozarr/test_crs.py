@@ -116,6 +116,24 @@ def test_the_validator_sees_a_wrong_wkt_copy(tmp_path: Path) -> None:
     assert any(f.rule == "data.spatial" and "proj:wkt2" in f.message for f in report.findings)
 
 
+def test_the_validator_sees_a_wkt_store_without_proj_wkt2(tmp_path: Path) -> None:
+    """The negative test of the WKT half of data.crs (C16): a store whose crs is a WKT and whose
+    data array lacks proj:wkt2 gets the SHOULD warning, and only then."""
+    path = tmp_path / "s.zarr"
+    _encode(path, pyproj.CRS.from_proj4(SINUSOIDAL))
+    assert not [f for f in chronozarr.validate(path).findings if f.rule == "data.crs"]
+    root = json.loads((path / "zarr.json").read_text())
+    del root["consolidated_metadata"]["metadata"]["0/data"]["attributes"]["proj:wkt2"]
+    (path / "zarr.json").write_text(json.dumps(root))
+    array = json.loads((path / "0" / "data" / "zarr.json").read_text())
+    del array["attributes"]["proj:wkt2"]
+    (path / "0" / "data" / "zarr.json").write_text(json.dumps(array))
+    report = chronozarr.validate(path)
+    found = [f for f in report.findings if f.rule == "data.crs"]
+    assert found and all(f.severity == "warning" for f in found), report
+    assert any("proj:wkt2" in f.message and f.key == "0/data/zarr.json" for f in found), report
+
+
 @pytest.mark.parametrize(
     "crs",
     [
