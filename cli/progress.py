@@ -81,6 +81,13 @@ class NullProgress:
     def note(self, message: str) -> None:
         return None
 
+    def plan_warnings(self, plan: Any) -> None:
+        """Note the plan's warnings, as ``cz.build.Progress.plan_warnings`` does (the build
+        pipeline calls it; a missing ``store.path`` is moot: the target is given)."""
+        for warning in plan.warnings:
+            if not warning.startswith("store.path is not set"):
+                self.note(warning)
+
 
 class _Phase:
     def __init__(self, total: float | None, unit: str, detail: str) -> None:

@@ -4,6 +4,7 @@ hostile-input tests: the fuzz harness's base stores, built once."""
 from __future__ import annotations
 
 import shutil
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -42,3 +43,15 @@ def store_copy(fuzz_bases: dict[str, Path], tmp_path: Path):
         return dest
 
     return copy
+@pytest.fixture(autouse=True)
+def _no_cz_log_handler_left() -> Iterator[None]:
+    """Every in-process ``cz`` run adds a stderr log handler (cz.conventions.configure_logging)
+    bound to that run's stderr; a test app without the CzGroup would log through the previous
+    run's closed stream ("--- Logging error ---"). Remove it and restore the level after each test."""
+    root = logging.getLogger()
+    level = root.level
+    yield
+    for handler in list(root.handlers):
+        if getattr(handler, "_cz", False):
+            root.removeHandler(handler)
+    root.setLevel(level)
