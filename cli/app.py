@@ -13,8 +13,8 @@ from typing import Annotated
 import typer
 
 from cz import cmd_append, cmd_build, cmd_publish, cmd_store
-from cz.convert import cmd as cmd_convert
 from cz.conventions import COMMON_EPILOG, CONTEXT_SETTINGS, CzGroup, run
+from cz.convert import cmd as cmd_convert
 from cz.look import commands as look_commands
 
 app = typer.Typer(

@@ -230,7 +230,7 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
     for col in columns:
         levels.add_column(col, justify="right")
     for lv in s["levels"]:
-        row = [
+        row: list[Text | str] = [
             Text(str(lv["path"])),  # store text, never markup
             " x ".join(str(v) for v in lv["shape"]),
             f"{lv['grid'][0]} x {lv['grid'][1]}",

@@ -3,8 +3,8 @@ hostile-input tests: the fuzz harness's base stores, built once."""
 
 from __future__ import annotations
 
-import shutil
 import logging
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -43,6 +43,8 @@ def store_copy(fuzz_bases: dict[str, Path], tmp_path: Path):
         return dest
 
     return copy
+
+
 @pytest.fixture(autouse=True)
 def _no_cz_log_handler_left() -> Iterator[None]:
     """Every in-process ``cz`` run adds a stderr log handler (cz.conventions.configure_logging)
