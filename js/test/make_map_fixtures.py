@@ -122,6 +122,11 @@ def main(out_dir: Path) -> None:
     out = out_dir / "map"
     out.mkdir(parents=True, exist_ok=True)
     nz = pyproj.CRS.from_epsg(2193)  # NZGD2000 / NZTM: not in the bundled table, given as WKT2
+    # without its top-level EPSG id: a WKT that names its own code is stored as "EPSG:<n>"
+    # (docs/spec.md C16), and this store must exercise the WKT2-only path
+    nz_doc = nz.to_json_dict()
+    nz_doc.pop("id", None)
+    nz_wkt2 = pyproj.CRS.from_json_dict(nz_doc).to_wkt("WKT2_2019")
     stores = [
         write(
             out,
@@ -138,7 +143,7 @@ def main(out_dir: Path) -> None:
             [20.0, 0.0, 4321000.0, 0.0, -20.0, 3210000.0],
         ),
         write(
-            out, "wkt2", nz.to_wkt("WKT2_2019"), nz, [10.0, 0.0, 1750000.0, 0.0, -10.0, 5920000.0]
+            out, "wkt2", nz_wkt2, nz, [10.0, 0.0, 1750000.0, 0.0, -10.0, 5920000.0]
         ),
     ]
     plain = zarr.open_group(str(out / "plain.zarr"), mode="w", zarr_format=3)
