@@ -5,7 +5,7 @@ at a star-delta store's non-anchor timesteps. This backend reads through :class:
 (spec 10): every timestep reconstructed, physical values by default. Loaded by xarray through the
 ``xarray.backends`` entry point, never by ``import chronozarr`` (it imports xarray and pyproj).
 
-What a Dataset holds (docs/python.md, docs/decisions/00xx-packaging-extras-and-xarray-backend.md):
+What a Dataset holds (docs/python.md, docs/decisions/0012-packaging-extras-and-xarray-backend.md):
 
 - ``data`` (the store's variable name), dims (time, band, y, x): a band *dimension*, as the store
   chunks hold every band of a cell together (one chunk read serves all bands) and as stackstac and

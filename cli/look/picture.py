@@ -1,7 +1,7 @@
 """Drawing pictures: matplotlib (Agg, no pyplot state) for titles, colour bars and charts,
 Pillow (matplotlib's own image dependency) for PNG, APNG and GIF files.
 
-Why matplotlib (docs/decisions/00xx-pictures-with-matplotlib.md): colour bars with sensible
+Why matplotlib (docs/decisions/0011-pictures-with-matplotlib.md): colour bars with sensible
 ticks, named colormaps users know (viridis, RdYlGn, ...) and time-series charts are what it does
 best; hand-drawing them with Pillow would re-implement it. The data pixels themselves are not
 resampled by matplotlib: the frame (title, colour bar) is drawn around an empty box and the exact
