@@ -45,7 +45,7 @@ def _peak_of(fn) -> int:
     return peak
 
 
-def _refused_cheaply(codec: ChunkCodec, data: bytes) -> None:
+def assert_refused_cheaply(codec: ChunkCodec, data: bytes) -> None:
     def decode() -> None:
         with pytest.raises(CorruptStoreError):
             codec.decode(data)
@@ -59,19 +59,19 @@ def _refused_cheaply(codec: ChunkCodec, data: bytes) -> None:
 )
 def test_zstd_bomb_is_refused_before_allocation(declare: bool | int) -> None:
     codec = ChunkCodec(CHAINS["zstd"], "uint16", SHAPE)
-    _refused_cheaply(codec, zstd_bomb(256 << 20, declare_size=declare))
+    assert_refused_cheaply(codec, zstd_bomb(256 << 20, declare_size=declare))
 
 
 def test_gzip_bomb_is_refused_before_allocation() -> None:
     codec = ChunkCodec(CHAINS["gzip"], "uint16", SHAPE)
-    _refused_cheaply(codec, gzip_bomb(256 << 20))
+    assert_refused_cheaply(codec, gzip_bomb(256 << 20))
 
 
 @pytest.mark.parametrize("claim", [1 << 28, 2**31 - 1, 2**32 - 1, 8192])
 def test_blosc_header_claims_are_checked_first(claim: int) -> None:
     codec = ChunkCodec(CHAINS["blosc"], "uint16", SHAPE)
     valid = codec.encode(np.zeros(SHAPE, "uint16"))
-    _refused_cheaply(codec, blosc_claims(valid, claim))
+    assert_refused_cheaply(codec, blosc_claims(valid, claim))
 
 
 def test_zstd_header_parser_reads_what_numcodecs_writes() -> None:
