@@ -48,8 +48,11 @@ def fail(message: str, code: int = EXIT_RUNTIME) -> NoReturn:
 def human_bytes(n: float) -> str:
     """A byte count for people, in SI units: ``512 B``, ``1.4 MB``, ``2.0 GB``."""
     for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(n) < 1000:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        text = f"{n:.0f}" if unit == "B" else f"{n:.1f}"
+        if (
+            abs(float(text)) < 1000
+        ):  # decide on the rounded figure: 999,950 B is 1.0 MB, not 1000.0 kB
+            return f"{text} {unit}"
         n /= 1000
     return f"{n:.1f} PB"
 
