@@ -5,38 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import chronozarr
 from chronozarr import objects
-
-T, H, W = 4, 20, 20
-
-
-def _store(path: Path, *, n_time: int = T, shard: bool = False) -> Path:
-    rng = np.random.default_rng(3)
-    data = rng.integers(0, 3000, (n_time, 2, H, W), dtype=np.uint16)
-    chronozarr.encode(
-        data,
-        path,
-        times=[f"2024-{m + 1:02d}-01" for m in range(n_time)],
-        bands=["red", "nir"],
-        crs="EPSG:32631",
-        transform=[10.0, 0.0, 500000.0, 0.0, -10.0, 5100000.0],
-        encoding="star-delta",
-        anchor_interval=2,
-        chunk_size=8,
-        shard=shard,
-        shard_time=2 if shard else None,
-    )
-    return path
+from tests.chronozarr.small_stores import small_store
 
 
 def test_classify_objects_phases_and_classes(tmp_path: Path) -> None:
-    store = _store(tmp_path / "s.zarr", shard=True)
+    store = small_store(tmp_path / "s.zarr", shard=True)
     found, skipped = objects.classify_objects(store)
     (store / "notes.txt").write_text("not a store object")
     assert objects.classify_objects(store)[1] == ["notes.txt"]

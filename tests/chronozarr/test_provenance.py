@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 
 import chronozarr
 from chronozarr import provenance
-
-T, H, W = 4, 20, 20
+from tests.chronozarr.small_stores import root_document, small_store
 
 
 @dataclass(frozen=True)
@@ -26,31 +25,8 @@ class Skip:
     error: str
 
 
-def _store(path: Path, *, n_time: int = T, shard: bool = False) -> Path:
-    rng = np.random.default_rng(3)
-    data = rng.integers(0, 3000, (n_time, 2, H, W), dtype=np.uint16)
-    chronozarr.encode(
-        data,
-        path,
-        times=[f"2024-{m + 1:02d}-01" for m in range(n_time)],
-        bands=["red", "nir"],
-        crs="EPSG:32631",
-        transform=[10.0, 0.0, 500000.0, 0.0, -10.0, 5100000.0],
-        encoding="star-delta",
-        anchor_interval=2,
-        chunk_size=8,
-        shard=shard,
-        shard_time=2 if shard else None,
-    )
-    return path
-
-
-def _root(path: Path) -> dict:
-    return json.loads((path / "zarr.json").read_bytes())
-
-
 def test_provenance_items_read_by_zarr_python(tmp_path: Path) -> None:
-    store = _store(tmp_path / "s.zarr", n_time=3)
+    store = small_store(tmp_path / "s.zarr", n_time=3)
     docs = [
         provenance.items_document(
             f"2024-0{t + 1}",
@@ -70,7 +46,7 @@ def test_provenance_items_read_by_zarr_python(tmp_path: Path) -> None:
     got = provenance.read_provenance_items(store)
     assert [g["dropped"] for g in got] == [0, 1, 2]
     assert got[0]["skipped"] == [{"item": "x", "asset": "red", "month": "2024-01", "error": "boom"}]
-    cons = _root(store)["consolidated_metadata"]["metadata"][provenance.PROVENANCE_ITEMS]
+    cons = root_document(store)["consolidated_metadata"]["metadata"][provenance.PROVENANCE_ITEMS]
     assert cons["shape"] == [3]
     assert chronozarr.validate(store).ok
 
