@@ -50,6 +50,27 @@ def write_recipe(tmp_path: Path, text: str, name: str = "recipe.yaml") -> Path:
     return path
 
 
+#: The smallest valid recipe (two bands over the 35MNM fixture's bbox); tests edit it to break it.
+MINIMAL_RECIPE = """\
+catalog:
+  path: items.json
+  collection: sentinel-2-l2a
+aoi:
+  bbox: [27.0, -8.2, 27.3, -7.9]
+grid:
+  crs: utm
+  resolution: 20
+time:
+  start: 2020-05
+  end: 2020-08
+bands:
+  - name: red
+    asset: [red, B04]
+  - name: nir
+    asset: [nir, B08]
+"""
+
+
 #: A recipe over the 35MNM fixture file, June-July 2020 with an empty month on each side.
 RECIPE_35MNM = """
 name: pc-35mnm

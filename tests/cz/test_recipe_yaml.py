@@ -19,24 +19,10 @@ from hypothesis import strategies as st
 from cz.errors import RecipeError
 from cz.recipe import parse_recipe
 from cz.recipe_yaml import RecipeLoader
+from tests.cz.helpers import MINIMAL_RECIPE
 from tests.fuzz.limited import run_limited
 
-GOOD = """\
-catalog:
-  path: items.json
-  collection: sentinel-2-l2a
-aoi:
-  bbox: [27.0, -8.2, 27.3, -7.9]
-grid:
-  crs: utm
-  resolution: 20
-time:
-  start: 2020-05
-  end: 2020-08
-bands:
-  - name: red
-    asset: [red, B04]
-"""
+GOOD = MINIMAL_RECIPE
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
@@ -125,4 +111,4 @@ def test_a_few_aliases_still_work() -> None:
         "bands:\n  - name: red\n    asset: &r [red, B04]\n  - name: red2\n    asset: *r\n",
     )
     recipe = parse_recipe(text, source="r.yaml")
-    assert [b.asset for b in recipe.bands] == [["red", "B04"], ["red", "B04"]]
+    assert [b.asset for b in recipe.bands] == [["red", "B04"], ["red", "B04"], ["nir", "B08"]]

@@ -14,32 +14,20 @@ from typing import Any
 
 from cz.errors import RecipeError
 from cz.recipe import Recipe, parse_recipe
+from tests.cz.helpers import MINIMAL_RECIPE
 
 __all__ = ["BASE_RECIPE", "mutate_recipe", "parse_measured", "recipe_slice"]
 
-BASE_RECIPE = """\
-catalog:
-  path: items.json
-  collection: sentinel-2-l2a
-aoi:
-  bbox: [27.0, -8.2, 27.3, -7.9]
-grid:
-  crs: utm
-  resolution: 20
-time:
-  start: 2020-05
-  end: 2020-08
-bands:
-  - name: red
-    asset: [red, B04]
-  - name: nir
-    asset: [nir, B08]
+BASE_RECIPE = (
+    MINIMAL_RECIPE
+    + """\
 mask:
   keep: [4, 5, 6]
 gap_fill:
   method: carry-forward
   max_age: 2
 """
+)
 
 SCALARS = [
     "1:30",

@@ -10,26 +10,9 @@ import pytest
 from cz.errors import RecipeError
 from cz.recipe import DEFAULT_SCL_KEEP, load_recipe, parse_recipe
 from cz.stac import resolve_items
-from tests.cz.helpers import RECIPES, write_recipe
+from tests.cz.helpers import MINIMAL_RECIPE, RECIPES, write_recipe
 
-GOOD = """\
-catalog:
-  path: items.json
-  collection: sentinel-2-l2a
-aoi:
-  bbox: [27.0, -8.2, 27.3, -7.9]
-grid:
-  crs: utm
-  resolution: 20
-time:
-  start: 2020-05
-  end: 2020-08
-bands:
-  - name: red
-    asset: [red, B04]
-  - name: nir
-    asset: [nir, B08]
-"""
+GOOD = MINIMAL_RECIPE
 
 
 def _replace(old: str, new: str) -> str:
