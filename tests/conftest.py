@@ -1,13 +1,17 @@
-"""Shared fixtures: where the shared fixtures live, and small synthetic series."""
+"""Shared fixtures: where the shared fixtures live, small synthetic series, and the fuzz harness's
+base stores (built once per session for the hostile-input tests of both packages)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import settings
+
+from tests.fuzz.stores import BASES, build_base
 
 # CI runs the property tests derandomized: the same examples every run, so a landing is never
 # decided by a newly drawn example (developers' runs still explore; `.hypothesis/` keeps failures).
@@ -51,3 +55,21 @@ def monthly(n: int, start_year: int = 2024) -> list[str]:
 @pytest.fixture
 def series() -> np.ndarray:
     return synthetic_series()
+
+
+@pytest.fixture(scope="session")
+def fuzz_bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("fuzz-bases")
+    return {name: build_base(name, root) for name in BASES}
+
+
+@pytest.fixture
+def store_copy(fuzz_bases: dict[str, Path], tmp_path: Path):
+    """copy(name) -> a fresh copy of a base store under tmp_path/case/store."""
+
+    def copy(name: str = "none-zstd") -> Path:
+        dest = tmp_path / "case" / "store"
+        shutil.copytree(fuzz_bases[name], dest)
+        return dest
+
+    return copy

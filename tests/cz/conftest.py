@@ -1,17 +1,13 @@
-"""Fixtures of the toolkit tests (the helpers live in ``helpers.py``), and small stores for the
-hostile-input tests: the fuzz harness's base stores, built once."""
+"""Fixtures of the toolkit tests (the helpers live in ``helpers.py``)."""
 
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.cz.helpers import ScriptedAPI, rustac_api_factory
-from tests.fuzz.stores import BASES, build_base
 
 
 @pytest.fixture
@@ -25,24 +21,6 @@ def scripted_api() -> Iterator[ScriptedAPI]:
     """A scripted STAC API on 127.0.0.1, started and stopped around the test."""
     with ScriptedAPI() as api:
         yield api
-
-
-@pytest.fixture(scope="session")
-def fuzz_bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("fuzz-bases")
-    return {name: build_base(name, root) for name in BASES}
-
-
-@pytest.fixture
-def store_copy(fuzz_bases: dict[str, Path], tmp_path: Path):
-    """copy(name) -> a fresh copy of a base store under tmp_path/case/store."""
-
-    def copy(name: str = "none-zstd") -> Path:
-        dest = tmp_path / "case" / "store"
-        shutil.copytree(fuzz_bases[name], dest)
-        return dest
-
-    return copy
 
 
 @pytest.fixture(autouse=True)
