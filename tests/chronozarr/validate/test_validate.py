@@ -196,6 +196,16 @@ def both(*edits: Callable[[Path], None]) -> Callable[[Path], None]:
     return run
 
 
+def nodata_everywhere(value: Any) -> Callable[[Path], None]:
+    """Set ``nodata`` on the root and ``fill_value`` + ``nodata`` on every level's data array."""
+
+    def set_level(d: dict[str, Any]) -> None:
+        d["fill_value"] = value
+        d["attributes"]["nodata"] = value
+
+    return both(cz(setitem("nodata", value)), *(doc(f"{k}/data", set_level) for k in "012"))
+
+
 def remove_node(node: str) -> Callable[[Path], None]:
     def run(p: Path) -> None:
         shutil.rmtree(p / node)
@@ -1185,19 +1195,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
     (
         "nodata-out-of-range",
         "none",
-        both(
-            cz(setitem("nodata", 70000)),
-            *(
-                doc(
-                    f"{k}/data",
-                    lambda d: (
-                        d.__setitem__("fill_value", 70000),
-                        d["attributes"].__setitem__("nodata", 70000),
-                    ),
-                )
-                for k in "012"
-            ),
-        ),
+        nodata_everywhere(70000),
         "nodata.range",
         "2.3",
         "chronozarr.nodata",
@@ -1205,19 +1203,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
     (
         "nodata-fraction",
         "none",
-        both(
-            cz(setitem("nodata", 0.5)),
-            *(
-                doc(
-                    f"{k}/data",
-                    lambda d: (
-                        d.__setitem__("fill_value", 0.5),
-                        d["attributes"].__setitem__("nodata", 0.5),
-                    ),
-                )
-                for k in "012"
-            ),
-        ),
+        nodata_everywhere(0.5),
         "nodata.range",
         "2.3",
         "chronozarr.nodata",
