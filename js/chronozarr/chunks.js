@@ -16,7 +16,8 @@ const MISSING = Symbol("missing"); // a shard that does not exist (404): all fil
 export class ChunkReader {
   /**
    * source: an HttpSource; shardBytes and variable: chronozarr.shard_bytes and .variable (7.3);
-   * budgets: {cacheBytes, indexCacheBytes, rawCacheBytes}.
+   * budgets: {cacheBytes, indexCacheBytes, rawCacheBytes, makeDecoder}; makeDecoder (optional)
+   * builds an array's decoder elsewhere (a Worker pool) and is given makeChunkDecoder to fall back on.
    */
   constructor(source, { shardBytes, variable }, budgets) {
     this.source = source;
@@ -27,13 +28,14 @@ export class ChunkReader {
     this.rawCache = new LRUCache(budgets.rawCacheBytes);
     this.inflight = new InFlight();
     this._decoders = new Map();
+    this._makeDecoder = budgets.makeDecoder ?? null;
   }
 
   /** The decoder of `array` (codecs.makeChunkDecoder), built once per array. */
   decoder(array) {
     let dec = this._decoders.get(array);
     if (!dec) {
-      dec = makeChunkDecoder(array);
+      dec = this._makeDecoder ? this._makeDecoder(array, makeChunkDecoder) : makeChunkDecoder(array);
       this._decoders.set(array, dec);
     }
     return dec;

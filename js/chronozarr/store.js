@@ -42,7 +42,9 @@ export class CellData {
  *
  * options: fetch (a fetch-compatible function, e.g. a counting wrapper), headers, signal,
  * timeout (ms per request), cacheBytes, indexCacheBytes, rawCacheBytes, concurrency,
- * v01Scale (scale of a 0.1.x store's string bands; 0.0001 by spec 3.6).
+ * v01Scale (scale of a 0.1.x store's string bands; 0.0001 by spec 3.6), makeDecoder (optional
+ * `(array, makeChunkDecoder) => decoder promise`: where chunks are decoded, e.g. a Worker pool;
+ * it must return what makeChunkDecoder(array) would, and may return that for arrays it declines).
  */
 export async function openStore(url, options = {}) {
   const store = new ChronozarrStore(url, options);
@@ -115,6 +117,7 @@ export class ChronozarrStore {
       cacheBytes: o.cacheBytes ?? DEFAULTS.cacheBytes,
       indexCacheBytes: o.indexCacheBytes ?? DEFAULTS.indexCacheBytes,
       rawCacheBytes: o.rawCacheBytes ?? DEFAULTS.rawCacheBytes,
+      makeDecoder: o.makeDecoder,
     });
     this.chunkCache = this.chunks.chunkCache;
     this.indexCache = this.chunks.indexCache;

@@ -103,6 +103,11 @@ export interface OpenOptions {
   rawCacheBytes?: number;
   concurrency?: number;
   v01Scale?: number;
+  /** Where chunks are decoded (e.g. a Worker pool): returns what makeChunkDecoder(array) would. */
+  makeDecoder?: (
+    array: unknown,
+    makeChunkDecoder: (array: unknown) => Promise<(bytes: Uint8Array, where: string) => Promise<ArrayBufferView>>,
+  ) => Promise<(bytes: Uint8Array, where: string) => Promise<ArrayBufferView>>;
 }
 
 export const DEFAULTS: Readonly<{
