@@ -7,6 +7,7 @@ import * as maplibregl from "maplibre-gl";
 import { openStore } from "../../js/chronozarr/decoder.js";
 import { COLORMAPS, gradientCss, ticks } from "../../js/chronozarr/map/colormaps.js";
 import { ExpressionError, PRESETS } from "../../js/chronozarr/map/expression.js";
+import { DecodePool } from "../../js/chronozarr/map/decode-pool.js";
 import { ChronozarrLayer } from "../../js/chronozarr/map/layer.js";
 
 /** Public basemap used when neither ?style= nor the page config names one. */
@@ -31,6 +32,34 @@ const early = config.early ?? {};
 const params = new URL(location.href).searchParams;
 
 const state = { store: null, url: null, layer: null, map: null, selected: null, series: null, playing: false };
+
+/**
+ * Chunks are decoded in Workers (decode-worker.js; the early script in index.html started them
+ * and already handed them the first view's chunks), so zstd never runs on the thread that builds
+ * and draws the map. Without Worker support the reader decodes on this thread as before.
+ */
+function startDecodePool() {
+  try {
+    if (early.workers?.length) return new DecodePool(early.workers, { early: early.decoded });
+    if (typeof Worker === "undefined") return null;
+    const pool = new DecodePool(new URL("decode-worker.js", import.meta.url));
+    pool.warm();
+    return pool;
+  } catch (err) {
+    console.warn("no decode workers, decoding on the main thread", err);
+    return null;
+  }
+}
+const pool = startDecodePool();
+
+// MapLibre's worker: the early script fetched its script with the code; start MapLibre's worker
+// pool from it now (prewarm), instead of fetching it once the map is built.
+const mapWorkerReady = Promise.resolve(early.mapWorker)
+  .then((blob) => {
+    if (blob) maplibregl.setWorkerUrl(URL.createObjectURL(blob));
+    maplibregl.prewarm();
+  })
+  .catch((err) => console.warn("MapLibre worker prewarm failed", err));
 
 // --- formatting ----------------------------------------------------------------------------------
 
@@ -349,18 +378,23 @@ const displayTimes = [];
 function countDisplayed(now) {
   displayTimes.push(now);
   while (displayTimes.length && now - displayTimes[0] > 1000) displayTimes.shift();
-  if (displayTimes.length >= 2) {
+  // The readout changes at most 4 times a second: a text change every frame would make the page
+  // lay out and repaint its footer at the display rate (software compositing on this machine).
+  if (displayTimes.length >= 2 && now - fpsShownAt >= 250) {
+    fpsShownAt = now;
     const fps = ((displayTimes.length - 1) * 1000) / (displayTimes.at(-1) - displayTimes[0]);
     el.fps.textContent = `${fps.toFixed(1)} fps`;
     el.fps.dataset.value = fps.toFixed(2);
   }
 }
+let fpsShownAt = -Infinity;
 
 let playAhead = null;
 function play() {
   if (!state.layer || state.playing) return;
   state.playing = true;
   displayTimes.length = 0;
+  fpsShownAt = -Infinity;
   document.body.classList.add("playing");
   el.play.setAttribute("aria-label", "Pause");
   playAhead = new AbortController();
@@ -800,11 +834,17 @@ async function open(url) {
   el.storeUrl.value = url;
   setLoading("Opening store…");
   const styleP = resolveStyle();
-  const storeP = openStore(url, { timeout: 20000, fetch: earlyFetch() });
+  let opened = null;
+  const storeP = openStore(url, {
+    timeout: 20000,
+    fetch: earlyFetch(),
+    makeDecoder: pool ? pool.makeDecoder(() => opened?.rootDocument) : undefined,
+  });
   let store;
   let style;
   try {
-    [store, style] = await Promise.all([storeP, styleP.catch((err) => ({ failed: err }))]);
+    [store, style] = await Promise.all([storeP, styleP.catch((err) => ({ failed: err })), mapWorkerReady]);
+    opened = store;
   } catch (err) {
     setLoading(null);
     document.body.dataset.state = "error";
@@ -858,6 +898,7 @@ async function open(url) {
           window.viewer.firstFrameAt = performance.now();
           marks.firstFrame = window.viewer.firstFrameAt;
           marks.firstStats = { ...layer.stats };
+          marks.earlyDecoded = pool?.stats.early ?? 0;
           prefetchView();
         }
       },
@@ -893,6 +934,7 @@ async function open(url) {
 
 window.viewer = {
   marks,
+  pool,
   get state() {
     return state;
   },

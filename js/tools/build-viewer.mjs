@@ -1,17 +1,22 @@
 // `npm run build:viewer`: the viewer as a self-contained static folder, js/dist/viewer/:
 //
-//   index.html             the page (inline config + early fetch of the store root and the style)
+//   index.html             the page: inline config, the two stylesheets inlined (no request of
+//                          their own, so the store's chunks get the browser's 6 connections per
+//                          host), and the early script (root, style, MapLibre worker, chunks)
 //   viewer.js              one ESM bundle: viewer, chronozarr reader and map layer, zarrita,
-//                          numcodecs (its zstd/blosc WASM is inlined), proj4, MapLibre GL JS
-//   maplibre-gl-worker.mjs MapLibre's worker, loaded from the bundle's own URL
-//   maplibre-gl.css, style.css
+//                          proj4, MapLibre GL JS; no WASM codecs (below)
+//   numcodecs-{zstd,blosc,lz4}.js  the WASM codecs, loaded by viewer.js only if the page decodes
+//                          on its main thread (no Worker, or an array not in the consolidated metadata)
+//   decode-worker.js       the chunk decoder Worker (map/decode-worker.js with zarrita and
+//                          numcodecs: zstd / blosc WASM inlined), started by the page's early script
+//   maplibre-gl-worker.mjs MapLibre's worker (the early script fetches it with the code)
 //   style.json             the offline basemap: a background and a generated graticule, no tiles
 //
 // Every path is relative, so the folder works from any URL prefix (`cz share` copies it as is).
 // The build is deterministic: no timestamps, no source maps, sorted JSON; same input, same bytes.
 
 import { build } from "esbuild";
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -53,11 +58,19 @@ export function offlineStyle() {
   };
 }
 
+/** index.html with each `<link rel="stylesheet" href="F" />` replaced by F's text in a <style>. */
+function inlineStylesheets(html, read) {
+  return html.replace(/^(\s*)<link rel="stylesheet" href="([\w.-]+)" \/>$/gm, (_, indent, file) => {
+    const css = read(file).replace(/\/\*# sourceMappingURL=[^*]*\*\//g, "").trim();
+    if (/<\/style/i.test(css)) throw new Error(`${file}: contains </style>, cannot be inlined`);
+    return `${indent}<style data-from="${file}">\n${css}\n${indent}</style>`;
+  });
+}
+
 export async function buildViewer(out = OUT) {
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
-  await build({
-    entryPoints: [path.join(SRC, "viewer.js")],
+  const common = {
     bundle: true,
     format: "esm",
     target: "es2022",
@@ -65,16 +78,39 @@ export async function buildViewer(out = OUT) {
     keepNames: true, // error classes are told apart by name (chronozarr.errors mirrors)
     legalComments: "eof",
     charset: "utf8",
-    outfile: path.join(out, "viewer.js"),
     nodePaths: [path.join(JS, "node_modules")], // examples/ has no node_modules of its own
     logLevel: "error",
+  };
+  // zarrita loads its WASM codecs with import("numcodecs/<name>"). In viewer.js these become
+  // imports of sibling files built on their own (numcodecs-<name>.js), fetched only if the page
+  // ever decodes on its main thread; the decode workers have them inlined. (esbuild's code
+  // splitting would do the same but adds a shared chunk that viewer.js imports statically: one
+  // more round trip before the page's code runs.)
+  const codecs = ["zstd", "blosc", "lz4"];
+  const lazyCodecs = {
+    name: "lazy-numcodecs",
+    setup(b) {
+      b.onResolve({ filter: /^numcodecs\/(zstd|blosc|lz4)$/ }, (args) => ({ path: `./numcodecs-${args.path.split("/")[1]}.js`, external: true }));
+    },
+  };
+  await build({ ...common, entryPoints: [path.join(SRC, "viewer.js")], outfile: path.join(out, "viewer.js"), plugins: [lazyCodecs] });
+  for (const c of codecs) {
+    await build({
+      ...common,
+      stdin: { contents: `export { default } from "numcodecs/${c}";`, resolveDir: JS, loader: "js" },
+      outfile: path.join(out, `numcodecs-${c}.js`),
+    });
+  }
+  await build({ ...common, entryPoints: [path.join(JS, "chronozarr", "map", "decode-worker.js")], outfile: path.join(out, "decode-worker.js") });
+  const sources = { "style.css": path.join(SRC, "style.css"), "maplibre-gl.css": path.join(MAPLIBRE, "maplibre-gl.css") };
+  const html = inlineStylesheets(readFileSync(path.join(SRC, "index.html"), "utf8"), (f) => {
+    if (!sources[f]) throw new Error(`index.html links an unknown stylesheet ${f}`);
+    return readFileSync(sources[f], "utf8");
   });
-  copyFileSync(path.join(SRC, "index.html"), path.join(out, "index.html"));
-  copyFileSync(path.join(SRC, "style.css"), path.join(out, "style.css"));
-  copyFileSync(path.join(MAPLIBRE, "maplibre-gl.css"), path.join(out, "maplibre-gl.css"));
+  writeFileSync(path.join(out, "index.html"), html);
   copyFileSync(path.join(MAPLIBRE, "maplibre-gl-worker.mjs"), path.join(out, "maplibre-gl-worker.mjs"));
   writeFileSync(path.join(out, "style.json"), `${JSON.stringify(offlineStyle())}\n`);
-  const files = ["index.html", "viewer.js", "maplibre-gl-worker.mjs", "maplibre-gl.css", "style.css", "style.json"];
+  const files = readdirSync(out).sort();
   return files.map((f) => ({ file: f, bytes: readFileSync(path.join(out, f)).length }));
 }
 

@@ -59,6 +59,7 @@ export class ChronozarrLayer {
     this.onLoading = options.onLoading ?? null;
     this.onError = options.onError ?? null;
     this.onStretch = options.onStretch ?? null;
+    this.readAhead = options.readAhead ?? true;
     this._setDisplay(options);
     const b = store.bounds(0);
     const [lon, lat] = this.projection.forward([(b.x0 + b.x1) / 2, (b.y0 + b.y1) / 2]);
@@ -295,24 +296,49 @@ export class ChronozarrLayer {
 
   // --- reading -------------------------------------------------------------------------------
 
+  /**
+   * The decoded data of one cell-timestep: {data, mask}. With `ahead`, the read is kept (as its
+   * promise, so a frame that asks for it while it is still being decoded waits for the same read)
+   * until a frame takes it: playback and scrub read-ahead.
+   */
   async _cellData(level, t, cell, signal, ahead = false) {
     const key = `${level}/${cell.row}/${cell.col}/${t}`;
     const hit = this._ahead.get(key);
     if (hit) {
       if (!ahead) this._ahead.delete(key);
-      return hit;
+      try {
+        return await hit;
+      } catch (err) {
+        // A read-ahead abandoned (playback stopped) is read again for the frame that wants it.
+        if (ahead || err?.name !== "AbortError" || signal?.aborted) throw err;
+      }
     }
     const s = this.store;
-    const [data, mask] = await Promise.all([
+    const read = Promise.all([
       s.readCell({ t, level, row: cell.row, col: cell.col, signal }),
       s.hasMask ? s.readPlane("mask", { t, level, row: cell.row, col: cell.col, signal }) : null,
-    ]);
-    const out = { data, mask };
+    ]).then(([data, mask]) => ({ data, mask }));
     if (ahead) {
-      this._ahead.set(key, out);
+      this._ahead.set(key, read);
+      read.catch(() => {
+        if (this._ahead.get(key) === read) this._ahead.delete(key);
+      });
       while (this._ahead.size > AHEAD_ENTRIES) this._ahead.delete(this._ahead.keys().next().value);
     }
-    return out;
+    return read;
+  }
+
+  /**
+   * Decode-ahead while scrubbing or playing: once timestep t is uploaded, read the next one in
+   * the direction of travel (its chunks are decoded in the store's decode Workers when it has a
+   * pool), so the next frame costs a texture upload only.
+   */
+  _readAhead(level, cells, t) {
+    const n = this.store.nTime;
+    if (n < 2 || this._lastT === undefined || this._lastT === t) return;
+    const dir = (t - this._lastT + n) % n <= n / 2 ? 1 : -1;
+    const next = (t + dir + n) % n;
+    for (const c of cells) this._cellData(level, next, c, undefined, true).catch(() => {});
   }
 
   /** Stretch of a frame: 2-98 % of the display values of valid pixels (sampled). */
@@ -391,6 +417,8 @@ export class ChronozarrLayer {
       const uploaded = performance.now();
       this._shown = cells.map((c) => this._cells.get(cellKey(level, c)));
       this._shownInfo = { level, t, cells, key };
+      if (this.readAhead) this._readAhead(level, cells, t);
+      this._lastT = t;
       await new Promise((resolve) => {
         this._waiters.push(resolve);
         map.triggerRepaint();
@@ -658,8 +686,15 @@ export class ChronozarrLayer {
       gl.uniform1i(u.u_hasMask, this.store.hasMask ? 1 : 0);
       gl.activeTexture(gl.TEXTURE2);
       gl.bindTexture(gl.TEXTURE_2D, this._lutTex);
-      gl.enable(gl.BLEND);
-      gl.blendFunc(gl.ONE, gl.ONE_MINUS_SRC_ALPHA);
+      // Opaque (opacity 1): every fragment is either written with alpha 1 or discarded, so
+      // blending would give the same pixels; without it the software rasterizer (SwiftShader)
+      // does not read the framebuffer back per fragment.
+      if (this.opacity < 1) {
+        gl.enable(gl.BLEND);
+        gl.blendFunc(gl.ONE, gl.ONE_MINUS_SRC_ALPHA);
+      } else {
+        gl.disable(gl.BLEND);
+      }
       gl.disable(gl.DEPTH_TEST);
       gl.disable(gl.STENCIL_TEST);
       gl.disable(gl.CULL_FACE);

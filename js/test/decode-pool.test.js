@@ -1,0 +1,109 @@
+// Headless Chromium: the reader with its chunks decoded in Web Workers (map/decode-pool.js and
+// map/decode-worker.js, as the viewer runs it) equals the Python reader bit for bit, for every
+// dtype, encoding, layout and codec the browser test covers; a corrupt chunk is still a
+// CorruptStoreError naming the object and the codec; and the decodes did run in the workers.
+//
+// Without /usr/bin/chromium these tests are skipped with the reason printed (a failure under CI=true).
+
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { digestOfExpected } from "./digest-node.js";
+import { HERE, fixtures, loadExpected } from "./fixtures.js";
+import { startServer } from "./server.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+let skip = false;
+if (!existsSync(CHROMIUM)) {
+  skip = `${CHROMIUM} is not installed (apt-get install -y chromium); decode pool tests skipped`;
+  if (process.env.CI === "true") test("Chromium is installed under CI", () => assert.fail(`CI=true but ${CHROMIUM} is missing`));
+  else console.log(`# SKIP decode pool tests: ${skip}`);
+}
+
+describe("chunks decoded in a Worker pool", { skip, timeout: 170_000 }, () => {
+  const { dir, manifest } = fixtures();
+  let server;
+  let browser;
+  let page;
+  let bundleDir;
+  const pageErrors = [];
+
+  before(async () => {
+    const { chromium } = await import("playwright-core");
+    const { build } = await import("esbuild");
+    bundleDir = mkdtempSync(path.join(os.tmpdir(), "chronozarr-pool-"));
+    const common = { bundle: true, format: "esm", target: "es2022", logLevel: "error" };
+    await build({ ...common, entryPoints: [path.join(HERE, "..", "chronozarr", "map", "decode-worker.js")], outfile: path.join(bundleDir, "decode-worker.js") });
+    await build({
+      ...common,
+      stdin: {
+        contents: `import * as cz from "../chronozarr/decoder.js";
+          import { DecodePool } from "../chronozarr/map/decode-pool.js";
+          import { digestStore } from "./digest.js";
+          const pool = new DecodePool(new URL("decode-worker.js", import.meta.url), { size: 2 });
+          const pooled = { ...cz, openStore: (url, o = {}) => {
+            let store = null;
+            const p = cz.openStore(url, { ...o, makeDecoder: pool.makeDecoder(() => store?.rootDocument) });
+            return p.then((s) => (store = s));
+          } };
+          window.pool = pool;
+          window.digestPooled = (url) => digestStore(pooled, url);
+          window.readPooled = async (url, at) => {
+            const s = await pooled.openStore(url);
+            try { await s.readCell(at); return { ok: true }; }
+            catch (err) { return { ok: false, name: err.name, message: err.message }; }
+          };
+          window.ready = true;`,
+        resolveDir: HERE,
+        loader: "js",
+      },
+      outfile: path.join(bundleDir, "page.js"),
+    });
+    writeFileSync(path.join(bundleDir, "index.html"), `<!doctype html><meta charset="utf-8"><script type="module" src="page.js"></script>`);
+    server = await startServer({ mounts: { "/fixtures/": dir, "/pool/": bundleDir } });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+    page = await browser.newPage();
+    page.on("pageerror", (err) => pageErrors.push(err.message));
+    await page.goto(`${server.url}/pool/index.html`);
+    await page.waitForFunction(() => window.ready === true, null, { timeout: 30000 });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+    if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
+  });
+
+  test("every cell-timestep equals the Python reader, decoded in the workers", async () => {
+    const stores = manifest.stores.filter(
+      (s) =>
+        (s.case.dtype === "uint16" && s.case.encoding === "star-delta" && ["shard4", "unsharded"].includes(s.case.layout)) ||
+        (s.case.dtype === "uint8" && s.case.encoding === "star-delta" && s.case.layout === "unsharded") ||
+        (s.case.dtype === "float32" && s.case.layout === "shard12" && s.case.codec.startsWith("blosc")) ||
+        (s.case.dtype === "int16" && s.case.layout === "unsharded" && s.case.codec === "gzip"),
+    );
+    const codecs = new Set(stores.map((s) => s.case.codec));
+    assert.ok(codecs.has("zstd") && codecs.has("gzip") && [...codecs].some((c) => c.startsWith("blosc")), [...codecs].join(", "));
+    for (const entry of [...stores, manifest.viewer]) {
+      const before = await page.evaluate(() => window.pool.stats.decoded);
+      const got = await page.evaluate((u) => window.digestPooled(u), `${server.url}/fixtures/${entry.path}`);
+      const want = digestOfExpected(entry, loadExpected(dir, entry));
+      assert.equal(got.cells, want.cells, `${entry.name}: cells`);
+      assert.equal(got.digest, want.digest, `${entry.name}: digest through the pool differs from the Python reader`);
+      const after = await page.evaluate(() => window.pool.stats.decoded);
+      assert.ok(after > before, `${entry.name}: no chunk was decoded in the workers`);
+    }
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test("a corrupt chunk decoded in a worker is a CorruptStoreError naming the object and codec", async () => {
+    const url = `${server.url}/fixtures/${manifest.broken["corrupt-chunk"]}`;
+    const got = await page.evaluate(({ u }) => window.readPooled(u, { t: 1, level: 0, row: 0, col: 0 }), { u: url });
+    assert.equal(got.ok, false);
+    assert.equal(got.name, "CorruptStoreError");
+    assert.match(got.message, /0\/data\/c\/1\/0\/0\/0: zstd decoding failed/);
+  });
+});
