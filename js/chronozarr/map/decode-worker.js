@@ -35,19 +35,19 @@ async function warm() {
   await codec.decode(await codec.encode(new Uint8Array(16)));
 }
 
-self.onmessage = async (ev) => {
+globalThis.onmessage = async (ev) => {
   const { id, path, doc, bytes } = ev.data ?? {};
   try {
     if (ev.data?.warm) {
       await warm();
-      self.postMessage({ id, ok: true });
+      globalThis.postMessage({ id, ok: true });
       return;
     }
     const decode = await decoderOf(path, doc);
     let data = await decode(bytes, ev.data.where ?? path);
     if (data.byteOffset !== 0 || data.byteLength !== data.buffer.byteLength) data = data.slice();
-    self.postMessage({ id, ok: true, data }, [data.buffer]);
+    globalThis.postMessage({ id, ok: true, data }, [data.buffer]);
   } catch (err) {
-    self.postMessage({ id, ok: false, name: err?.name ?? "Error", message: err?.message ?? String(err) });
+    globalThis.postMessage({ id, ok: false, name: err?.name ?? "Error", message: err?.message ?? String(err) });
   }
 };
