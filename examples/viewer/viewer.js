@@ -899,6 +899,7 @@ async function open(url) {
           marks.firstFrame = window.viewer.firstFrameAt;
           marks.firstStats = { ...layer.stats };
           marks.earlyDecoded = pool?.stats.early ?? 0;
+          if (pool) pool.early = null; // early decodes the reader did not ask for (a wrong guess)
           prefetchView();
         }
       },

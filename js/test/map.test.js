@@ -359,9 +359,18 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     const page = await openViewer(`store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
     const got = await page.evaluate(() => ({
       early: window.viewer.marks.earlyChunks ?? 0,
+      earlyDecoded: window.viewer.marks.earlyDecoded ?? 0,
+      decodedInWorkers: window.viewer.pool?.stats.decoded ?? 0,
       requests: window.viewer.store.stats.requests,
       chunks: performance.getEntriesByType("resource").map((r) => r.name).filter((u) => /\/c\/0\//.test(u)),
+      files: performance.getEntriesByType("resource").map((r) => r.name).filter((u) => !/\/(mapfx|fixtures)\//.test(u)),
     }));
+    // The early chunks were decoded in the page's decode workers before the bundle asked for
+    // them; the stylesheets are inlined (no request) and the main thread never loaded a WASM codec.
+    assert.ok(got.earlyDecoded > 0, `no early decode was used (${JSON.stringify(got)})`);
+    assert.ok(got.decodedInWorkers + got.earlyDecoded >= got.early, JSON.stringify(got));
+    assert.ok(got.files.some((u) => /\/viewer\.js$/.test(u)), `the page's own files are listed: ${got.files.join(", ")}`);
+    assert.deepEqual(got.files.filter((u) => /\.css$|numcodecs-/.test(u)), [], "no stylesheet or main-thread codec request");
     // Skip-free: the test stores carry the levels mirror and consolidated metadata, so the page
     // must have named the first view's chunks itself and the reader must have taken them.
     assert.ok(got.early > 0, `no early chunk was used (${JSON.stringify(got)})`);
