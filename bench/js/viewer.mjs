@@ -164,9 +164,16 @@ try {
     const page = await ctx.newPage();
     await page.goto(`${proxy.url}/${dir}/index.html?style=style.json&store=../store.zarr/`, { waitUntil: "commit" });
     await page.waitForFunction(() => window.viewer?.firstFrameAt, null, { timeout: 60000 });
-    const out = await page.evaluate(() => {
+    const out = await page.evaluate(async () => {
+        // The root and the first chunks may be fetched by the page's early Worker: its Resource
+        // Timing entries come with its time origin (waited for up to 1 s; a build without it has none).
+        const t0 = performance.now();
+        while (!window.CHRONOZARR_VIEWER?.early?.timing && performance.now() - t0 < 1000) await new Promise((r) => setTimeout(r, 20));
+        const et = window.CHRONOZARR_VIEWER?.early?.timing;
+        const shift = et ? et.timeOrigin - performance.timeOrigin : 0;
+        const fromWorker = (et?.entries ?? []).map((e) => ({ ...e, startTime: e.startTime + shift, responseEnd: e.responseEnd + shift, encodedBodySize: 0 }));
         const nav = performance.getEntriesByType("navigation")[0];
-        const res = performance.getEntriesByType("resource");
+        const res = [...performance.getEntriesByType("resource"), ...fromWorker];
         const end = (re) => Math.max(...res.filter((r) => re.test(r.name)).map((r) => r.responseEnd));
         const chunks = res.filter((r) => /\/data\/c\//.test(r.name));
         return {

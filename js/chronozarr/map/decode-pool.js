@@ -13,6 +13,7 @@ import { CorruptStoreError, UnsupportedError } from "../errors.js";
 import { DTYPES } from "../metadata.js";
 
 const ERRORS = { CorruptStoreError, UnsupportedError };
+const EARLY_WAIT_MS = 10_000;
 
 export class DecodePool {
   /**
@@ -78,7 +79,8 @@ export class DecodePool {
         const early = this.early?.[where];
         if (early) {
           delete this.early[where];
-          const got = await early.catch(() => null);
+          // An early decode that never answers (its Worker failed) must not hold the frame.
+          const got = await Promise.race([early, new Promise((r) => setTimeout(r, EARLY_WAIT_MS, null))]).catch(() => null);
           if (got?.ok && got.n === bytes.byteLength && got.data.length === array.innerLength) {
             this.stats.early++;
             return got.data;

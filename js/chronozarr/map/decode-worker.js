@@ -4,8 +4,10 @@
 //
 // Protocol (decode-pool.js and the viewer's early script speak it):
 //   in:  {id, path, doc, bytes}   doc = the array's zarr.json, bytes = the inner chunk (transferred)
-//        {id, warm: true}         load zstd and compile its WebAssembly now (answers {id, ok})
-//   out: {id, ok: true, data}     data: the decoded chunk as a typed array (its buffer transferred)
+//        {id, warm: true, port?}  load zstd and compile its WebAssembly now (answers {id, ok});
+//                                 jobs that arrive on `port` are answered to the page as well
+//   out: {id, ok: true, data, n}  data: the decoded chunk as a typed array (its buffer
+//                                 transferred), n: the compressed length
 //        {id, ok: false, name, message}
 //
 // This file imports zarrita's codec registry (bare specifiers): bundle it for a page
@@ -35,19 +37,30 @@ async function warm() {
   await codec.decode(await codec.encode(new Uint8Array(16)));
 }
 
-globalThis.onmessage = async (ev) => {
-  const { id, path, doc, bytes } = ev.data ?? {};
+/** Answer one job to `reply` (the page): {id, ok, data, n} with n the compressed length. */
+async function handle(msg, reply) {
+  const { id, path, doc, bytes } = msg ?? {};
   try {
-    if (ev.data?.warm) {
+    if (msg?.warm) {
       await warm();
-      globalThis.postMessage({ id, ok: true });
+      reply({ id, ok: true });
       return;
     }
+    const n = bytes.byteLength;
     const decode = await decoderOf(path, doc);
-    let data = await decode(bytes, ev.data.where ?? path);
+    let data = await decode(bytes, msg.where ?? path);
     if (data.byteOffset !== 0 || data.byteLength !== data.buffer.byteLength) data = data.slice();
-    globalThis.postMessage({ id, ok: true, data }, [data.buffer]);
+    reply({ id, ok: true, data, n }, [data.buffer]);
   } catch (err) {
-    globalThis.postMessage({ id, ok: false, name: err?.name ?? "Error", message: err?.message ?? String(err) });
+    reply({ id, ok: false, name: err?.name ?? "Error", message: err?.message ?? String(err) });
   }
+}
+
+const toPage = (m, transfer) => globalThis.postMessage(m, transfer ?? []);
+
+globalThis.onmessage = (ev) => {
+  // A port (sent with the warm-up) lets another Worker (the page's early fetcher) hand chunks
+  // straight to this one; the answers still go to the page.
+  if (ev.data?.port) ev.data.port.onmessage = (e) => handle(e.data, toPage);
+  handle(ev.data, toPage);
 };
