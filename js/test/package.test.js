@@ -119,7 +119,7 @@ describe("the packed npm package", { timeout: 240_000 }, () => {
     assert.ok(!files.some((f) => f.startsWith("test/") || f.includes("node_modules")), files.join(", "));
     assert.match(readFileSync(path.join(JS_DIR, "LICENSE"), "utf8"), /Apache License\s+Version 2\.0/);
     const pkg = JSON.parse(readFileSync(path.join(consumer, "node_modules", "chronozarr", "package.json"), "utf8"));
-    assert.deepEqual(Object.keys(pkg.exports).sort(), [".", "./map", "./package.json", "./store"]);
+    assert.deepEqual(Object.keys(pkg.exports).sort(), [".", "./map", "./map/decode-worker.js", "./package.json", "./store"]);
   });
 
   test("each export works from Node in the fresh folder", async () => {
