@@ -1,6 +1,7 @@
 // The map layer's pure parts in Node: the bundled EPSG table against pyproj (PROJ) at points in
 // each code's area of use, CRS resolution from a store (code, WKT2, PROJJSON, array attributes,
-// typed error), band-math parsing and evaluation (NDVI, precedence, errors), colour-bar ticks.
+// typed error), band-math parsing and evaluation (NDVI, precedence, errors), colour-bar ticks,
+// and the layer's decode-ahead (direction of travel, one read shared with the frame).
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -122,4 +123,38 @@ test("colour-bar ticks are nice steps inside the range", () => {
     const m = steps[0] / 10 ** Math.floor(Math.log10(steps[0]));
     assert.ok([1, 2, 5].some((k) => Math.abs(m - k) < 1e-9), `step ${steps[0]} is 1, 2 or 5 x 10^k`);
   }
+});
+
+test("decode-ahead: after a frame the layer reads the next timestep in the direction of travel, and a frame takes that read", async () => {
+  const { ChronozarrLayer } = await import("../chronozarr/map/layer.js");
+  const reads = [];
+  const store = {
+    crs: "EPSG:32631",
+    levels: [{ path: "0" }],
+    nTime: 6,
+    nBands: 1,
+    bands: [{ name: "B04", common_name: "red", scale: 1, offset: 0 }],
+    hasMask: false,
+    bounds: () => ({ x0: 500000, x1: 510000, y0: 4640000, y1: 4650000 }),
+    readCell: async ({ t, row, col }) => {
+      reads.push(t);
+      return { t, row, col, data: new Uint16Array([t]) };
+    },
+  };
+  const layer = new ChronozarrLayer(store, { mode: "band", band: 0 });
+  const cells = [{ row: 0, col: 0 }];
+  const settle = () => new Promise((r) => setTimeout(r, 0));
+  layer._readAhead(0, cells, 2); // no previous frame: nothing to infer a direction from
+  layer._lastT = 2;
+  layer._readAhead(0, cells, 3); // 2 -> 3: forward, reads 4
+  await settle();
+  assert.deepEqual(reads, [4]);
+  const got = await layer._cellData(0, 4, cells[0]);
+  assert.equal(got.data.data[0], 4);
+  assert.deepEqual(reads, [4], "the frame for t=4 used the read-ahead, no second read");
+  layer._lastT = 0;
+  layer._readAhead(0, cells, 5); // 0 -> 5 wraps backwards: reads 4 again (taken above), not 0
+  await settle();
+  assert.deepEqual(reads, [4, 4]);
+  assert.equal(new ChronozarrLayer(store, { mode: "band", band: 0, readAhead: false }).readAhead, false);
 });
