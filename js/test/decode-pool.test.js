@@ -50,6 +50,14 @@ describe("chunks decoded in a Worker pool", { skip, timeout: 170_000 }, () => {
             return p.then((s) => (store = s));
           } };
           window.pool = pool;
+          // A pool whose Worker script is missing (404) decodes on the page's thread instead.
+          const broken = new DecodePool(new URL("no-such-worker.js", import.meta.url), { size: 1 });
+          window.brokenPool = broken;
+          window.digestBroken = (url) => {
+            let store = null;
+            const open = (u, o = {}) => cz.openStore(u, { ...o, makeDecoder: broken.makeDecoder(() => store?.rootDocument) }).then((s) => (store = s));
+            return digestStore({ ...cz, openStore: open }, url);
+          };
           window.digestPooled = (url) => digestStore(pooled, url);
           window.readPooled = async (url, at) => {
             const s = await pooled.openStore(url);
@@ -97,6 +105,14 @@ describe("chunks decoded in a Worker pool", { skip, timeout: 170_000 }, () => {
       assert.ok(after > before, `${entry.name}: no chunk was decoded in the workers`);
     }
     assert.deepEqual(pageErrors, []);
+  });
+
+  test("a pool whose Worker failed to load decodes on the page's thread, with the same values", async () => {
+    const entry = manifest.viewer;
+    const got = await page.evaluate((u) => window.digestBroken(u), `${server.url}/fixtures/${entry.path}`);
+    const want = digestOfExpected(entry, loadExpected(dir, entry));
+    assert.equal(got.digest, want.digest, "digest with a failed pool differs from the Python reader");
+    assert.equal(await page.evaluate(() => window.brokenPool.broken), true, "the pool noticed its Worker failed");
   });
 
   test("a corrupt chunk decoded in a worker is a CorruptStoreError naming the object and codec", async () => {

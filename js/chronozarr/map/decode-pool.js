@@ -30,7 +30,13 @@ export class DecodePool {
     this.stats = { decoded: 0, early: 0, ms: 0 };
     this._next = 1;
     this._pending = new Map();
+    this.broken = false; // a Worker failed (its script did not load): decode on this thread
     for (const w of this.workers) {
+      w.addEventListener("error", () => {
+        this.broken = true;
+        for (const p of this._pending.values()) p.done({ ok: false, name: "WorkerError", message: "decode worker failed" });
+        this._pending.clear();
+      });
       w.addEventListener("message", (ev) => {
         const p = this._pending.get(ev.data?.id);
         if (!p) return; // not ours (the page's early script)
@@ -43,6 +49,7 @@ export class DecodePool {
 
   /** Post a job to the least busy worker; resolves to the worker's answer. */
   _post(msg, transfer) {
+    if (this.broken) return Promise.resolve({ ok: false, name: "WorkerError", message: "decode worker failed" });
     let k = 0;
     for (let i = 1; i < this.workers.length; i++) if (this.busy[i] < this.busy[k]) k = i;
     const id = this._next++;
@@ -74,7 +81,10 @@ export class DecodePool {
       const doc = rootDocument()?.consolidated_metadata?.metadata?.[array.path];
       const T = DTYPES[array.dtype];
       if (!doc || !T) return fallback(array);
+      let here = null; // the main-thread decoder, built if the Workers fail
+      const onThisThread = (bytes, where) => (here ??= fallback(array)).then((decode) => decode(bytes, where));
       return async (bytes, where) => {
+        if (this.broken) return onThisThread(bytes, where);
         const started = performance.now();
         const early = this.early?.[where];
         if (early) {
@@ -92,6 +102,7 @@ export class DecodePool {
         this.stats.decoded++;
         this.stats.ms += performance.now() - started;
         if (!res.ok) {
+          if (res.name === "WorkerError") return onThisThread(bytes, where);
           if (res.name === "AbortError") throw new DOMException(res.message, "AbortError");
           const E = ERRORS[res.name] ?? CorruptStoreError;
           throw new E(res.message);
