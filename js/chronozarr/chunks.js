@@ -8,7 +8,7 @@ import { InFlight, cacheKey } from "./cache.js";
 import { fillChunk, makeChunkDecoder } from "./codecs.js";
 import { CorruptStoreError } from "./errors.js";
 import { LRUCache } from "./lru.js";
-import { locateChunk } from "./metadata.js";
+import { compressedBound, locateChunk } from "./metadata.js";
 import { fetchShardIndex, listedShardLength } from "./shard.js";
 
 const MISSING = Symbol("missing"); // a shard that does not exist (404): all fill (7.2)
@@ -64,7 +64,9 @@ export class ChunkReader {
     const { url } = this.source;
     if (!loc.sharded) {
       this.source.stats.chunkReads++;
-      return { bytes: await this.source.request(loc.key, { signal }), where: `${url}${loc.key}` };
+      // Issue 14: no chunk object may be longer than a compressed chunk of its decoded size.
+      const maxBytes = compressedBound(array.innerLength * array.bytesPerElement);
+      return { bytes: await this.source.request(loc.key, { signal, maxBytes }), where: `${url}${loc.key}` };
     }
     const index = await this.shardIndex(array, loc, signal);
     const where = `${url}${loc.key} (inner chunk ${loc.entry})`;

@@ -1,17 +1,25 @@
 // Codecs (spec 8): decode one inner chunk's bytes with the chain of its array: crc32c checked
-// here, zstd / gzip / blosc through the codec classes of zarrita's registry (numcodecs WASM,
-// DecompressionStream gzip), then the bytes codec's endianness, viewed as the stored dtype.
+// here, zstd / blosc through the codec classes of zarrita's registry (numcodecs WASM) after their
+// headers are checked against the chunk's expected size, gzip through a bounded
+// DecompressionStream (bounded.js, issue 14), then the bytes codec's endianness, viewed as the
+// stored dtype.
 
 import { registry } from "zarrita";
+import { checkBlosc, checkZstd, gunzipBounded } from "./bounded.js";
 import { crc32c } from "./crc32c.js";
 import { CorruptStoreError, UnsupportedError } from "./errors.js";
 
-/** One decode step of the chain: {name, decode(bytes) -> bytes | Promise<bytes>}. */
-async function codecStep(array, c) {
+/**
+ * One decode step of the chain: {name, decode(bytes) -> bytes | Promise<bytes>}. `expected` is
+ * the decoded size of the chunk (a chain holds one compressor, spec 8, so it is that step's
+ * output size).
+ */
+async function codecStep(array, c, expected) {
   if (c.name === "crc32c") {
     return {
       name: c.name,
       decode: (bytes) => {
+        if (bytes.byteLength < 4) throw new Error(`${bytes.byteLength} bytes, shorter than its 4-byte checksum`);
         const n = bytes.byteLength - 4;
         const stored = new DataView(bytes.buffer, bytes.byteOffset + n, 4).getUint32(0, true);
         if (crc32c(bytes.subarray(0, n)) !== stored) throw new Error("crc32c checksum mismatch");
@@ -21,6 +29,7 @@ async function codecStep(array, c) {
   }
   const load = registry.get(c.name);
   if (!load) throw new UnsupportedError(`${array.path}: codec "${c.name}" is not in zarrita's registry`);
+  if (c.name === "gzip") return { name: c.name, decode: (bytes) => gunzipBounded(bytes, expected) };
   const Codec = await load();
   let conf = c.configuration ?? {};
   if (c.name === "blosc") {
@@ -32,8 +41,20 @@ async function codecStep(array, c) {
       blocksize: conf.blocksize ?? 0,
     };
   }
-  const codec = Codec.fromConfig(conf, { dataType: array.dtype, shape: array.innerShape, codecs: [] });
-  return { name: c.name, decode: (bytes) => codec.decode(bytes) };
+  let codec;
+  try {
+    codec = Codec.fromConfig(conf, { dataType: array.dtype, shape: array.innerShape, codecs: [] });
+  } catch (err) {
+    throw new CorruptStoreError(`${array.path}/zarr.json: ${c.name} configuration ${JSON.stringify(c.configuration)}: ${err?.message ?? err}`);
+  }
+  const check = c.name === "zstd" ? checkZstd : c.name === "blosc" ? checkBlosc : null;
+  return {
+    name: c.name,
+    decode: (bytes) => {
+      check?.(bytes, expected); // before the WASM decoder allocates anything (issue 14)
+      return codec.decode(bytes);
+    },
+  };
 }
 
 /**
@@ -42,10 +63,10 @@ async function codecStep(array, c) {
  * reconstructed in place and raw bytes are cached, so the result must not alias them).
  */
 export async function makeChunkDecoder(array) {
-  const steps = await Promise.all(array.compressors.map((c) => codecStep(array, c)));
   const T = array.TypedArray;
   const bpe = array.bytesPerElement;
   const want = array.innerLength * bpe;
+  const steps = await Promise.all(array.compressors.map((c) => codecStep(array, c, want)));
   const swap = array.endian === "big" && bpe > 1;
   return async (bytes, where) => {
     if (steps.length === 0) bytes = bytes.slice();

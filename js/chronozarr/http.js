@@ -5,6 +5,8 @@
 
 import { abortError } from "./abort.js";
 import { CorruptStoreError, FetchError } from "./errors.js";
+import { MAX_DOCUMENT_BYTES, parseJson } from "./jsondoc.js";
+import { joinUrl } from "./names.js";
 
 /**
  * The store's base URL (ending in "/") and query string ("" or "?..."), from a store URL given
@@ -65,10 +67,17 @@ export class HttpSource {
   /**
    * GET (or HEAD) one object, optionally a byte range. Returns a Uint8Array (HEAD: {length}), or
    * null on 404 (an absent key: spec 9). range: [first, last] inclusive, or {suffix: n}.
+   * maxBytes: the most a whole-object answer may hold (Content-Length checked before the body
+   * is read, the byte count while it is read); a 206 answer may hold exactly its range.
    */
-  async request(key, { method = "GET", range = null, signal } = {}) {
-    const url = this.url + key + this.query;
+  async request(key, { method = "GET", range = null, signal, maxBytes = Infinity } = {}) {
+    // Issue 14: the URL is built so that no key can leave the store's prefix (names.js).
+    const url = joinUrl(this.url, key, this.query);
     const headers = { ...this.headers };
+    if (range && !range.suffix) {
+      const ok = Number.isSafeInteger(range[0]) && Number.isSafeInteger(range[1]) && range[0] >= 0 && range[1] >= range[0];
+      if (!ok) throw new CorruptStoreError(`${url}: byte range ${JSON.stringify(range)} is not a valid range (a corrupt shard index?)`);
+    }
     if (range) headers.Range = range.suffix ? `bytes=-${range.suffix}` : `bytes=${range[0]}-${range[1]}`;
     signal?.throwIfAborted();
     const ctrl = new AbortController();
@@ -111,10 +120,18 @@ export class HttpSource {
         const len = res.headers.get("content-length");
         return len === null ? { length: null } : { length: Number(len) };
       }
+      let limit = maxBytes;
+      if (range && res.status === 206) limit = range.suffix ? range.suffix : range[1] - range[0] + 1;
+      const declared = res.headers?.get?.("content-length");
+      if (declared != null && Number(declared) > limit) {
+        res.body?.cancel?.().catch(() => {});
+        throw new CorruptStoreError(`${url}: ${declared} bytes (Content-Length) is more than the ${limit} bytes this object may hold`);
+      }
       let bytes;
       try {
-        bytes = new Uint8Array(await res.arrayBuffer());
+        bytes = await readBounded(res, limit, url);
       } catch (err) {
+        if (err instanceof CorruptStoreError) throw err;
         if (signal?.aborted) throw abortError(signal);
         if (timedOut) throw timeoutError(` reading ${url}`);
         throw new FetchError(`reading ${url} failed: ${err?.message ?? err}`, { url, cause: err });
@@ -127,17 +144,44 @@ export class HttpSource {
     }
   }
 
-  /** A JSON document; null when absent and not `required`, else CorruptStoreError. */
+  /** A JSON document (size and depth limited, jsondoc.js); null when absent and not `required`. */
   async json(key, signal, { required = true } = {}) {
-    const bytes = await this.request(key, { signal });
+    const bytes = await this.request(key, { signal, maxBytes: MAX_DOCUMENT_BYTES });
     if (bytes === null) {
       if (!required) return null;
       throw new CorruptStoreError(`${this.url}${key} is missing (HTTP 404)`);
     }
-    try {
-      return JSON.parse(new TextDecoder().decode(bytes));
-    } catch (err) {
-      throw new CorruptStoreError(`${this.url}${key} is not valid JSON: ${err.message}`);
-    }
+    return parseJson(bytes, `${this.url}${key}`);
   }
+}
+
+/** The body of `res` as a Uint8Array, refused (CorruptStoreError) once it passes `limit` bytes. */
+async function readBounded(res, limit, url) {
+  const tooLong = () => new CorruptStoreError(`${url}: the answer is longer than the ${limit} bytes this object may hold`);
+  if (!res.body?.getReader) {
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    if (bytes.byteLength > limit) throw tooLong();
+    return bytes;
+  }
+  const reader = res.body.getReader();
+  const parts = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      reader.cancel().catch(() => {});
+      throw tooLong();
+    }
+    parts.push(value);
+  }
+  if (parts.length === 1) return parts[0];
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
 }

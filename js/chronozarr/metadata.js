@@ -4,6 +4,7 @@
 // here fetches; decoder.js feeds it documents and acts on what it returns.
 
 import { CorruptStoreError, NotAChronozarrStoreError, UnsupportedError } from "./errors.js";
+import { checkName, shown } from "./names.js";
 
 /** Stored dtypes a store may use (spec 2.3) and the typed arrays that hold them. */
 export const DTYPES = Object.freeze({
@@ -21,9 +22,28 @@ export const BLOSC_SHUFFLES = Object.freeze(["shuffle", "noshuffle"]);
 /** Scale a v0.1 store's string bands read with (spec 3.6: the Sentinel-2 L2A reflectance scale). */
 export const V01_DEFAULT_SCALE = 0.0001;
 
-const EMPTY = 2 ** 64 - 1; // (offset, nbytes) of an empty inner chunk (spec 7.2), as a float
-
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** obj[key] when obj has it as its own property (never an inherited one such as "constructor"). */
+export const own = (obj, key) => (isObject(obj) && Object.hasOwn(obj, key) ? obj[key] : undefined);
+
+/** Limits on sizes taken from metadata, checked before anything is allocated (issue 14). */
+export const LIMITS = Object.freeze({
+  // No inner chunk of a chronozarr array is this large (cs 2048, 16 float32 bands: 256 MiB).
+  maxChunkBytes: 256 * 1024 * 1024,
+  // Inner chunks per shard: 16 bytes of index each (a 16 MiB index).
+  maxShardEntries: 1 << 20,
+  // One axis of an array (2^40 pixels is 40 times the Earth's circumference at 1 mm).
+  maxDimension: 2 ** 40,
+  maxRank: 8,
+});
+
+/** The most bytes a compressed (or checksummed) inner chunk of `expected` decoded bytes may hold. */
+export function compressedBound(expected) {
+  return expected + Math.ceil(expected / 8) + 4096;
+}
+
+const isCount = (n, min = 0) => Number.isSafeInteger(n) && n >= min && n <= LIMITS.maxDimension;
 
 // --- root block (spec 3.2, 10.1) ------------------------------------------------------------------
 
@@ -38,11 +58,11 @@ export function parseRoot(doc, where = "zarr.json") {
   if (!isObject(doc)) throw new NotAChronozarrStoreError(`${where}: not a JSON object`);
   if (doc.zarr_format !== 3) {
     throw new NotAChronozarrStoreError(
-      `${where}: zarr_format is ${JSON.stringify(doc.zarr_format)}, a chronozarr store is Zarr v3`,
+      `${where}: zarr_format is ${shown(doc.zarr_format)}, a chronozarr store is Zarr v3`,
     );
   }
   if (doc.node_type !== "group") {
-    throw new NotAChronozarrStoreError(`${where}: the root is a ${doc.node_type}, not a group`);
+    throw new NotAChronozarrStoreError(`${where}: the root is a ${shown(doc.node_type)}, not a group`);
   }
   const attrs = isObject(doc.attributes) ? doc.attributes : {};
   const cz = attrs.chronozarr;
@@ -57,23 +77,25 @@ export function parseRoot(doc, where = "zarr.json") {
   const m = typeof version === "string" ? /^0\.([12])\.\d+/.exec(version) : null;
   if (!m) {
     throw new UnsupportedError(
-      `chronozarr.spec_version ${JSON.stringify(version)} is not supported: this reader reads 0.1.x and 0.2.x stores`,
+      `chronozarr.spec_version ${shown(version)} is not supported: this reader reads 0.1.x and 0.2.x stores`,
     );
   }
   const isV01 = m[1] === "1";
 
-  const variable = cz.variable ?? "data";
-  if (typeof variable !== "string" || !variable) {
-    throw new CorruptStoreError(`chronozarr.variable: expected an array name, got ${JSON.stringify(variable)}`);
-  }
+  // Issue 14: every node name is checked before it becomes a URL path (names.js).
+  const variable = checkName(cz.variable ?? "data", "chronozarr.variable");
+  const optionalName = (key) => (cz[key] == null ? null : checkName(cz[key], `chronozarr.${key}`));
+  const volatilityPath = optionalName("volatility_path");
+  const maskVariable = optionalName("mask_variable");
+  const coverageVariable = optionalName("coverage_variable");
 
   const times = cz.times;
-  if (!Array.isArray(times) || !times.every((s) => typeof s === "string")) {
-    throw new CorruptStoreError("chronozarr.times: expected a list of ISO-8601 strings");
+  if (!Array.isArray(times) || times.length === 0 || !times.every((s) => typeof s === "string")) {
+    throw new CorruptStoreError("chronozarr.times: expected a non-empty list of ISO-8601 strings");
   }
   const timesMs = times.map((s, i) => {
     const ms = Date.parse(s);
-    if (Number.isNaN(ms)) throw new CorruptStoreError(`chronozarr.times[${i}]: ${JSON.stringify(s)} is not ISO-8601`);
+    if (Number.isNaN(ms)) throw new CorruptStoreError(`chronozarr.times[${i}]: ${shown(s)} is not ISO-8601`);
     return ms;
   });
 
@@ -81,8 +103,8 @@ export function parseRoot(doc, where = "zarr.json") {
 
   // 2.3: one number or null.
   const nodata = cz.nodata ?? null;
-  if (nodata !== null && typeof nodata !== "number") {
-    throw new CorruptStoreError(`chronozarr.nodata: expected a number or null, got ${JSON.stringify(nodata)}`);
+  if (nodata !== null && !Number.isFinite(nodata)) {
+    throw new CorruptStoreError(`chronozarr.nodata: expected a number or null, got ${shown(nodata)}`);
   }
 
   const temporal = parseTemporal(cz.temporal, times.length);
@@ -97,12 +119,10 @@ export function parseRoot(doc, where = "zarr.json") {
     if (!Array.isArray(ds) || ds.length === 0) {
       throw new CorruptStoreError("neither chronozarr.levels nor multiscales[0].datasets lists the levels");
     }
-    levelPaths = ds.map((d, i) => {
-      if (!isObject(d) || typeof d.path !== "string") {
-        throw new CorruptStoreError(`multiscales[0].datasets[${i}].path: expected a string`);
-      }
-      return d.path;
-    });
+    levelPaths = ds.map((d, i) => checkName(own(d, "path"), `multiscales[0].datasets[${i}].path`));
+  }
+  if (new Set(levelPaths).size !== levelPaths.length) {
+    throw new CorruptStoreError(`chronozarr.levels: level paths ${shown(levelPaths)} are not distinct`);
   }
 
   const shardBytes = cz.shard_bytes ?? null;
@@ -123,11 +143,11 @@ export function parseRoot(doc, where = "zarr.json") {
     bands,
     nodata,
     crs: cz.crs ?? null,
-    crsInfo: parseCrs(cz.crs ?? null, consolidated?.[`${levelPaths[0]}/${variable}`]?.attributes),
+    crsInfo: parseCrs(cz.crs ?? null, own(own(consolidated, `${levelPaths[0]}/${variable}`), "attributes")),
     temporal,
-    volatilityPath: cz.volatility_path ?? null,
-    maskVariable: cz.mask_variable ?? null,
-    coverageVariable: cz.coverage_variable ?? null,
+    volatilityPath,
+    maskVariable,
+    coverageVariable,
     provenance: cz.provenance ?? null,
     levels,
     levelPaths,
@@ -174,8 +194,8 @@ export function parseBands(raw, isV01 = false, v01Scale = V01_DEFAULT_SCALE) {
       throw new CorruptStoreError(`chronozarr.bands[${i}]: expected a name or an object with "name"`);
     }
     for (const k of ["scale", "offset"]) {
-      if (b[k] != null && typeof b[k] !== "number") {
-        throw new CorruptStoreError(`chronozarr.bands[${i}].${k}: expected a number, got ${JSON.stringify(b[k])}`);
+      if (b[k] != null && !Number.isFinite(b[k])) {
+        throw new CorruptStoreError(`chronozarr.bands[${i}].${k}: expected a number, got ${shown(b[k])}`);
       }
     }
     return {
@@ -197,7 +217,7 @@ export function parseTemporal(raw, nTime) {
   const encoding = raw.encoding ?? "star-delta";
   if (encoding !== "none" && encoding !== "star-delta") {
     throw new UnsupportedError(
-      `chronozarr.temporal.encoding ${JSON.stringify(encoding)} is not supported (expected "none" or "star-delta")`,
+      `chronozarr.temporal.encoding ${shown(encoding)} is not supported (expected "none" or "star-delta")`,
     );
   }
   if (encoding === "none") {
@@ -212,8 +232,12 @@ export function parseTemporal(raw, nTime) {
     };
   }
   const anchorIndices = raw.anchor_indices;
-  if (!Array.isArray(anchorIndices) || !anchorIndices.every(Number.isInteger)) {
-    throw new CorruptStoreError("chronozarr.temporal.anchor_indices: expected a list of integers");
+  if (!Array.isArray(anchorIndices) || !anchorIndices.every((a) => Number.isInteger(a) && a >= 0 && a < nTime)) {
+    throw new CorruptStoreError(`chronozarr.temporal.anchor_indices: expected a list of timestep indices 0..${nTime - 1}`);
+  }
+  const interval = raw.anchor_interval ?? null;
+  if (interval !== null && !(Number.isSafeInteger(interval) && interval >= 1)) {
+    throw new CorruptStoreError(`chronozarr.temporal.anchor_interval: expected a positive integer, got ${shown(interval)}`);
   }
   const refs = raw.delta_reference ?? {};
   if (!isObject(refs)) throw new CorruptStoreError("chronozarr.temporal.delta_reference: expected an object");
@@ -222,17 +246,17 @@ export function parseTemporal(raw, nTime) {
   const refArray = new Int32Array(nTime).fill(-1);
   for (let t = 0; t < nTime; t++) {
     if (anchors.has(t)) continue;
-    const a = refs[String(t)];
+    const a = own(refs, String(t));
     if (!Number.isInteger(a) || !anchors.has(a)) {
       throw new CorruptStoreError(
-        `chronozarr.temporal.delta_reference["${t}"]: ${a === undefined ? "missing" : `${JSON.stringify(a)} is not an anchor`}`,
+        `chronozarr.temporal.delta_reference["${t}"]: ${a === undefined ? "missing" : `${shown(a)} is not an anchor`}`,
       );
     }
     refArray[t] = a;
   }
   return {
     encoding,
-    anchorInterval: raw.anchor_interval ?? null,
+    anchorInterval: interval,
     anchorIndices: anchorIndices.slice(),
     deltaReference: { ...refs },
     selection: raw.selection ?? null,
@@ -249,27 +273,48 @@ export function parseLevels(raw) {
   return raw.map((l, i) => {
     const ok =
       isObject(l) &&
-      typeof l.path === "string" &&
-      typeof l.resolution === "number" &&
+      Number.isFinite(l.resolution) &&
+      l.resolution > 0 &&
       Array.isArray(l.transform) &&
       l.transform.length === 6 &&
+      l.transform.every(Number.isFinite) &&
       Array.isArray(l.shape) &&
-      Array.isArray(l.grid);
-    if (!ok) throw new CorruptStoreError(`chronozarr.levels[${i}]: expected {path, resolution, transform, shape, grid}`);
+      l.shape.length === 4 &&
+      l.shape.every((n) => isCount(n)) &&
+      Array.isArray(l.grid) &&
+      l.grid.length === 2 &&
+      l.grid.every((n) => isCount(n));
+    if (!ok) {
+      throw new CorruptStoreError(
+        `chronozarr.levels[${i}]: expected {path, resolution > 0, transform (6 numbers), shape (4 sizes), grid (2 sizes)}`,
+      );
+    }
     return {
-      path: l.path,
+      path: checkName(l.path, `chronozarr.levels[${i}].path`),
       resolution: l.resolution,
-      transform: l.transform.map(Number),
-      shape: l.shape.map(Number),
-      grid: l.grid.map(Number),
+      transform: l.transform.slice(),
+      shape: l.shape.slice(),
+      grid: l.grid.slice(),
     };
   });
 }
 
 // --- arrays (spec 2.1, 7, 8) ----------------------------------------------------------------------
 
+const INT_RANGE = { uint8: [0, 255], uint16: [0, 65535], int16: [-32768, 32767] };
+
 function parseFill(value, dtype, where) {
-  if (typeof value === "number") return value;
+  if (typeof value === "number") {
+    const range = INT_RANGE[dtype];
+    if (range && !(Number.isInteger(value) && value >= range[0] && value <= range[1])) {
+      throw new CorruptStoreError(`${where}: fill_value ${shown(value)} is not a ${dtype} value`);
+    }
+    if (!range && !Number.isFinite(value)) throw new CorruptStoreError(`${where}: fill_value ${shown(value)} out of range`);
+    return value;
+  }
+  if (dtype !== "float32" && typeof value === "string") {
+    throw new CorruptStoreError(`${where}: fill_value ${shown(value)} is not a ${dtype} value`);
+  }
   if (value === "NaN") return NaN;
   if (value === "Infinity") return Infinity;
   if (value === "-Infinity") return -Infinity;
@@ -279,11 +324,29 @@ function parseFill(value, dtype, where) {
     return buf.getFloat32(0);
   }
   if (value === null || value === undefined) return 0;
-  throw new CorruptStoreError(`${where}: unreadable fill_value ${JSON.stringify(value)}`);
+  throw new CorruptStoreError(`${where}: unreadable fill_value ${shown(value)}`);
 }
 
 function codecName(c) {
-  return typeof c === "string" ? c : c?.name;
+  return typeof c === "string" ? c : own(c, "name");
+}
+
+/** A codec's configuration: an object, or {} when absent; anything else is refused. */
+function codecConfiguration(c, where) {
+  const conf = own(c, "configuration");
+  if (conf == null) return {};
+  if (!isObject(conf)) throw new CorruptStoreError(`${where}: codec ${shown(codecName(c))} configuration must be an object, got ${shown(conf)}`);
+  return conf;
+}
+
+/** Optional integer setting `key` of a codec configuration, within [min, max]. */
+function intSetting(conf, key, min, max, where, name) {
+  const v = conf[key];
+  if (v == null) return undefined;
+  if (!Number.isSafeInteger(v) || v < min || v > max) {
+    throw new CorruptStoreError(`${where}: ${name}.configuration.${key} must be an integer in ${min}..${max}, got ${shown(v)}`);
+  }
+  return v;
 }
 
 /**
@@ -292,10 +355,12 @@ function codecName(c) {
  */
 function parseCompressors(list, where) {
   const out = [];
-  for (const c of list) {
+  for (const [i, c] of list.entries()) {
     const name = codecName(c);
-    const conf = (isObject(c) && c.configuration) || {};
+    if (typeof name !== "string") throw new CorruptStoreError(`${where}: codec ${i + 1} has no name (got ${shown(c)})`);
+    const conf = codecConfiguration(c, where);
     if (name === "crc32c") {
+      if (i !== list.length - 1) throw new UnsupportedError(`${where}: crc32c must be the last codec`);
       out.push({ name, configuration: conf });
       continue;
     }
@@ -304,19 +369,35 @@ function parseCompressors(list, where) {
         `${where}: unsupported codec "${name}" (this reader supports bytes, zstd, gzip, blosc and crc32c; spec 8)`,
       );
     }
+    // Issue 14: settings of the wrong type are typed errors here, never deep in a codec class.
+    if (name === "zstd") {
+      intSetting(conf, "level", -131072, 22, where, name);
+      if (conf.checksum != null && typeof conf.checksum !== "boolean") {
+        throw new CorruptStoreError(`${where}: zstd.configuration.checksum must be a boolean, got ${shown(conf.checksum)}`);
+      }
+    }
+    if (name === "gzip") intSetting(conf, "level", 0, 9, where, name);
     if (name === "blosc") {
       const cname = conf.cname ?? "lz4";
       const shuffle = conf.shuffle ?? "noshuffle";
+      intSetting(conf, "clevel", 0, 9, where, name);
+      intSetting(conf, "typesize", 1, 255, where, name);
+      intSetting(conf, "blocksize", 0, 2 ** 31 - 1, where, name);
       if (!BLOSC_CNAMES.includes(cname)) {
-        throw new UnsupportedError(`${where}: unsupported codec blosc with cname "${cname}" (supported: zstd, lz4; spec 8)`);
+        throw new UnsupportedError(`${where}: unsupported codec blosc with cname ${shown(cname)} (supported: zstd, lz4; spec 8)`);
       }
       if (!BLOSC_SHUFFLES.includes(shuffle)) {
         throw new UnsupportedError(
-          `${where}: unsupported codec blosc with shuffle "${shuffle}" (supported: shuffle, noshuffle; spec 8)`,
+          `${where}: unsupported codec blosc with shuffle ${shown(shuffle)} (supported: shuffle, noshuffle; spec 8)`,
         );
       }
     }
     out.push({ name, configuration: conf });
+  }
+  // Spec 8: exactly one compressor (optionally followed by crc32c); the reader bounds its output
+  // by the chunk's decoded size, which a second compressor's input would not be.
+  if (out.filter((c) => c.name !== "crc32c").length > 1) {
+    throw new UnsupportedError(`${where}: more than one compressor (spec 8 allows one of zstd, gzip, blosc)`);
   }
   return out;
 }
@@ -330,9 +411,9 @@ function parseChain(codecs, where) {
       `${where}: unsupported codec "${first}" before the bytes codec (a chronozarr array starts with bytes; spec 8)`,
     );
   }
-  const endian = (isObject(codecs[0]) && codecs[0].configuration?.endian) || "little";
+  const endian = codecConfiguration(codecs[0], where).endian ?? "little";
   if (endian !== "little" && endian !== "big") {
-    throw new CorruptStoreError(`${where}: bytes codec endian ${JSON.stringify(endian)}`);
+    throw new CorruptStoreError(`${where}: bytes codec endian ${shown(endian)}`);
   }
   return { endian, compressors: parseCompressors(codecs.slice(1), where) };
 }
@@ -348,27 +429,36 @@ export function parseArray(doc, path, allowed = Object.keys(DTYPES)) {
     throw new CorruptStoreError(`${where}: expected a Zarr v3 array document`);
   }
   const dtype = doc.data_type;
-  if (!allowed.includes(dtype)) {
+  if (typeof dtype !== "string" || !allowed.includes(dtype)) {
     throw new UnsupportedError(
-      `${where}: unsupported data_type ${JSON.stringify(dtype)} (this reader supports ${allowed.join(", ")}; spec 2.3)`,
+      `${where}: unsupported data_type ${shown(dtype)} (this reader supports ${allowed.join(", ")}; spec 2.3)`,
     );
   }
   const shape = doc.shape;
-  if (!Array.isArray(shape) || !shape.every((n) => Number.isInteger(n) && n >= 0)) {
-    throw new CorruptStoreError(`${where}: malformed shape`);
+  if (!Array.isArray(shape) || shape.length === 0 || shape.length > LIMITS.maxRank || !shape.every((n) => isCount(n))) {
+    throw new CorruptStoreError(`${where}: malformed shape ${shown(shape)} (1 to ${LIMITS.maxRank} sizes of at most 2^40)`);
   }
   const grid = doc.chunk_grid;
-  if (!isObject(grid) || grid.name !== "regular" || !Array.isArray(grid.configuration?.chunk_shape)) {
-    throw new UnsupportedError(`${where}: unsupported chunk_grid ${JSON.stringify(grid?.name)} (regular only)`);
+  if (!isObject(grid) || grid.name !== "regular" || !Array.isArray(own(grid.configuration, "chunk_shape"))) {
+    throw new UnsupportedError(`${where}: unsupported chunk_grid ${shown(own(grid, "name"))} (regular only)`);
   }
   const chunkShape = grid.configuration.chunk_shape;
   if (chunkShape.length !== shape.length) throw new CorruptStoreError(`${where}: chunk_shape rank differs from shape`);
+  if (!chunkShape.every((n) => isCount(n, 1))) {
+    throw new CorruptStoreError(`${where}: chunk_grid.configuration.chunk_shape ${shown(chunkShape)} must hold positive integers`);
+  }
 
   const kenc = doc.chunk_key_encoding ?? { name: "default" };
+  const kname = own(kenc, "name");
+  const kconf = own(kenc, "configuration") ?? {};
+  if (!isObject(kconf)) throw new CorruptStoreError(`${where}: chunk_key_encoding.configuration must be an object`);
   let keyEncoding;
-  if (kenc.name === "default") keyEncoding = { prefix: "c", sep: kenc.configuration?.separator ?? "/" };
-  else if (kenc.name === "v2") keyEncoding = { prefix: null, sep: kenc.configuration?.separator ?? "." };
-  else throw new UnsupportedError(`${where}: unsupported chunk_key_encoding ${JSON.stringify(kenc.name)}`);
+  if (kname === "default") keyEncoding = { prefix: "c", sep: kconf.separator ?? "/" };
+  else if (kname === "v2") keyEncoding = { prefix: null, sep: kconf.separator ?? "." };
+  else throw new UnsupportedError(`${where}: unsupported chunk_key_encoding ${shown(kname)}`);
+  if (keyEncoding.sep !== "/" && keyEncoding.sep !== ".") {
+    throw new CorruptStoreError(`${where}: chunk_key_encoding separator ${shown(keyEncoding.sep)} is not "/" or "." (Zarr v3 9.2)`);
+  }
 
   const codecs = doc.codecs;
   if (!Array.isArray(codecs) || codecs.length === 0) throw new CorruptStoreError(`${where}: no codecs`);
@@ -378,10 +468,10 @@ export function parseArray(doc, path, allowed = Object.keys(DTYPES)) {
     if (codecs.length !== 1) {
       throw new UnsupportedError(`${where}: codecs after sharding_indexed are not supported`);
     }
-    const conf = codecs[0].configuration ?? {};
+    const conf = codecConfiguration(codecs[0], where);
     const inner = conf.chunk_shape;
-    if (!Array.isArray(inner) || inner.length !== shape.length) {
-      throw new CorruptStoreError(`${where}: sharding_indexed.chunk_shape missing or of the wrong rank`);
+    if (!Array.isArray(inner) || inner.length !== shape.length || !inner.every((n) => isCount(n, 1))) {
+      throw new CorruptStoreError(`${where}: sharding_indexed.chunk_shape missing, of the wrong rank or not positive integers`);
     }
     for (let d = 0; d < inner.length; d++) {
       if (chunkShape[d] % inner[d] !== 0) {
@@ -397,10 +487,13 @@ export function parseArray(doc, path, allowed = Object.keys(DTYPES)) {
     if (indexChain.endian !== "little") throw new UnsupportedError(`${where}: big-endian shard index`);
     const location = conf.index_location ?? "end";
     if (location !== "end" && location !== "start") {
-      throw new CorruptStoreError(`${where}: index_location ${JSON.stringify(location)}`);
+      throw new CorruptStoreError(`${where}: index_location ${shown(location)}`);
     }
     const perShard = chunkShape.map((s, d) => s / inner[d]);
     const nEntries = perShard.reduce((a, b) => a * b, 1);
+    if (nEntries > LIMITS.maxShardEntries) {
+      throw new CorruptStoreError(`${where}: ${nEntries} inner chunks per shard (at most ${LIMITS.maxShardEntries})`);
+    }
     sharding = {
       innerShape: inner.slice(),
       perShard,
@@ -415,6 +508,14 @@ export function parseArray(doc, path, allowed = Object.keys(DTYPES)) {
   const innerShape = sharding ? sharding.innerShape : chunkShape.slice();
   const chunkGrid = shape.map((s, d) => Math.ceil(s / innerShape[d]));
   const TypedArray = DTYPES[dtype];
+  // Issue 14: a chunk's decoded size is fixed by the metadata; refuse an absurd one before any
+  // buffer is sized by it (a fill chunk, a decode).
+  const innerBytes = innerShape.reduce((a, b) => a * b, 1) * TypedArray.BYTES_PER_ELEMENT;
+  if (innerBytes > LIMITS.maxChunkBytes) {
+    throw new CorruptStoreError(
+      `${where}: an inner chunk of ${innerShape.join(" x ")} ${dtype} (${innerBytes} bytes) is absurd (at most ${LIMITS.maxChunkBytes})`,
+    );
+  }
   return {
     path,
     shape: shape.slice(),
@@ -430,7 +531,7 @@ export function parseArray(doc, path, allowed = Object.keys(DTYPES)) {
     compressors: chain.compressors,
     sharding,
     keyEncoding,
-    attributes: doc.attributes ?? {},
+    attributes: isObject(doc.attributes) ? doc.attributes : {},
   };
 }
 
@@ -482,8 +583,9 @@ export function decodeShardIndex(bytes, nEntries, crcFn, where) {
   for (let i = 0; i < 2 * nEntries; i++) {
     const lo = view.getUint32(8 * i, true);
     const hi = view.getUint32(8 * i + 4, true);
-    const v = hi * 4294967296 + lo;
-    out[i] = v === EMPTY ? -1 : v;
+    // Exactly 2^64 - 1 is empty; any other value above 2^53 stays inexact and is refused by
+    // shard.checkIndexEntries (as a float, 2^64 - 2 would equal 2^64 - 1).
+    out[i] = hi === 0xffffffff && lo === 0xffffffff ? -1 : hi * 4294967296 + lo;
   }
   for (let i = 0; i < nEntries; i++) {
     if ((out[2 * i] < 0) !== (out[2 * i + 1] < 0)) {

@@ -5,7 +5,7 @@
 
 import { crc32c } from "./crc32c.js";
 import { CorruptStoreError } from "./errors.js";
-import { decodeShardIndex } from "./metadata.js";
+import { compressedBound, decodeShardIndex, own } from "./metadata.js";
 
 /**
  * Length of a data shard from shard_bytes (7.3), or null: shard_bytes lists the data array's
@@ -15,11 +15,17 @@ export function listedShardLength(shardBytes, variable, array, loc) {
   if (!shardBytes) return null;
   const levelPath = array.path.slice(0, array.path.lastIndexOf("/"));
   if (array.path !== `${levelPath}/${variable}`) return null;
-  const entry = shardBytes[levelPath];
-  if (!entry) return null;
+  const entry = own(shardBytes, levelPath);
+  if (entry === undefined) return null;
   const [ts, , r, c] = loc.shard;
-  const n = entry[`${ts}/${r}/${c}`];
-  return typeof n === "number" ? n : null;
+  const key = `${ts}/${r}/${c}`;
+  const n = own(entry, key);
+  if (n === undefined) return null;
+  // Issue 14: a length is a byte count, not any JSON value.
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new CorruptStoreError(`chronozarr.shard_bytes["${levelPath}"]["${key}"]: ${JSON.stringify(n) ?? String(n)} is not a byte length`);
+  }
+  return n;
 }
 
 /**
@@ -41,6 +47,9 @@ export async function fetchShardIndex(source, array, loc, listed, signal) {
       const head = await source.request(key, { method: "HEAD", signal });
       if (head === null) return null;
       length = head.length;
+      if (length !== null && !(Number.isSafeInteger(length) && length >= 0)) {
+        throw new CorruptStoreError(`${source.url}${key}: HEAD gave Content-Length ${length}, not a byte length`);
+      }
     }
     range = length === null ? { suffix: N } : [length - N, length - 1];
     if (length !== null && length < N) {
@@ -51,13 +60,31 @@ export async function fetchShardIndex(source, array, loc, listed, signal) {
   const bytes = await source.request(key, { range, signal });
   if (bytes === null) return null;
   const index = decodeShardIndex(bytes, sh.nEntries, sh.indexCrc ? crc32c : null, `${source.url}${key}`);
-  if (length !== null) {
-    const limit = sh.indexLocation === "end" ? length - N : length;
-    for (let i = 0; i < sh.nEntries; i++) {
-      if (index[2 * i] >= 0 && index[2 * i] + index[2 * i + 1] > limit) {
-        throw new CorruptStoreError(`${source.url}${key}: index entry ${i} points past the end of the shard (${length} bytes)`);
-      }
+  checkIndexEntries(index, sh, length, compressedBound(array.innerLength * array.bytesPerElement), `${source.url}${key}`);
+  return index;
+}
+
+/**
+ * Issue 14: every (offset, nbytes) entry is checked before any range is requested: offsets are
+ * exact integers (a 2^63 offset is not), an inner chunk holds at least one byte and at most what
+ * a compressed chunk of its decoded size can hold (`bound`), and, when the shard's length is
+ * known, it lies inside the shard's data (before an end index, after a start index).
+ */
+export function checkIndexEntries(index, sh, length, bound, where) {
+  const N = sh.indexBytes;
+  const lo = sh.indexLocation === "start" ? N : 0;
+  const hi = length === null ? Number.MAX_SAFE_INTEGER : sh.indexLocation === "end" ? length - N : length;
+  for (let i = 0; i < sh.nEntries; i++) {
+    const off = index[2 * i];
+    const n = index[2 * i + 1];
+    if (off < 0) continue; // empty (spec 7.2)
+    if (!Number.isSafeInteger(off) || !Number.isSafeInteger(n) || n < 1 || n > bound) {
+      throw new CorruptStoreError(`${where}: index entry ${i} (offset ${off}, ${n} bytes) is not a chunk of at most ${bound} bytes`);
+    }
+    if (off < lo || off + n > hi) {
+      throw new CorruptStoreError(
+        `${where}: index entry ${i} (offset ${off}, ${n} bytes) points outside the shard's data${length === null ? "" : ` (${length} bytes)`}`,
+      );
     }
   }
-  return index;
 }

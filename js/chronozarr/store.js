@@ -6,6 +6,7 @@
 import { ChunkReader } from "./chunks.js";
 import { CorruptStoreError, FetchError, NotAChronozarrStoreError, StoreNotFoundError } from "./errors.js";
 import { HttpSource } from "./http.js";
+import { MAX_DOCUMENT_BYTES, parseJson } from "./jsondoc.js";
 import { loadLevels } from "./levels.js";
 import { DTYPES, V01_DEFAULT_SCALE, levelForResolution, parseArray, parseBands, parseRoot, pixelCentre, pixelOf } from "./metadata.js";
 import { anchorsFirst, cellVolatility, planPrefetch, pool } from "./prefetch.js";
@@ -56,7 +57,7 @@ export async function openStore(url, options = {}) {
 async function readRoot(source, signal) {
   let bytes;
   try {
-    bytes = await source.request("zarr.json", { signal });
+    bytes = await source.request("zarr.json", { signal, maxBytes: MAX_DOCUMENT_BYTES });
   } catch (err) {
     if (err instanceof FetchError) {
       throw new StoreNotFoundError(`cannot open a chronozarr store at ${source.url}: ${err.message}`, { cause: err });
@@ -66,11 +67,7 @@ async function readRoot(source, signal) {
   if (bytes === null) {
     throw new StoreNotFoundError(`no chronozarr store at ${source.url}: ${source.url}zarr.json returned HTTP 404`);
   }
-  try {
-    return JSON.parse(new TextDecoder().decode(bytes));
-  } catch {
-    throw new NotAChronozarrStoreError(`${source.url}zarr.json is not JSON: not a Zarr v3 store`);
-  }
+  return parseJson(bytes, `${source.url}zarr.json`, NotAChronozarrStoreError);
 }
 
 export class ChronozarrStore {
