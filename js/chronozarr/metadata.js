@@ -449,6 +449,7 @@ export function parseArray(doc, path, allowed = Object.keys(DTYPES)) {
   }
 
   const kenc = doc.chunk_key_encoding ?? { name: "default" };
+  if (!isObject(kenc)) throw new CorruptStoreError(`${where}: chunk_key_encoding must be an object {name, configuration}, got ${shown(kenc)}`);
   const kname = own(kenc, "name");
   const kconf = own(kenc, "configuration") ?? {};
   if (!isObject(kconf)) throw new CorruptStoreError(`${where}: chunk_key_encoding.configuration must be an object`);

@@ -411,7 +411,13 @@ export class ChronozarrStore {
     const doc = this._volatilityDoc ?? (await this.source.json(`${path}/zarr.json`, signal, { required: false }));
     if (!doc) return (this._volatility = null);
     const arr = parseArray(doc, path, ["float32"]);
-    if (arr.shape.length !== 2) throw new CorruptStoreError(`${path}/zarr.json: volatility must be 2-D (spec 5)`);
+    // Spec 5: shape (grid_rows_0, grid_cols_0); checked before the plane is allocated (issue 14).
+    const grid = this.levels[0].grid;
+    if (arr.shape.length !== 2 || arr.shape[0] !== grid[0] || arr.shape[1] !== grid[1]) {
+      throw new CorruptStoreError(
+        `${path}/zarr.json: volatility has shape ${JSON.stringify(arr.shape)}, expected the level 0 cell grid ${JSON.stringify(grid)} (spec 5)`,
+      );
+    }
     const [rows, cols] = arr.shape;
     const data = new Float32Array(rows * cols);
     const [ch, cw] = arr.innerShape;
