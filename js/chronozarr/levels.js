@@ -25,6 +25,22 @@ function checkDataArray(meta, arr) {
   if (meta.temporal.encoding === "star-delta" && arr.dtype !== "uint8" && arr.dtype !== "uint16") {
     throw new UnsupportedError(`${where}: star-delta is defined for uint8 and uint16 only, not ${arr.dtype} (spec 4.1)`);
   }
+  checkNodata(meta.nodata, arr.dtype);
+}
+
+const INT_RANGES = { uint8: [0, 255], uint16: [0, 65535], int16: [-32768, 32767] };
+const FLOAT32_MAX = 3.4028234663852886e38;
+
+/**
+ * nodata must be a value of the data's dtype (spec 2.3), as the Python reader's mirror.py
+ * requires: 2^64 or 1.5 in a uint16 store can never equal a stored value, so the validity rule
+ * would silently call every pixel valid.
+ */
+function checkNodata(nodata, dtype) {
+  if (nodata === null) return;
+  const range = INT_RANGES[dtype];
+  const ok = range ? Number.isInteger(nodata) && nodata >= range[0] && nodata <= range[1] : Math.abs(nodata) <= FLOAT32_MAX;
+  if (!ok) throw new CorruptStoreError(`chronozarr.nodata ${shown(nodata)} is not a ${dtype} value (spec 2.3)`);
 }
 
 /**
