@@ -130,7 +130,9 @@ function classify(res, prefix, baseline, mutation, peak0) {
     } else if (/heap out of memory|Allocation failed|Array buffer allocation failed|RangeError: Array buffer/.test(res.stderr)) {
       r = { entry, class: "memory", sig: "out of memory" };
     } else {
-      r = { entry, class: "crash", sig: `died (status ${res.status}, ${res.sig ?? "no signal"}): ${res.stderr.trim().split("\n").pop()?.slice(0, 160)}` };
+      const lines = res.stderr.trim().split("\n");
+      const why = lines.find((l) => /Error|error:/.test(l)) ?? lines.pop() ?? "";
+      r = { entry, class: "crash", sig: `died (status ${res.status}, ${res.sig ?? "no signal"}): ${why.slice(0, 160)}`, stderr: res.stderr.slice(-2000) };
     }
     out.push(r);
     if (!row) break; // the first entry the child did not finish takes the class
