@@ -348,11 +348,13 @@ def mutate(base: Path, case_dir: Path, rng: random.Random) -> str:
         # rename every data chunk to the v2 key form and say so in the metadata (Zarr v3 9.2)
         for key in root.arrays():
             root.edit_array(key, ("chunk_key_encoding",), {"name": "v2"}, "both")
-            for f in _chunk_files(store / key):
-                rel = f.relative_to(store / key / "c").as_posix().replace("/", ".")
+            chunk_root = store / key / "c"  # the v3 default keys: c/<i>/<j>/...
+            files = sorted(p for p in chunk_root.rglob("*") if p.is_file())
+            for f in files:
+                rel = f.relative_to(chunk_root).as_posix().replace("/", ".")
                 f.rename(store / key / rel)
         for d in sorted(store.rglob("c"), reverse=True):
-            if d.is_dir() and not any(d.rglob("*")):
+            if d.is_dir() and not any(p.is_file() for p in d.rglob("*")):
                 shutil.rmtree(d)
         root.save()
         return "v2-keys: every array"

@@ -27,25 +27,6 @@ from tests.fuzz.mutate import mutate  # noqa: E402
 from tests.fuzz.stores import BASES, build_base  # noqa: E402
 
 
-def _rename_to_v2(store: Path) -> None:
-    """Finish the v2-keys mutation: move every chunk of every array to its v2 key.
-
-    tests/fuzz/mutate.py declares ``chunk_key_encoding: v2`` in every array but looks for chunk
-    files with a path test that never matches inside an array folder, so no chunk moves and the
-    mutation is not content-preserving (a reader then rightly reads fill values). Here each
-    ``{array}/c/i/j/k`` becomes ``{array}/i.j.k`` (Zarr v3 9.2, v2 separator "."), which keeps
-    the content, so any successful read must equal the baseline's.
-    """
-    for meta in sorted(store.rglob("zarr.json")):
-        array = meta.parent
-        chunks = array / "c"
-        if not chunks.is_dir() or json.loads(meta.read_text()).get("node_type") != "array":
-            continue
-        for f in sorted(p for p in chunks.rglob("*") if p.is_file()):
-            f.rename(array / ".".join(f.relative_to(chunks).parts))
-        shutil.rmtree(chunks)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out", type=Path)
@@ -65,8 +46,6 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(case_dir)
         case_dir.mkdir()
         mutation = mutate(bases / base, case_dir, rng)
-        if mutation.startswith("v2-keys"):
-            _rename_to_v2(case_dir / "store")
         (case_dir / "mutation.txt").write_text(mutation)
         print(json.dumps({"case": i, "base": base, "mutation": mutation}), flush=True)
     return 0
