@@ -44,10 +44,11 @@ class CellInput:
     the task's first timestep), keeping at most two batches: memory stays a few cells.
     """
 
-    def __init__(self, data: Any, dtype: np.dtype):
+    def __init__(self, data: Any, dtype: np.dtype, scheduler: str | None = None):
         self.data = data
         self.lazy = not isinstance(data, np.ndarray)
         self.dtype = dtype
+        self.scheduler = scheduler  # "sync" inside a dask worker: never the worker's client
 
     def cell(
         self, ys: slice, xs: slice, times: Sequence[int] | None = None
@@ -69,7 +70,11 @@ class CellInput:
 
         def load(t0: int) -> np.ndarray:
             block = self.data[(slice(t0, t0 + batch), *space)]
-            return np.asarray(block.compute() if hasattr(block, "compute") else block)
+            if not hasattr(block, "compute"):
+                return np.asarray(block)
+            if self.scheduler is None:
+                return np.asarray(block.compute())
+            return np.asarray(block.compute(scheduler=self.scheduler))
 
         def get(t: int) -> np.ndarray:
             # batches are aligned to the task's first timestep; an anchor before it (or past its

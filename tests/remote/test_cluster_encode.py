@@ -1,0 +1,102 @@
+"""``chronozarr.encode(..., scheduler=client)`` on a real dask cluster (a scheduler and two
+worker processes on 127.0.0.1) writing to moto's S3 server (issue 13): the workers write every
+chunk object, the client only the metadata, and the objects are the pinned bytes of the local
+writer (tests/chronozarr/bytes_pinned.json)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import chronozarr
+from chronozarr.storage import ObjectStore
+from tests.chronozarr import test_bytes_pinned as pinned
+from tests.dask_procs import DaskProcs, dask_cluster
+from tests.remote.conftest import Moto, list_keys, new_bucket
+
+distributed = pytest.importorskip("distributed")
+
+pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+
+#: what the client may write: metadata (spec 9) and the work prefix; never a chunk of a level
+CLIENT_KEY = re.compile(
+    r"(.*zarr\.json|(\d+/)?(time|band|y|x)/c/0|volatility/c/0/0|provenance_items/c/\d+|\.cz-build/.*)"
+)
+ENCODE_CASES = [n for n in sorted(pinned.CASES) if "append" not in n]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, s3env: Moto) -> Iterator[DaskProcs]:
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": s3env.endpoint,
+    }
+    with dask_cluster(tmp_path_factory.mktemp("dask"), 2, env) as procs:
+        yield procs
+
+
+@pytest.fixture(scope="module")
+def client(cluster: DaskProcs) -> Iterator[Any]:
+    with distributed.Client(cluster.address, timeout="20s", set_as_default=False) as c:
+        yield c
+
+
+def download(s3: Any, bucket: str, prefix: str, into: Path) -> Path:
+    for key in list_keys(s3, bucket, f"{prefix}/"):
+        body = s3.get_object(Bucket=bucket, Key=f"{prefix}/{key}")["Body"].read()
+        (into / key).parent.mkdir(parents=True, exist_ok=True)
+        (into / key).write_bytes(body)
+    return into
+
+
+@pytest.mark.parametrize("name", ENCODE_CASES)
+def test_cluster_encode_to_s3_writes_the_pinned_bytes(
+    name: str, tmp_path: Path, s3: Any, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bucket = new_bucket(s3)
+    url = f"s3://{bucket}/{name}.zarr"
+    client_store = ObjectStore(url)  # the client's own handle: its stats count the client's PUTs
+    encode = chronozarr.encode
+
+    def on_cluster(data: Any, _path: Path, **kw: Any) -> Any:
+        return encode(data, client_store, scheduler=client, **kw)
+
+    monkeypatch.setattr(chronozarr, "encode", on_cluster)
+    pinned.CASES[name](tmp_path / "unused.zarr")
+    local = download(s3, bucket, f"{name}.zarr", tmp_path / "got")
+    want = json.loads(pinned.PINNED.read_text())[name]
+    assert pinned.digests(local) == want
+    client_puts = [key for kind, key in client_store.stats.keys if kind == "put"]
+    assert client_puts and all(CLIENT_KEY.fullmatch(k) for k in client_puts), client_puts
+    chunk_keys = [k for k in want if not CLIENT_KEY.fullmatch(k)]
+    assert chunk_keys and not set(chunk_keys) & set(client_puts)
+    assert chronozarr.validate(url).ok
+
+
+def test_cluster_encode_of_a_dask_array_to_a_local_folder(tmp_path: Path, client: Any) -> None:
+    """A dask-backed input: each task carries its cell's part of the graph; same bytes as a
+    local encode of the numpy array."""
+    import dask.array as da
+
+    from tests.conftest import monthly, synthetic_series
+
+    data = synthetic_series(9, 2, 40, 36, "uint16", seed=4)
+    kw: dict[str, Any] = dict(
+        times=monthly(9), bands=["a", "b"], crs="EPSG:32631",
+        transform=[10.0, 0.0, 0.0, 0.0, -10.0, 0.0], chunk_size=16, encoding="auto",
+    )  # fmt: skip
+    chronozarr.encode(data, tmp_path / "local.zarr", workers=1, **kw)
+    lazy = da.from_array(data, chunks=(3, 2, 16, 16))
+    summary = chronozarr.encode(lazy, tmp_path / "cluster.zarr", scheduler=client, **kw)
+    assert summary.store == str(tmp_path / "cluster.zarr")
+    assert pinned.digests(tmp_path / "local.zarr") == pinned.digests(tmp_path / "cluster.zarr")
+    reader = chronozarr.open_store(tmp_path / "cluster.zarr")
+    assert np.array_equal(reader.read(4), data[4])
