@@ -91,7 +91,7 @@ class ArrayInput:
                 return np.ascontiguousarray(part)
             import dask
 
-            (part,) = dask.optimize(part)  # culled: only this cell's part of the graph travels
+            (part,) = dask.optimize(part)  # type: ignore[no-untyped-call]  # culled: only this cell's part of the graph travels
             return part
 
         return ArrayInput(

@@ -57,7 +57,7 @@ class Runner:
         """Tasks that can run at once (the cluster's threads, or the local threads)."""
         if self.client is None:
             return self.workers
-        return max(1, sum(self.client.nthreads().values()))
+        return max(1, int(sum(self.client.nthreads().values())))
 
     def run(
         self,
@@ -124,7 +124,7 @@ class Runner:
                     break
                 try:
                     with client.as_current():  # the caller's client need not be the default
-                        done, _rest = wait(
+                        done, _rest = wait(  # type: ignore[no-untyped-call]
                             list(pending), timeout=_POLL, return_when="FIRST_COMPLETED"
                         )
                 except TimeoutError:  # nothing finished in _POLL seconds: check the workers

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from cz.build.errors import BuildError
@@ -94,6 +95,7 @@ def blocks_touched(month: MonthPlan, grid: GridPlan) -> dict[tuple[int, int], li
     hits: dict[int, list[int]] = {}
     for i, p in enumerate(month.items):
         footprint = _footprint(p, grid.crs)
+        found: Sequence[int]
         if footprint is None:
             found = range(len(blocks))
         else:

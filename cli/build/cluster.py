@@ -269,12 +269,7 @@ def build_on_cluster(
         progress.plan_warnings(plan)
         if not is_url(where):  # workers may run elsewhere: an absolute path on the shared FS
             where = str(local_path(where))
-        target = open_target(where)
-        if target.get("zarr.json") is not None:
-            raise BuildError(
-                f"{target.url} already holds a store; a rebuild goes to a new path (spec 9); "
-                "--overwrite is for local builds"
-            )
+        target = open_target(where)  # encode refuses an existing store before any write
         source = make_source(recipe, plan, options)
         key = build_fingerprint(recipe, plan)
         grid = plan.grid
