@@ -1,6 +1,8 @@
 """Running the writer's per-cell tasks: local threads, or a dask.distributed client.
 
-On a cluster (issue 13) the shared context is scattered once to every worker; the tasks are
+On a cluster (issue 13) the shared context is sent once, as the result of a task that every
+other task depends on (workers fetch it from each other; dask recomputes it when every worker
+holding it is lost, which scattered data would not survive); the tasks are
 submitted through a bounded window (at most ``window`` futures in flight, refilled as results
 come back), each with dask's ``retries``; a worker lost mid-task has its task rescheduled by
 dask. A task returns a small summary, never pixels. When no worker is left the wait is bounded:
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,6 +29,11 @@ log = logging.getLogger("chronozarr.scheduling")
 DEFAULT_RETRIES = 2
 DEFAULT_WORKER_TIMEOUT = 180.0  # seconds without any worker before a cluster run gives up
 _POLL = 1.0  # seconds between checks for workers while nothing completes
+
+
+def _context(ctx: Any) -> Any:
+    """The shared context as a task's result (see :meth:`Runner._run_remote`)."""
+    return ctx
 
 
 class Runner:
@@ -102,7 +110,10 @@ class Runner:
 
         self._wait_for_workers()
         client = self.client
-        [shared] = client.scatter([ctx], broadcast=True, hash=False)
+        token = uuid.uuid4().hex[:8]  # keys unique per run: a reused key may be in release
+        # the context goes to the scheduler once, as a task: workers fetch it from each other,
+        # and dask recomputes it if every holder is lost (scattered data would be gone for good)
+        shared = client.submit(_context, ctx, pure=False, key=f"{name}-context-{token}")
         window = self.window or 2 * self.threads()
         results: list[Any] = [None] * len(tasks)
         pending: dict[Any, int] = {}
@@ -117,7 +128,12 @@ class Runner:
                         exhausted = True
                         break
                     fut = client.submit(
-                        fn, shared, tasks[i], retries=self.retries, pure=False, key=f"{name}-{i}"
+                        fn,
+                        shared,
+                        tasks[i],
+                        retries=self.retries,
+                        pure=False,
+                        key=f"{name}-{token}-{i}",
                     )
                     pending[fut] = i
                 if not pending:

@@ -317,6 +317,12 @@ def build_on_cluster(
                 f"writing the store on the cluster failed: {exc} (the cells written so far stay "
                 f"at {target.url} without a root; re-run the same command to resume)"
             ) from exc
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the partial is kept on purpose (0015)
+            progress.note(
+                f"interrupted: the cells written so far stay at {target.url} without a root; "
+                "re-run the same command to resume"
+            )
+            raise
         progress.finish("cells")
     finally:
         executor.close()

@@ -237,8 +237,12 @@ def test_a_worker_killed_mid_build_the_store_is_still_identical(
 
 
 def test_no_worker_is_a_clear_error_and_no_root(
-    local_build: tuple[Any, Path], tmp_path: Path, aws_env: dict[str, str]
+    local_build: tuple[Any, Path], scenes_dir: Path, tmp_path: Path, aws_env: dict[str, str]
 ) -> None:
+    from typer.testing import CliRunner
+
+    from cz.app import app
+
     rec, _local = local_build
     out = tmp_path / "none.zarr"
     with dask_cluster(tmp_path / "empty", 0, aws_env) as empty:
@@ -246,4 +250,24 @@ def test_no_worker_is_a_clear_error_and_no_root(
         with pytest.raises(BuildError, match="no dask worker joined the scheduler"):
             build(rec, out=str(out), options=_options(empty, tmp_path, worker_timeout=2.0))
         assert time.monotonic() - started < 30
+        path = recipe(scenes_dir, start="2024-01", end="2024-02", name="cli.yaml")
+        args = ["build", str(path), "--out", str(tmp_path / "cli.zarr"), "--scheduler"]
+        result = CliRunner().invoke(app, [*args, empty.address, "--worker-timeout", "2"])
+    assert result.exit_code != 0
+    assert "no dask worker joined the scheduler" in result.output
+    assert "Traceback" not in result.output
     assert not (out / "zarr.json").exists()
+    assert not (tmp_path / "cli.zarr" / "zarr.json").exists()
+
+
+def test_auto_encoding_samples_on_a_worker_and_matches_the_local_build(
+    cluster: DaskProcs, scenes_dir: Path, tmp_path: Path
+) -> None:
+    rec = load_recipe(
+        recipe(scenes_dir, start="2024-01", end="2024-03", encoding="auto", name="auto.yaml")
+    )
+    local, remote = tmp_path / "local.zarr", tmp_path / "shared" / "auto.zarr"
+    build(rec, out=str(local), options=BuildOptions(workers=2))
+    build(rec, out=str(remote), options=_options(cluster, tmp_path))
+    assert chronozarr.open_store(remote).attrs.temporal.selection["mode"] == "auto"
+    assert digests(remote) == digests(local)

@@ -100,3 +100,54 @@ def test_cluster_encode_of_a_dask_array_to_a_local_folder(tmp_path: Path, client
     assert pinned.digests(tmp_path / "local.zarr") == pinned.digests(tmp_path / "cluster.zarr")
     reader = chronozarr.open_store(tmp_path / "cluster.zarr")
     assert np.array_equal(reader.read(4), data[4])
+
+
+class SlowSource:
+    """A cell source (chronozarr.cell_tasks) that produces constant planes slowly on the worker."""
+
+    shape = (4, 1, 32, 32)
+    dtype = np.dtype("uint8")
+    ndim = 4
+    has_mask = False
+    has_coverage = False
+
+    def open_cell(self, row: int, col: int, ys: slice, xs: slice, times: Any) -> Any:
+        import time
+
+        def planes(t: int) -> tuple[np.ndarray, None, None]:
+            time.sleep(0.3)
+            h, w = ys.stop - ys.start, xs.stop - xs.start
+            return np.full((1, h, w), 10 * row + col + t, np.uint8), None, None
+
+        return planes
+
+
+def test_every_worker_lost_mid_encode_is_a_cluster_error_and_no_root(
+    tmp_path: Path, s3env: Moto
+) -> None:
+    """With every worker gone, the wait is bounded by ``worker_timeout``: a ClusterError that
+    says so, and the target holds no root (spec 9); the partial stays for a resume."""
+    with (
+        dask_cluster(tmp_path / "dask", 1) as procs,
+        distributed.Client(procs.address, timeout="20s", set_as_default=False) as c,
+    ):
+        out = tmp_path / "lost.zarr"
+
+        def kill_all(_result: Any) -> None:
+            for w in procs.workers:
+                procs.kill(w)
+
+        started = None
+        with pytest.raises(chronozarr.errors.ClusterError, match="every dask worker is gone"):
+            import time
+
+            started = time.monotonic()
+            chronozarr.encode(
+                SlowSource(), out, times=["2024-01-01", "2024-02-01", "2024-03-01", "2024-04-01"],
+                bands=["v"], crs="EPSG:32631", transform=[10.0, 0, 0, 0, -10.0, 0],
+                chunk_size=8, encoding="none", scheduler=c, worker_timeout=3.0,
+                resume_key="lost", on_task=kill_all,
+            )  # fmt: skip
+        assert started is not None and time.monotonic() - started < 60
+    assert not (out / "zarr.json").exists()
+    assert (out / ".cz-build" / "lost" / "started.json").exists()
