@@ -56,6 +56,7 @@ status = open("/proc/self/status").read().splitlines()
 hwm = next(int(l.split()[1]) for l in status if l.startswith("VmHWM"))
 io = dict(l.split(": ") for l in open("/proc/self/io").read().splitlines())
 print(json.dumps({{"seconds": seconds, "rss_kb": hwm, "bytes": result.bytes,
+                  "write": result.write_seconds,
                   "io": int(io["rchar"]) + int(io["wchar"])}}))
 """
 
@@ -231,6 +232,9 @@ def main() -> None:
                     row["level0_bytes"] = sum(
                         p.stat().st_size for p in (out / "0").rglob("*") if p.is_file()
                     )
+                    row["level0_data_bytes"] = sum(
+                        p.stat().st_size for p in (out / "0" / "data").rglob("*") if p.is_file()
+                    )
                     row["digest"] = digest(out)
                     rows[(scale, f"{n}w")] = row
                     print(scale, n, row, file=sys.stderr)
@@ -262,14 +266,18 @@ def main() -> None:
         return f"{b / a:.2f}x" if a else ("flat (0 -> 0)" if not b else f"0 -> {b}")
 
     cells = {
-        s: -((-side // args.chunk) ** 2) for s, side in (("1x", args.size), ("4x", 2 * args.size))
+        s: (-(-side // args.chunk)) ** 2 for s, side in (("1x", args.size), ("4x", 2 * args.size))
     }
+    # the marginal CPU per cell-month (4x minus 1x): without the workers' one-off imports
+    marginal = (rows[("4x", "1w")]["worker_cpu"] - rows[("1x", "1w")]["worker_cpu"]) / (
+        (cells["4x"] - cells["1x"]) * args.months
+    )
     per_cell = {s: rows[(s, "1w")]["worker_cpu"] / (cells[s] * args.months) for s in ("1x", "4x")}
     per_cell_bytes = {s: rows[(s, "1w")]["bytes"] / (cells[s] * args.months) for s in ("1x", "4x")}
     level0_share = {
         s: rows[(s, "1w")]["level0_bytes"] / rows[(s, "1w")]["bytes"] for s in ("1x", "4x")
     }
-    speedup = {s: rows[(s, "1w")]["seconds"] / rows[(s, "2w")]["seconds"] for s in ("1x", "4x")}
+    speedup = {s: rows[(s, "1w")]["write"] / rows[(s, "2w")]["write"] for s in ("1x", "4x")}
     body = f"""
 Command: `python bench/bench_cluster.py --size {args.size} --months {args.months} --chunk {args.chunk}`
 
@@ -295,14 +303,18 @@ Per-worker peak RSS: 1 worker {", ".join(mb(k) for k in w1)}; 2 workers
 When the AOI grows 4x, on 2 workers: client peak RSS {growth("2w", "rss_kb")}, client
 work-folder peak {growth("2w", "disk")}, bytes through the client {growth("2w", "io")}
 (local threads: {growth("local", "rss_kb")}, {growth("local", "disk")}, {growth("local", "io")}).
-Per-cell costs (1 worker, for docs/scale.md): worker CPU {per_cell["1x"]:.2f} s (1x) and
-{per_cell["4x"]:.2f} s (4x) per level-0 cell-month of {args.chunk} x {args.chunk} px and 4
-bands (composite + encode + its share of the upper levels); store bytes per cell-month
+Per-cell costs (1 worker, for docs/scale.md): worker CPU {per_cell["1x"]:.3f} s (1x) and
+{per_cell["4x"]:.3f} s (4x) per level-0 cell-month of {args.chunk} x {args.chunk} px and 4
+bands (composite + encode + its share of the upper levels), {marginal:.3f} s marginal (4x
+minus 1x: without the workers' one-off imports); the build phase (`write_seconds`, after the
+plan) took {rows[("4x", "1w")]["write"]:.1f} s on 1 worker and {rows[("4x", "2w")]["write"]:.1f} s
+on 2 at 4x; store bytes per cell-month
 {per_cell_bytes["1x"] / 1024:.0f} kB (1x) and {per_cell_bytes["4x"] / 1024:.0f} kB (4x), of
 which level 0 is {level0_share["4x"]:.0%}; {rows[("4x", "1w")]["objects"]} objects at 4x.
 
 Targets (issue 13): client RSS and disk flat (<= 1.1x) at 4x AOI; 2 workers >= 1.7x one on an
-idle machine (measured here, loaded: {speedup["1x"]:.2f}x at 1x, {speedup["4x"]:.2f}x at 4x).
+idle machine (measured here under that load, build phase 1 worker / 2 workers:
+{speedup["1x"]:.2f}x at 1x, {speedup["4x"]:.2f}x at 4x).
 """
     print(body)
     if not args.no_doc:

@@ -129,6 +129,7 @@ def test_cluster_build_to_s3_equals_the_local_build(
     cluster: DaskProcs,
     local_build: tuple[Any, Path],
     s3: Any,
+    s3env: Moto,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -149,6 +150,10 @@ def test_cluster_build_to_s3_equals_the_local_build(
     assert chunks and not set(chunks) & set(puts.keys)  # every chunk came from a worker
     assert disk.peak == 0  # no spill, no local copy: the client's disk carries nothing
     assert not any(k.startswith(".cz-build") for k in list_keys(s3, bucket, "cluster.zarr/"))
+    # spec 9, on the server's side: every other PUT ended before the root PUT started
+    logged = [e for e in s3env.log.puts(bucket) if "/cluster.zarr/" in e.path]
+    [root] = [e for e in logged if e.path.endswith("/cluster.zarr/zarr.json")]
+    assert all(e.end < root.start for e in logged if e is not root)
     assert result.bytes == sum(p.stat().st_size for p in local.rglob("*") if p.is_file())
     assert chronozarr.validate(url).ok
 
