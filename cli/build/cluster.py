@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from chronozarr.location import location
 from cz.build.blocks import blocks_touched, grid_blocks, item_refs
 from cz.build.errors import BuildError
 from cz.build.executor import CompositeStats, Executor
+from cz.build.headers import HeaderedStore
 from cz.build.options import BuildOptions, BuildResult, Progress
 from cz.build.spill import SpillPlanes
 from cz.build.store_args import (
@@ -269,7 +271,13 @@ def build_on_cluster(
         progress.plan_warnings(plan)
         if not is_url(where):  # workers may run elsewhere: an absolute path on the shared FS
             where = str(local_path(where))
-        target = open_target(where)  # encode refuses an existing store before any write
+        if location(where).kind == "s3":  # the headers `cz publish` would set (headers.py)
+            shard_time = recipe.store.shard_time or (
+                len(plan.months) if recipe.store.shard else None
+            )
+            target: Any = HeaderedStore(where, len(plan.months), shard_time)
+        else:
+            target = open_target(where)  # encode refuses an existing store before any write
         source = make_source(recipe, plan, options)
         key = build_fingerprint(recipe, plan)
         grid = plan.grid

@@ -13,6 +13,7 @@ processes on 127.0.0.1) writing straight to moto's S3 server (issue 13).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import threading
 import time
@@ -23,13 +24,15 @@ from typing import Any
 import pytest
 
 import chronozarr
+from chronozarr.objects import classify_objects
 from chronozarr.storage import ObjectStore
 from cz.build import BuildError, BuildOptions, Progress, build
+from cz.publish.classify import cache_control
 from cz.recipe import load_recipe
 from tests.chronozarr.test_bytes_pinned import digests
 from tests.cz.scenes import LOADER_WARNINGS, recipe, scenario, write_items
 from tests.dask_procs import DaskProcs, dask_cluster
-from tests.remote.conftest import Moto, list_keys, new_bucket
+from tests.remote.conftest import Moto, files, list_keys, new_bucket
 from tests.remote.test_cluster_encode import CLIENT_KEY, download
 
 distributed = pytest.importorskip("distributed")
@@ -100,8 +103,8 @@ class DiskWatch:
 
     def _size(self) -> int:
         total = 0
-        for dirpath, _dirs, files in os.walk(self.folder):
-            for name in files:
+        for dirpath, _dirs, names in os.walk(self.folder):
+            for name in names:
                 with contextlib.suppress(FileNotFoundError):  # removed since the listing
                     total += (Path(dirpath) / name).stat().st_size
         return total
@@ -156,6 +159,14 @@ def test_cluster_build_to_s3_equals_the_local_build(
     assert all(e.end < root.start for e in logged if e is not root)
     assert result.bytes == sum(p.stat().st_size for p in local.rglob("*") if p.is_file())
     assert chronozarr.validate(url).ok
+    # served as it is: the headers `cz publish` gives each class of object (spec 14)
+    classes = {o.key: cache_control(o) for o in classify_objects(local)[0]}
+    for key, data in files(local).items():
+        head = s3.head_object(Bucket=bucket, Key=f"cluster.zarr/{key}")
+        assert head.get("CacheControl") == classes[key], key
+        assert head["Metadata"].get("chronozarr-md5") == hashlib.md5(data).hexdigest(), key
+        ctype = "application/json" if key.endswith("zarr.json") else "application/octet-stream"
+        assert head["ContentType"] == ctype, key
 
 
 class StopAfter(Progress):
