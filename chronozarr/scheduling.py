@@ -36,6 +36,23 @@ def _context(ctx: Any) -> Any:
     return ctx
 
 
+def _result(fut: Any, name: str) -> Any:
+    """A task's result. A task's own error (after its retries) passes as it is; dask's own
+    failures (a task that killed ``allowed-failures`` workers, a lost connection) become a
+    :class:`ClusterError` that says which task and why."""
+    try:
+        return fut.result()
+    except Exception as exc:  # sorted below: ours pass, dask's are named
+        module = type(exc).__module__ or ""
+        if module.startswith(("distributed", "asyncio", "concurrent")) or isinstance(
+            exc, TimeoutError
+        ):
+            raise ClusterError(
+                f"task {fut.key} of {name} failed on the cluster: {type(exc).__name__}: {exc}"
+            ) from exc
+        raise
+
+
 class Runner:
     """Runs ``fn(ctx, task)`` for many tasks; returns the results in task order.
 
@@ -147,7 +164,7 @@ class Runner:
                     done = set()
                 for fut in done:
                     i = pending.pop(fut)
-                    results[i] = fut.result()  # a task's own error (after retries) as it is
+                    results[i] = _result(fut, name)
                     if on_result is not None:
                         on_result(results[i])
                 if done:

@@ -50,6 +50,7 @@ from cz.build.tasks import (
     compute_block,
 )
 from cz.composite import mask_from_source
+from cz.errors import CzError
 from cz.load import ItemRef, SkippedAsset
 from cz.plan import Plan, plan_recipe
 from cz.recipe import Recipe
@@ -324,6 +325,13 @@ def build_on_cluster(
             raise BuildError(
                 f"writing the store on the cluster failed: {exc} (the cells written so far stay "
                 f"at {target.url} without a root; re-run the same command to resume)"
+            ) from exc
+        except CzError:  # the toolkit's own errors (an unreadable asset) as they are
+            raise
+        except Exception as exc:  # a worker without cz, a dask failure: a build error
+            raise BuildError(
+                f"a cluster task failed: {type(exc).__name__}: {exc} (the cells written so far "
+                f"stay at {target.url} without a root; re-run the same command to resume)"
             ) from exc
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the partial is kept on purpose (0015)
             progress.note(
