@@ -5,8 +5,8 @@ Every input is an argument (defaults: the figures of docs/benchmarks.md, "Build 
 cluster", and the list prices docs/scale.md states); the output is the markdown of the model's
 tables. Pure arithmetic, no I/O.
 
-Usage: python bench/scale_model.py [--cpu-per-cell-month 0.24] [--bytes-per-cell-month 1.67e6]
-       [--level0-share 0.765] [--data-share 0.70] [--items-factor 3] ...
+Usage: python bench/scale_model.py [--cpu-per-cell-month 0.33] [--bytes-per-cell-month 1.66e6]
+       [--level0-share 0.76] [--data-share 0.76] [--items-factor 3] ...
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ def fmt_bytes(n: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--cpu-per-cell-month", type=float, default=0.24)
-    ap.add_argument("--bytes-per-cell-month", type=float, default=1.67e6)
-    ap.add_argument("--level0-share", type=float, default=0.765)
-    ap.add_argument("--data-share", type=float, default=0.70)
+    ap.add_argument("--cpu-per-cell-month", type=float, default=0.33)
+    ap.add_argument("--bytes-per-cell-month", type=float, default=1.66e6)
+    ap.add_argument("--level0-share", type=float, default=0.76)
+    ap.add_argument("--data-share", type=float, default=0.76)
     ap.add_argument("--items-factor", type=float, default=3.0)
     ap.add_argument("--months", type=int, default=120)
     ap.add_argument("--cs", type=int, default=512)

@@ -117,7 +117,11 @@ class _CellPlanes:
         results = self.spill.results
         return {
             "months": len(self.times),
-            "items_read": {str(t): res.items_read for t, res in results.items()},
+            # indices into the month's item references: a few bytes per item, not its id
+            "items_read": {
+                str(t): sorted(self.spill.source.index_of(t, i) for i in res.items_read)
+                for t, res in results.items()
+            },
             "observations": {str(t): res.observations for t, res in results.items()},
             "skipped": [s.to_json() for res in results.values() for s in res.skipped],
             "valid": self.valid,
@@ -158,6 +162,10 @@ class CompositeSource:
     @property
     def shape4(self) -> tuple[int, int, int, int]:
         return self._shape4
+
+    def index_of(self, t: int, item_id: str) -> int:
+        """The index of item ``item_id`` among month ``t``'s references."""
+        return next(i for i, ref in enumerate(self.refs[t]) if ref.id == item_id)
 
     def task(self, t: int, row: int, col: int) -> BlockTask:
         items = tuple(self.refs[t][i] for i in self.members[(t, row, col)])
@@ -226,12 +234,13 @@ def build_fingerprint(recipe: Recipe, plan: Plan) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _stats(extras: list[dict[str, Any]]) -> CompositeStats:
+def _stats(extras: list[dict[str, Any]], plan: Plan) -> CompositeStats:
     stats = CompositeStats()
     seen: set[tuple[str, str, str]] = set()
     for ex in extras:
-        for t, ids in ex["items_read"].items():
-            stats.items_read.setdefault(int(t), set()).update(ids)
+        for t, indices in ex["items_read"].items():
+            items = plan.months[int(t)].items  # refs[t] holds the month's items in plan order
+            stats.items_read.setdefault(int(t), set()).update(items[i].id for i in indices)
         for t, n in ex["observations"].items():
             stats.observations[int(t)] = max(stats.observations.get(int(t), 0), int(n))
         for s in ex["skipped"]:
@@ -292,7 +301,7 @@ def build_on_cluster(
 
         def stats_of(extras: list[Any]) -> CompositeStats:
             if "stats" not in holder:
-                holder["stats"] = _stats(extras)
+                holder["stats"] = _stats(extras, plan)
             return holder["stats"]
 
         try:

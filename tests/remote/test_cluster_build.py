@@ -66,6 +66,9 @@ def scenes_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+LOCAL_RESULTS: dict[str, Any] = {}
+
+
 @pytest.fixture(scope="module")
 def local_build(scenes_dir: Path) -> tuple[Any, Path]:
     """The recipe (star-delta, gap-fill 2 months) and its local build (the reference bytes)."""
@@ -73,7 +76,7 @@ def local_build(scenes_dir: Path) -> tuple[Any, Path]:
         recipe(scenes_dir, start="2024-01", end="2024-04", max_age=2, encoding="star-delta")
     )
     out = scenes_dir / "local.zarr"
-    build(rec, out=str(out), options=BuildOptions(workers=2))
+    LOCAL_RESULTS[str(out)] = build(rec, out=str(out), options=BuildOptions(workers=2))
     return rec, out
 
 
@@ -158,6 +161,9 @@ def test_cluster_build_to_s3_equals_the_local_build(
     [root] = [e for e in logged if e.path.endswith("/cluster.zarr/zarr.json")]
     assert all(e.end < root.start for e in logged if e is not root)
     assert result.bytes == sum(p.stat().st_size for p in local.rglob("*") if p.is_file())
+    want = LOCAL_RESULTS[str(local)]  # the summary's figures, gathered from the workers
+    for name in ("items_read", "observations", "valid_fraction", "gap_filled_fraction", "objects"):
+        assert getattr(result, name) == getattr(want, name), name
     assert chronozarr.validate(url).ok
     # served as it is: the headers `cz publish` gives each class of object (spec 14)
     classes = {o.key: cache_control(o) for o in classify_objects(local)[0]}
