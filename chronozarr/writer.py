@@ -35,8 +35,15 @@ from chronozarr.cell_tasks import (
 )
 from chronozarr.cells import CellResult, Layout, default_workers, merge_results, split_tasks
 from chronozarr.commit import write_metadata
-from chronozarr.errors import EncodeError, RemoteStoreError, StoreAccessError
-from chronozarr.grid import cell_slice, grid_shape, level_resolution, level_shapes, level_transform
+from chronozarr.errors import ClusterError, EncodeError, RemoteStoreError, StoreAccessError
+from chronozarr.grid import (
+    cell_slice,
+    chunk_key,
+    grid_shape,
+    level_resolution,
+    level_shapes,
+    level_transform,
+)
 from chronozarr.inputs import (
     DEFAULT,
     CellInput,
@@ -433,6 +440,19 @@ def _write_upper(
     )
 
 
+def _check_visible(layout: Layout, args: _Args) -> None:
+    """The workers' first chunk is visible here: else they wrote to a target this process does
+    not see (a local path that is not on a filesystem shared with every worker), and the
+    metadata written here would describe missing data (spec 9)."""
+    key = chunk_key(f"0/{args.variable}", 0, 0, 0, has_band=True)
+    if layout.store.size(key) is None:
+        raise ClusterError(
+            f"{layout.store.url}: the workers wrote level 0 but {key} is not visible from this "
+            "process; a local path must be on a filesystem every worker shares (or write to "
+            "s3://...)"
+        )
+
+
 def _write_levels(
     layout: Layout,
     args: _Args,
@@ -458,6 +478,8 @@ def _write_levels(
         if k == 0:
             raw = _write_level0(layout, args, info, samples, runner, work, on_task)
             samples.clear()
+            if runner.remote:
+                _check_visible(layout, args)
             extras = [res.extra for res in raw if res.extra is not None]
             results = merge_results(raw)
             for res in results:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import chronozarr
-from chronozarr.storage import ObjectStore
+from chronozarr.storage import LocalStore, ObjectStore
 from tests.chronozarr import test_bytes_pinned as pinned
 from tests.dask_procs import DaskProcs, dask_cluster
 from tests.remote.conftest import Moto, list_keys, new_bucket
@@ -151,3 +151,29 @@ def test_every_worker_lost_mid_encode_is_a_cluster_error_and_no_root(
         assert started is not None and time.monotonic() - started < 60
     assert not (out / "zarr.json").exists()
     assert (out / ".cz-build" / "lost" / "started.json").exists()
+
+
+class Elsewhere(LocalStore):
+    """A folder that is another folder on the workers: a local path on a disk they do not
+    share with the client (pickled, it points at ``<root>.elsewhere``)."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"root": self.root.with_name(self.root.name + ".elsewhere")}
+
+
+def test_a_target_the_workers_do_not_share_is_refused_before_any_metadata(
+    tmp_path: Path, client: Any
+) -> None:
+    from tests.conftest import monthly, synthetic_series
+
+    data = synthetic_series(3, 1, 16, 16, "uint8", seed=1)
+    out = tmp_path / "mine.zarr"
+    with pytest.raises(chronozarr.errors.ClusterError, match="filesystem every worker shares"):
+        chronozarr.encode(
+            data, Elsewhere(out), times=monthly(3), bands=["v"], crs="EPSG:32631",
+            transform=[10.0, 0, 0, 0, -10.0, 0], chunk_size=8, encoding="none",
+            scheduler=client,
+        )  # fmt: skip
+    assert not (out / "zarr.json").exists()  # the client wrote no metadata
+    # the workers' copy (a worker handing the context on to another pickles it again)
+    assert any((p / "0" / "data").is_dir() for p in tmp_path.glob("mine.zarr.elsewhere*"))
