@@ -330,7 +330,9 @@ def build_on_cluster(
                 resume_key=key,
                 on_task=_progress_hook(progress, len(plan.months)),
             )
-        except chronozarr.ChronozarrError as exc:  # the writer refused or failed: a build error
+        except chronozarr.EncodeError as exc:  # refused before any write (a store is there)
+            raise BuildError(f"cannot build at {target.url}: {exc}") from exc
+        except chronozarr.ChronozarrError as exc:  # the writer failed: a build error
             raise BuildError(
                 f"writing the store on the cluster failed: {exc} (the cells written so far stay "
                 f"at {target.url} without a root; re-run the same command to resume)"

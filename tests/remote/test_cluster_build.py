@@ -293,3 +293,13 @@ def test_auto_encoding_samples_on_a_worker_and_matches_the_local_build(
     build(rec, out=str(remote), options=_options(cluster, tmp_path))
     assert chronozarr.open_store(remote).attrs.temporal.selection["mode"] == "auto"
     assert digests(remote) == digests(local)
+
+
+def test_a_target_holding_a_store_is_refused_and_left_alone(
+    cluster: DaskProcs, local_build: tuple[Any, Path], tmp_path: Path
+) -> None:
+    rec, local = local_build
+    before = digests(local)
+    with pytest.raises(BuildError, match="already holds a Zarr store"):
+        build(rec, out=str(local), options=_options(cluster, tmp_path))
+    assert digests(local) == before
