@@ -17,7 +17,6 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +50,8 @@ def aws_env(s3env: Moto) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def cluster(
-    tmp_path_factory: pytest.TempPathFactory, aws_env: dict[str, str]
-) -> Iterator[DaskProcs]:
-    with dask_cluster(tmp_path_factory.mktemp("dask"), 2, aws_env) as procs:
-        yield procs
+def cluster(dask_procs: DaskProcs) -> DaskProcs:
+    return dask_procs
 
 
 @pytest.fixture(scope="module")

@@ -32,20 +32,8 @@ ENCODE_CASES = [n for n in sorted(pinned.CASES) if "append" not in n]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, s3env: Moto) -> Iterator[DaskProcs]:
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": s3env.endpoint,
-    }
-    with dask_cluster(tmp_path_factory.mktemp("dask"), 2, env) as procs:
-        yield procs
-
-
-@pytest.fixture(scope="module")
-def client(cluster: DaskProcs) -> Iterator[Any]:
-    with distributed.Client(cluster.address, timeout="20s", set_as_default=False) as c:
+def client(dask_procs: DaskProcs) -> Iterator[Any]:
+    with distributed.Client(dask_procs.address, timeout="20s", set_as_default=False) as c:
         yield c
 
 
