@@ -17,17 +17,21 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from chronozarr.objects import ROOT_KEY
 from chronozarr.storage import ObjectStore, RequestStats
+from chronozarr.stores import WORK_PREFIX
 from cz.publish.classify import LONG_CACHE_CONTROL, SHORT_CACHE_CONTROL
 from cz.publish.targets import MD5_METADATA_KEY
 
-_IN_PLACE = re.compile(r"(.*/)?zarr\.json|(\d+/)?time/c/0|volatility/c/0/0|provenance_items/c/\d+")
+_IN_PLACE = re.compile(
+    rf"(.*/)?{re.escape(ROOT_KEY)}|(\d+/)?time/c/0|volatility/c/0/0|provenance_items/c/\d+"
+)
 _TIME_CHUNK = re.compile(r"\d+/[^/]+/c/(\d+)/.+")  # data, mask, coverage of a level
 
 
 def in_place(key: str, n_time: int, shard_time: int | None) -> bool:
     """True when an append may rewrite ``key`` under the same name (spec 14)."""
-    if _IN_PLACE.fullmatch(key) or key.startswith(".cz-build/"):
+    if _IN_PLACE.fullmatch(key) or key.startswith(WORK_PREFIX + "/"):
         return True
     m = _TIME_CHUNK.fullmatch(key)
     return bool(shard_time and m and int(m.group(1)) == (n_time - 1) // shard_time)
@@ -65,7 +69,7 @@ class HeaderedStore:
         return {
             "Cache-Control": SHORT_CACHE_CONTROL if short else LONG_CACHE_CONTROL,
             "Content-Type": (
-                "application/json" if key.rsplit("/", 1)[-1] == "zarr.json"
+                "application/json" if key.rsplit("/", 1)[-1] == ROOT_KEY
                 else "application/octet-stream"
             ),
             MD5_METADATA_KEY: hashlib.md5(data).hexdigest(),
