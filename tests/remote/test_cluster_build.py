@@ -299,3 +299,23 @@ def test_a_target_holding_a_store_is_refused_and_left_alone(
     with pytest.raises(BuildError, match="already holds a Zarr store"):
         build(rec, out=str(local), options=_options(cluster, tmp_path))
     assert digests(local) == before
+
+
+def test_cz_build_scheduler_on_the_command_line(
+    cluster: DaskProcs, scenes_dir: Path, tmp_path: Path
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from cz.app import app
+
+    path = recipe(scenes_dir, start="2024-01", end="2024-02", name="cli-ok.yaml")
+    out = tmp_path / "shared" / "cli.zarr"
+    args = ["build", str(path), "--out", str(out), "--scheduler", cluster.address, "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["store"] == str(out) and summary["months"] == ["2024-01", "2024-02"]
+    assert chronozarr.validate(out, deep=True).ok
+    assert not (out / ".cz-build").exists()
