@@ -2,9 +2,10 @@
 
 Each check raises ``EncodeError`` naming the argument before anything is written: bands (spec
 3.6), CRS and north-up square-pixel transform (3.3), nodata representable in the data type
-(2.3), a local target folder (9: remote publishing is ``cz publish``'s job). ``CellInput``
-reads one cell of a numpy, dask or xarray array in batches of timesteps, so a lazy input is
-computed a few cells at a time.
+(2.3), a local target folder (``local_target``; ``encode`` itself writes to any target of
+:mod:`chronozarr.stores`, object stores too). ``CellInput`` reads one cell of a numpy, dask or xarray array
+in batches of timesteps, so a lazy input is computed a few cells at a time (on a dask worker
+with the synchronous scheduler, never the worker's own client).
 """
 
 from __future__ import annotations
