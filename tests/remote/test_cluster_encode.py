@@ -165,3 +165,27 @@ def test_a_target_the_workers_do_not_share_is_refused_before_any_metadata(
     assert not (out / "zarr.json").exists()  # the client wrote no metadata
     # the workers' copy (a worker handing the context on to another pickles it again)
     assert any((p / "0" / "data").is_dir() for p in tmp_path.glob("mine.zarr.elsewhere*"))
+
+
+def test_encode_without_a_cluster_writes_straight_to_s3(
+    tmp_path: Path, s3: Any, s3env: Moto
+) -> None:
+    """The object-store target alone (local threads): the same objects as a local folder."""
+    from tests.conftest import monthly, synthetic_series
+
+    data = synthetic_series(5, 2, 20, 18, "uint16", seed=5)
+    kw: dict[str, Any] = dict(
+        times=monthly(5), bands=["a", "b"], crs="EPSG:32631",
+        transform=[10.0, 0.0, 0.0, 0.0, -10.0, 0.0], chunk_size=8, encoding="star-delta",
+        anchor_interval=2, workers=2,
+    )  # fmt: skip
+    chronozarr.encode(data, tmp_path / "local.zarr", **kw)
+    bucket = new_bucket(s3)
+    chronozarr.encode(data, f"s3://{bucket}/direct.zarr", **kw)
+    got = download(s3, bucket, "direct.zarr", tmp_path / "got")
+    assert pinned.digests(got) == pinned.digests(tmp_path / "local.zarr")
+    with pytest.raises(chronozarr.EncodeError, match="already holds a Zarr store"):
+        chronozarr.encode(data, f"s3://{bucket}/direct.zarr", **kw)
+    logged = [e for e in s3env.log.puts(bucket) if "/direct.zarr/" in e.path]
+    [root] = [e for e in logged if e.path.endswith("/direct.zarr/zarr.json")]
+    assert all(e.end < root.start for e in logged if e is not root)  # spec 9: the root last
