@@ -35,16 +35,16 @@ class DaskProcs:
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def add_worker(self, name: str, memory: str = "1.5GiB") -> subprocess.Popen[bytes]:
-        log = open(self.workdir / f"worker-{name}.log", "wb")  # noqa: SIM115  # closed by the child's exit
-        proc = subprocess.Popen(
-            [
-                _dask_cli(), "worker", self.address, "--nthreads", "1", "--nworkers", "1",
-                "--memory-limit", memory, "--no-dashboard", "--host", "127.0.0.1",
-                "--name", name, "--local-directory", str(self.workdir / f"w-{name}"),
-                "--no-nanny",
-            ],
-            stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True,
-        )  # fmt: skip
+        with open(self.workdir / f"worker-{name}.log", "wb") as log:  # the child keeps its copy
+            proc = subprocess.Popen(
+                [
+                    _dask_cli(), "worker", self.address, "--nthreads", "1", "--nworkers", "1",
+                    "--memory-limit", memory, "--no-dashboard", "--host", "127.0.0.1",
+                    "--name", name, "--local-directory", str(self.workdir / f"w-{name}"),
+                    "--no-nanny",
+                ],
+                stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True,
+            )  # fmt: skip
         self.workers.append(proc)
         return proc
 
@@ -77,14 +77,14 @@ def dask_cluster(
     full_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, full_env.get("PYTHONPATH")) if p)
     full_env["PYTHONWARNINGS"] = "ignore"
     procs = DaskProcs(f"tcp://127.0.0.1:{port}", workdir, full_env)
-    log = open(workdir / "scheduler.log", "wb")  # noqa: SIM115  # closed by the child's exit
-    procs.scheduler = subprocess.Popen(
-        [
-            _dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-            "--no-dashboard", "--no-show",
-        ],
-        stdout=log, stderr=subprocess.STDOUT, env=full_env, start_new_session=True,
-    )  # fmt: skip
+    with open(workdir / "scheduler.log", "wb") as log:  # the child keeps its own copy
+        procs.scheduler = subprocess.Popen(
+            [
+                _dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                "--no-dashboard", "--no-show",
+            ],
+            stdout=log, stderr=subprocess.STDOUT, env=full_env, start_new_session=True,
+        )  # fmt: skip
     try:
         for i in range(n_workers):
             procs.add_worker(f"w{i}")
