@@ -3,7 +3,7 @@
 ``level0_task`` writes one (cell, time range) of level 0 from the input; ``upper_task`` one of
 level k from level k-1 read back from the target. Both run on a local thread or a dask worker
 alike (:mod:`chronozarr.scheduling`): each writes its own chunk objects to the target, then (in
-a resumable run) its summary under ``.cz-build/<key>/`` (decision 0015), and returns the summary
+a resumable run) its summary under ``.cz-build/<key>/`` (decision 0017), and returns the summary
 (a :class:`~chronozarr.cells.CellResult`: shard sizes, volatility terms, the source's extra).
 
 The input of level 0 is one of:
@@ -125,7 +125,7 @@ class ArrayInput:
 
 
 def task_name(level: str, task: tuple[tuple[int, int], range]) -> str:
-    """The summary object's name of a (cell, time range) task (decision 0015)."""
+    """The summary object's name of a (cell, time range) task (decision 0017)."""
     (r, c), times = task
     return f"{level}/{r}.{c}.{times.start}-{times.stop}"
 
@@ -165,7 +165,7 @@ class Level0Context:
 
 
 def _record(layout: Layout, work_key: str | None, name: str, res: CellResult) -> CellResult:
-    if work_key is not None:  # after every chunk object of the task (decision 0015)
+    if work_key is not None:  # after every chunk object of the task (decision 0017)
         WorkLog(layout.store, work_key).record(name, result_json(res))
     return res
 

@@ -9,7 +9,7 @@ protocol's methods is used as it is. A target that cluster workers write to must
 built-in stores pickle as their URL and options; an obstore ``MemoryStore`` does not, as it
 lives in one process).
 
-Also here: the resumable work prefix of decision 0015 (``.cz-build/<key>/``), which holds one
+Also here: the resumable work prefix of decision 0017 (``.cz-build/<key>/``), which holds one
 summary object per finished task until the commit removes it.
 """
 
@@ -34,7 +34,7 @@ __all__ = [
     "store_is_empty",
 ]
 
-#: Where a resumable build keeps its progress inside the target (decision 0015).
+#: Where a resumable build keeps its progress inside the target (decision 0017).
 WORK_PREFIX = ".cz-build"
 
 
@@ -143,7 +143,7 @@ def store_is_empty(target: Store) -> bool:
 
 
 class WorkLog:
-    """The summaries of finished tasks under ``.cz-build/<key>/`` (decision 0015).
+    """The summaries of finished tasks under ``.cz-build/<key>/`` (decision 0017).
 
     ``done(name)`` reads a task's summary back (``None`` when the task has not finished);
     ``record(name, summary)`` writes it, after the task's chunk objects. JSON keeps every
@@ -184,7 +184,7 @@ class WorkLog:
 
 
 def clear_work(target: Store, key: str) -> None:
-    """Remove ``.cz-build/<key>/`` (after the root is written: the commit, decision 0015)."""
+    """Remove ``.cz-build/<key>/`` (after the root is written: the commit, decision 0017)."""
     if isinstance(target, LocalStore):
         shutil.rmtree(target.root / WORK_PREFIX / key, ignore_errors=True)
         work = target.root / WORK_PREFIX

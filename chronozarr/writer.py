@@ -192,7 +192,7 @@ def _codecs_for(codec: Any, options: Any, dtype: np.dtype) -> tuple[list[Any], l
 
 def _open_target(store: Any, options: Mapping[str, Any] | None, work_key: str | None) -> Store:
     """The new or empty target the store is written into (spec 9: never over a store). A
-    resumable run (``work_key``) may continue a partial of the same key (decision 0015)."""
+    resumable run (``work_key``) may continue a partial of the same key (decision 0017)."""
     target = open_target(store, dict(options) if options else None)
     try:
         return _check_target(target, work_key)
@@ -368,7 +368,7 @@ def _run_level(
     work: WorkLog | None,
     on_result: Any = None,
 ) -> list[CellResult]:
-    """Run a level's tasks, skipping those whose summary a resumed run finds (decision 0015).
+    """Run a level's tasks, skipping those whose summary a resumed run finds (decision 0017).
     The results are in task order, resumed or not (the volatility sums add up alike)."""
     results: list[Any] = [None] * len(tasks)
     todo = list(range(len(tasks)))
@@ -649,7 +649,7 @@ def encode(
     ``worker_timeout`` bounds the wait when no worker is left (then ``ClusterError``).
 
     ``resume_key``: keep each finished task's summary under ``.cz-build/<resume_key>/`` in the
-    target, so that the same call after an interruption skips what is written (decision 0015);
+    target, so that the same call after an interruption skips what is written (decision 0017);
     the prefix is removed after the root is written. The caller promises that the same key means
     the same input and arguments.
 
@@ -716,5 +716,5 @@ def encode(
         extra_arrays=extra_arrays,
     )  # fmt: skip
     if work is not None:
-        clear_work(target, work.key)  # after the root: the commit (decision 0015)
+        clear_work(target, work.key)  # after the root: the commit (decision 0017)
     return EncodeSummary(target.url, resumed, extras)

@@ -11,7 +11,7 @@ obstore). Upper levels are computed on the workers from the level below, read ba
 target. The client gathers per-task summaries (items read, observations, skipped assets, valid
 and gap-filled pixels) and writes the metadata last (spec 9).
 
-Resumable (decision 0015): ``encode``'s work prefix is keyed by a fingerprint of the recipe and
+Resumable (decision 0017): ``encode``'s work prefix is keyed by a fingerprint of the recipe and
 the plan, so the same command after an interruption skips the cells already written. On an
 error the partial stays at the target (it holds no root zarr.json, so no reader sees it).
 """
@@ -222,7 +222,7 @@ def make_source(recipe: Recipe, plan: Plan, options: BuildOptions) -> CompositeS
 
 def build_fingerprint(recipe: Recipe, plan: Plan) -> str:
     """16 hex digits over everything that decides the bytes: the recipe (but where it is
-    written) and the plan's grid and items (decision 0015)."""
+    written) and the plan's grid and items (decision 0017)."""
     doc = recipe.model_dump(mode="json")
     if isinstance(doc.get("store"), dict):
         doc["store"].pop("path", None)
@@ -344,7 +344,7 @@ def build_on_cluster(
                 f"a cluster task failed: {type(exc).__name__}: {exc} (the cells written so far "
                 f"stay at {target.url} without a root; re-run the same command to resume)"
             ) from exc
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the partial is kept on purpose (0015)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the partial is kept on purpose (0017)
             progress.note(
                 f"interrupted: the cells written so far stay at {target.url} without a root; "
                 "re-run the same command to resume"

@@ -1,4 +1,4 @@
-"""Write targets and the resumable work prefix (chronozarr/stores.py, decision 0015), and a
+"""Write targets and the resumable work prefix (chronozarr/stores.py, decision 0017), and a
 resumed ``encode`` (local threads) writing the bytes of an uninterrupted one."""
 
 from __future__ import annotations
