@@ -95,6 +95,7 @@ class CellResult:
     shard_sizes: dict[str, int]
     vol_sum: float = 0.0
     vol_count: int = 0
+    extra: Any = None  # what a cell source's ``summary()`` returned (JSON), else None
 
 
 class Planes:

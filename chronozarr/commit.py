@@ -89,12 +89,19 @@ def write_metadata(
     *,
     level_attrs: Mapping[str, Mapping[str, Any]] | None = None,
     other_root_attrs: Mapping[str, Any] | None = None,
+    extra_arrays: Mapping[str, tuple[dict[str, Any], Mapping[str, bytes]]] | None = None,
 ) -> None:
-    """Write coordinates and volatility, then every zarr.json below the root, the root last (9)."""
+    """Write coordinates and volatility, then every zarr.json below the root, the root last (9).
+
+    ``extra_arrays`` maps an array path to its document and chunk objects (``provenance_items``
+    of a cluster build): chunks with the coordinates, the document with the others."""
     assert attrs.levels is not None
     coord_objs, coord_docs = coordinate_objects(
         attrs.levels, times_ms, [b.name for b in attrs.bands], codec, codec_options
     )
+    for _path, (_doc, chunks) in (extra_arrays or {}).items():
+        for key, blob in chunks.items():
+            target.put(key, blob)
     for key, blob in coord_objs.items():
         target.put(key, blob)
     vol_doc = volatility_array_doc(
@@ -113,6 +120,8 @@ def write_metadata(
     all_docs.update(array_docs)
     all_docs.update(coord_docs)
     all_docs["volatility"] = vol_doc
+    for path, (doc, _chunks) in (extra_arrays or {}).items():
+        all_docs[path] = doc
     for key in sorted(all_docs, key=lambda k: (k.count("/"), k), reverse=True):
         target.put(f"{key}/zarr.json", dumps(all_docs[key]))
     for key in sorted(all_docs):

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "AppendError",
     "ChronozarrError",
+    "ClusterError",
     "CorruptStoreError",
     "EncodeError",
     "MissingExtraError",
@@ -88,3 +89,7 @@ class MissingExtraError(ChronozarrError, ImportError):
             f"pip install 'chronozarr[{extra}]'"
         )
         self.name = module  # ImportError's attribute: the module that is missing
+
+
+class ClusterError(ChronozarrError, RuntimeError):
+    """A run on a dask.distributed cluster cannot go on (no worker left, issue 13)."""

@@ -2,9 +2,10 @@
 
 Each check raises ``EncodeError`` naming the argument before anything is written: bands (spec
 3.6), CRS and north-up square-pixel transform (3.3), nodata representable in the data type
-(2.3), a local target folder (9: remote publishing is ``cz publish``'s job). ``CellInput``
-reads one cell of a numpy, dask or xarray array in batches of timesteps, so a lazy input is
-computed a few cells at a time.
+(2.3), a local target folder (``local_target``; ``encode`` itself writes to any target of
+:mod:`chronozarr.stores`, object stores too). ``CellInput`` reads one cell of a numpy, dask or xarray array
+in batches of timesteps, so a lazy input is computed a few cells at a time (on a dask worker
+with the synchronous scheduler, never the worker's own client).
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ class CellInput:
     the task's first timestep), keeping at most two batches: memory stays a few cells.
     """
 
-    def __init__(self, data: Any, dtype: np.dtype):
+    def __init__(self, data: Any, dtype: np.dtype, scheduler: str | None = None):
         self.data = data
         self.lazy = not isinstance(data, np.ndarray)
         self.dtype = dtype
+        self.scheduler = scheduler  # "sync" inside a dask worker: never the worker's client
 
     def cell(
         self, ys: slice, xs: slice, times: Sequence[int] | None = None
@@ -69,7 +71,11 @@ class CellInput:
 
         def load(t0: int) -> np.ndarray:
             block = self.data[(slice(t0, t0 + batch), *space)]
-            return np.asarray(block.compute() if hasattr(block, "compute") else block)
+            if not hasattr(block, "compute"):
+                return np.asarray(block)
+            if self.scheduler is None:
+                return np.asarray(block.compute())
+            return np.asarray(block.compute(scheduler=self.scheduler))
 
         def get(t: int) -> np.ndarray:
             # batches are aligned to the task's first timestep; an anchor before it (or past its

@@ -34,6 +34,7 @@ __all__ = [
     "SKIPPED_LIMIT",
     "Skipped",
     "fingerprint_differences",
+    "items_array_objects",
     "items_document",
     "items_reference",
     "read_provenance_items",
@@ -154,6 +155,24 @@ def _items_array_doc(n_time: int, compressor: Mapping[str, Any]) -> dict[str, An
         "dimension_names": ["time"],
         "attributes": {"_ARRAY_DIMENSIONS": ["time"], "description": _ITEMS_DESCRIPTION},
     }
+
+
+def items_array_objects(
+    documents: Sequence[str], data_compressor: Mapping[str, Any] | None
+) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """The chunk objects and the zarr.json document of a new ``provenance_items`` array of
+    ``documents`` (one per timestep), for a writer that commits them with the rest of the
+    metadata (a cluster build, issue 13): the same bytes :func:`write_provenance_items` writes.
+    ``data_compressor`` is the data array's compressor (blosc gets ``typesize`` 1)."""
+    comp_doc = dict(data_compressor) if data_compressor else codec_chain("zstd", None, "uint8")[1]
+    if comp_doc.get("name") == "blosc":
+        comp_doc["configuration"] = {**comp_doc["configuration"], "typesize": 1}
+    comp = zcodecs.compressor_for(comp_doc)
+    objects = {
+        f"{PROVENANCE_ITEMS}/c/{i}": bytes(comp.encode(zcodecs.vlen_utf8_encode([text])))
+        for i, text in enumerate(documents)
+    }
+    return objects, _items_array_doc(len(documents), comp_doc)
 
 
 def write_provenance_items(

@@ -15,33 +15,38 @@ the metadata commit in :mod:`chronozarr.commit` (9).
 from __future__ import annotations
 
 import logging
-import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from chronozarr.auto import AUTO_THRESHOLD, choose_encoding
-from chronozarr.cells import (
-    CellResult,
-    Layout,
-    Planes,
-    Readback,
-    default_workers,
-    merge_results,
-    parallel,
-    split_tasks,
-    write_cell_series,
+from chronozarr.cell_tasks import (
+    ArrayInput,
+    Level0Context,
+    UpperContext,
+    is_cell_source,
+    level0_task,
+    result_from_json,
+    task_name,
+    upper_task,
 )
+from chronozarr.cells import CellResult, Layout, default_workers, merge_results, split_tasks
 from chronozarr.commit import write_metadata
-from chronozarr.errors import EncodeError
-from chronozarr.grid import cell_slice, grid_shape, level_resolution, level_shapes, level_transform
+from chronozarr.errors import ClusterError, EncodeError, RemoteStoreError, StoreAccessError
+from chronozarr.grid import (
+    cell_slice,
+    chunk_key,
+    grid_shape,
+    level_resolution,
+    level_shapes,
+    level_transform,
+)
 from chronozarr.inputs import (
     DEFAULT,
     CellInput,
-    local_target,
     normalize_bands,
     normalize_crs,
     normalize_nodata,
@@ -64,13 +69,17 @@ from chronozarr.metadata import (
     parse_times,
     plane_array_doc,
 )
-from chronozarr.storage import LocalStore
+from chronozarr.provenance import PROVENANCE_ITEMS, items_array_objects
+from chronozarr.scheduling import DEFAULT_RETRIES, DEFAULT_WORKER_TIMEOUT, Runner
+from chronozarr.storage import LocalStore, Store
+from chronozarr.stores import WORK_PREFIX, WorkLog, clear_work, open_target, store_is_empty
 from chronozarr.temporal import schedule, volatility_value
 
-__all__ = ["encode"]
+__all__ = ["EncodeSummary", "encode"]
 
 log = logging.getLogger("chronozarr.writer")
 
+_FROM_SOURCE = "planes of the cell source"  # mask/coverage given by a cell source
 _RESERVED = {"mask", "coverage", "time", "band", "y", "x", "volatility"}
 _VARIABLE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
@@ -104,7 +113,8 @@ def _is_int(value: Any) -> bool:
 
 
 def _check_data(data: Any) -> tuple[Any, np.dtype, tuple[int, int, int, int]]:
-    data = unwrap_array(data, "data")
+    if not is_cell_source(data):  # a cell source produces its own planes (chronozarr.cell_tasks)
+        data = unwrap_array(data, "data")
     if data is None or getattr(data, "ndim", None) != 4:
         raise EncodeError(
             "data", f"expected a (time, band, y, x) array, got shape {getattr(data, 'shape', None)}"
@@ -180,25 +190,99 @@ def _codecs_for(codec: Any, options: Any, dtype: np.dtype) -> tuple[list[Any], l
         raise EncodeError(arg, str(exc).split(": ", 1)[-1]) from exc
 
 
-def _open_target(store: Any) -> LocalStore:
-    """The new or empty local folder the store is written into (spec 9: never over a store)."""
-    target = LocalStore(local_target(store))
-    if target.root.exists() and (not target.root.is_dir() or any(target.root.iterdir())):
-        what = "holds a Zarr store" if target.get("zarr.json") is not None else "is not empty"
-        raise EncodeError(
-            "store",
-            f"{target.url} {what}; a store is written into a new or empty folder (a re-encode goes under a new prefix, spec 9)",
-        )
+def _open_target(store: Any, options: Mapping[str, Any] | None, work_key: str | None) -> Store:
+    """The new or empty target the store is written into (spec 9: never over a store). A
+    resumable run (``work_key``) may continue a partial of the same key (decision 0017)."""
+    target = open_target(store, dict(options) if options else None)
+    try:
+        return _check_target(target, work_key)
+    except (RemoteStoreError, StoreAccessError) as exc:  # unreachable, no credentials: say where
+        raise EncodeError("store", f"cannot use {target.url} as the target: {exc}") from exc
+
+
+def _check_target(target: Store, work_key: str | None) -> Store:
     if target.get("zarr.json") is not None:
         raise EncodeError(
             "store",
             f"{target.url} already holds a Zarr store; a re-encode goes under a new prefix (spec 9)",
         )
+    if isinstance(target, LocalStore) and target.root.exists() and not target.root.is_dir():
+        raise EncodeError("store", f"{target.url} is not a folder")
+    if work_key is not None:
+        work = WorkLog(target, work_key)
+        others = work.other_keys()
+        if others:
+            raise EncodeError(
+                "store",
+                f"{target.url} holds the partial of another build ({WORK_PREFIX}/"
+                f"{sorted(others)[0]}/); finish that build, or delete it, or write elsewhere",
+            )
+        if work.started():
+            log.info("resuming the partial build %s at %s", work_key, target.url)
+            return target
+    if not store_is_empty(target):
+        raise EncodeError(
+            "store",
+            f"{target.url} is not empty; a store is written into a new or empty folder or prefix "
+            "(a re-encode goes under a new prefix, spec 9)",
+        )
     return target
 
 
+class _SourceInput:
+    """A cell source seen as :class:`CellInput` (data planes only), for the auto sample."""
+
+    def __init__(self, source: Any, cs: int, height: int, width: int):
+        self.source, self.cs, self.height, self.width = source, cs, height, width
+
+    def cell(self, ys: slice, xs: slice, times: Any = None) -> Any:
+        planes = self.source.open_cell(ys.start // self.cs, xs.start // self.cs, ys, xs, times)
+        return lambda t: planes(t)[0]
+
+
+def _sample_input(args: _Args) -> Any:
+    if is_cell_source(args.data):
+        return _SourceInput(args.data, args.cs, args.shape[2], args.shape[3])
+    return CellInput(args.data, args.dtype)
+
+
+def _auto_task(ctx: tuple[Layout, _Args, int], _task: Any) -> tuple[float, int]:
+    """The auto sample on a worker (a cell source produces its planes there): ratio and count."""
+    layout, args, threads = ctx
+    h, w = args.shape[2:]
+    ratio, n, _plains, _deltas = choose_encoding(
+        layout, _sample_input(args), h, w, threads, args.anchor_interval
+    )
+    return ratio, n
+
+
+def _choose(
+    layout: Layout, args: _Args, runner: Runner, work: WorkLog | None
+) -> tuple[
+    float, int, dict[tuple[int, int], dict[int, bytes]], dict[tuple[int, int], dict[int, bytes]]
+]:
+    """The auto sample (4.3): read back from a resumed run's work prefix, run on a worker for a
+    cell source on a cluster, else here (reusing the sampled chunks)."""
+    if work is not None:
+        saved = work.done("choice")
+        if saved is not None:
+            return float(saved["ratio"]), int(saved["sampled_cells"]), {}, {}
+    h, w = args.shape[2:]
+    if runner.remote and is_cell_source(args.data):
+        [(ratio, n)] = runner.run(_auto_task, (layout, args, 1), [None], name="cz-auto")
+        plains: dict[tuple[int, int], dict[int, bytes]] = {}
+        deltas: dict[tuple[int, int], dict[int, bytes]] = {}
+    else:
+        ratio, n, plains, deltas = choose_encoding(
+            layout, _sample_input(args), h, w, runner.workers, args.anchor_interval
+        )
+    if work is not None:
+        work.record("choice", {"ratio": ratio, "sampled_cells": n})
+    return ratio, n, plains, deltas
+
+
 def _select(
-    layout: Layout, inp: CellInput, args: _Args, workers: int
+    layout: Layout, args: _Args, runner: Runner, work: WorkLog | None
 ) -> tuple[Temporal, dict[tuple[int, int], dict[int, bytes]]]:
     """The temporal block (4.1-4.3) and, for auto, the sampled chunks of the chosen encoding.
     ``layout`` is switched to ``none`` when that is the choice."""
@@ -207,10 +291,7 @@ def _select(
     chosen = args.encoding
     if args.encoding == "auto":
         if args.dtype.name in DELTA_DTYPES:
-            h, w = args.shape[2:]
-            ratio, n_sampled, plains, deltas = choose_encoding(
-                layout, inp, h, w, workers, args.anchor_interval
-            )
+            ratio, n_sampled, plains, deltas = _choose(layout, args, runner, work)
             ratio = round(ratio, 4)  # the recorded ratio is the one the 0.85 rule is applied to
             chosen = "star-delta" if ratio <= AUTO_THRESHOLD else "none"
             samples = deltas if chosen == "star-delta" else plains
@@ -273,51 +354,73 @@ def _level_docs(args: _Args, info: LevelInfo) -> dict[str, dict[str, Any]]:
     return docs
 
 
+def _tasks(info: LevelInfo, args: _Args, threads: int) -> list[tuple[tuple[int, int], range]]:
+    cells = [(r, c) for r in range(info.grid[0]) for c in range(info.grid[1])]
+    return split_tasks(cells, range(args.shape[0]), args.shard_time, threads)
+
+
+def _run_level(
+    runner: Runner,
+    fn: Any,
+    ctx: Any,
+    tasks: list[Any],
+    level: str,
+    work: WorkLog | None,
+    on_result: Any = None,
+) -> list[CellResult]:
+    """Run a level's tasks, skipping those whose summary a resumed run finds (decision 0017).
+    The results are in task order, resumed or not (the volatility sums add up alike)."""
+    results: list[Any] = [None] * len(tasks)
+    todo = list(range(len(tasks)))
+    if work is not None:
+        finished = set(work.finished(level))
+        todo = []
+        for i, task in enumerate(tasks):
+            name = task_name(level, (task[0], task[1]))
+            summary = work.done(name) if name in finished else None
+            if summary is None:
+                todo.append(i)
+            else:
+                results[i] = result_from_json(summary)
+        if len(todo) < len(tasks):
+            log.info(
+                "level %s: %d task(s) already written, %d to do",
+                level, len(tasks) - len(todo), len(todo),
+            )  # fmt: skip
+    ran = runner.run(
+        fn, ctx, [tasks[i] for i in todo], name=f"cz-level{level}", on_result=on_result
+    )
+    for i, res in zip(todo, ran, strict=True):
+        results[i] = res
+    return results
+
+
 def _write_level0(
     layout: Layout,
     args: _Args,
     info: LevelInfo,
     samples: dict[tuple[int, int], dict[int, bytes]],
-    workers: int,
+    runner: Runner,
+    work: WorkLog | None,
+    on_task: Any = None,
 ) -> list[CellResult]:
     """Level 0 from the input, cell by cell, with the volatility terms (5)."""
-    inp = CellInput(args.data, args.dtype)
-    mask_in = None if args.mask is None else CellInput(args.mask, np.dtype("uint8"))
-    cov_in = None if args.coverage is None else CellInput(args.coverage, np.dtype("uint8"))
     h, w = info.shape[2:]
-    dtype = args.dtype
-
-    def one(task: tuple[tuple[int, int], range]) -> CellResult:
-        (r, c), times_k = task
-        ys, xs = cell_slice(r, c, args.cs, h, w)
-        get = inp.cell(ys, xs, times_k)
-        getm = mask_in.cell(ys, xs, times_k) if mask_in else None
-        getc = cov_in.cell(ys, xs, times_k) if cov_in else None
-
-        def planes_at(t: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-            m = None if getm is None else np.asarray(getm(t)).astype(np.uint8, copy=False)
-            if m is not None and m.size and int(m.max()) > 1:
-                raise EncodeError(
-                    "mask",
-                    f"values must be 0 or 1 (spec 2.4), found {int(m.max())} at timestep {t}",
-                )
-            cv = None if getc is None else np.asarray(getc(t)).astype(np.uint8, copy=False)
-            return np.asarray(get(t), dtype=dtype), m, cv
-
-        return write_cell_series(
-            layout,
-            "0",
-            r,
-            c,
-            Planes(planes_at),
-            times_k,
-            volatility=True,
-            encoded=samples.get((r, c)),
-        )
-
-    cells = [(r, c) for r in range(info.grid[0]) for c in range(info.grid[1])]
-    tasks = split_tasks(cells, range(args.shape[0]), args.shard_time, workers)
-    return merge_results(parallel(one, tasks, workers))
+    source = args.data if is_cell_source(args.data) else None
+    array = (
+        None if source is not None else ArrayInput(args.data, args.dtype, args.mask, args.coverage)
+    )
+    tasks: list[Any] = _tasks(info, args, runner.threads())
+    if runner.remote and array is not None:  # each task carries its cell's part of the input
+        tasks = [
+            (cell, times, array.view(*cell_slice(cell[0], cell[1], args.cs, h, w)))
+            for cell, times in tasks
+        ]
+    ctx = Level0Context(
+        layout, h, w, source if source is not None else (None if runner.remote else array),
+        {} if runner.remote else samples, work.key if work else None,
+    )  # fmt: skip
+    return _run_level(runner, level0_task, ctx, tasks, "0", work, on_task)
 
 
 def _write_upper(
@@ -326,60 +429,73 @@ def _write_upper(
     info: LevelInfo,
     below: LevelInfo,
     docs: Mapping[str, Mapping[str, Any]],
-    workers: int,
+    runner: Runner,
+    work: WorkLog | None,
 ) -> list[CellResult]:
     """Level k from level k-1 as stored: read back, reconstructed, block-averaged (6)."""
+    needed = {key: dict(doc) for key, doc in docs.items() if key.split("/", 1)[0] == below.path}
+    ctx = UpperContext(layout, info, below, needed, work.key if work else None)
+    return _run_level(
+        runner, upper_task, ctx, _tasks(info, args, runner.threads()), info.path, work
+    )
 
-    def one(task: tuple[tuple[int, int], range]) -> CellResult:
-        rb = Readback(layout, below, docs)
-        (r, c), times_k = task
-        return write_cell_series(
-            layout,
-            info.path,
-            r,
-            c,
-            Planes(lambda t: rb.reduced(t, r, c)),
-            times_k,
-            volatility=False,
+
+def _check_visible(layout: Layout, args: _Args) -> None:
+    """The workers' first chunk is visible here: else they wrote to a target this process does
+    not see (a local path that is not on a filesystem shared with every worker), and the
+    metadata written here would describe missing data (spec 9)."""
+    key = chunk_key(f"0/{args.variable}", 0, 0, 0, has_band=True)
+    if layout.store.size(key) is None:
+        raise ClusterError(
+            f"{layout.store.url}: the workers wrote level 0 but {key} is not visible from this "
+            "process; a local path must be on a filesystem every worker shares (or write to "
+            "s3://...)"
         )
-
-    cells = [(r, c) for r in range(info.grid[0]) for c in range(info.grid[1])]
-    tasks = split_tasks(cells, range(args.shape[0]), args.shard_time, workers)
-    return merge_results(parallel(one, tasks, workers))
 
 
 def _write_levels(
     layout: Layout,
     args: _Args,
     samples: dict[tuple[int, int], dict[int, bytes]],
-    workers: int,
-) -> tuple[list[LevelInfo], dict[str, dict[str, Any]], dict[str, dict[str, int]], np.ndarray]:
+    runner: Runner,
+    work: WorkLog | None,
+    on_task: Any = None,
+) -> tuple[
+    list[LevelInfo], dict[str, dict[str, Any]], dict[str, dict[str, int]], np.ndarray, list[Any]
+]:
     """Every level's chunks, level by level; returns the levels, their array documents, the
-    shard sizes (7.3) and the volatility grid (5)."""
+    shard sizes (7.3), the volatility grid (5) and the level-0 sources' summaries."""
     height, width = args.shape[2:]
     levels: list[LevelInfo] = []
     docs: dict[str, dict[str, Any]] = {}
     shard_bytes: dict[str, dict[str, int]] = {}
+    extras: list[Any] = []
     volatility = np.zeros(grid_shape(height, width, args.cs), dtype=np.float32)
     for k, (h, w) in enumerate(level_shapes(height, width, args.cs)):
         info = _level_info(args, k, h, w)
         levels.append(info)
         docs.update(_level_docs(args, info))
         if k == 0:
-            results = _write_level0(layout, args, info, samples, workers)
+            raw = _write_level0(layout, args, info, samples, runner, work, on_task)
             samples.clear()
+            if runner.remote:
+                _check_visible(layout, args)
+            extras = [res.extra for res in raw if res.extra is not None]
+            results = merge_results(raw)
             for res in results:
                 volatility[res.row, res.col] = volatility_value(res.vol_sum, res.vol_count)
         else:
-            results = _write_upper(layout, args, info, levels[k - 1], docs, workers)
+            results = merge_results(
+                _write_upper(layout, args, info, levels[k - 1], docs, runner, work)
+            )
         if args.shard_time is not None:
             shard_bytes[info.path] = {
                 key: size for res in results for key, size in res.shard_sizes.items()
             }
-    return levels, docs, shard_bytes, volatility
+    return levels, docs, shard_bytes, volatility, extras
 
 
-def _layout(args: _Args, target: LocalStore) -> Layout:
+def _layout(args: _Args, target: Store) -> Layout:
     """The per-cell writer's layout, star-delta on the nominal schedule (spec 4.2, 5); ``_select``
     switches it to none when that is the choice."""
     n_time, n_band = args.shape[:2]
@@ -450,7 +566,13 @@ def _check_args(
             "variable",
             f"expected a plain array name other than {sorted(_RESERVED)}, got {variable!r}",
         )
-    mask, coverage = _check_planes(mask, coverage, n_time, height, width)
+    if is_cell_source(data):
+        if mask is not None or coverage is not None:
+            raise EncodeError("mask", "a cell source gives its own mask and coverage planes")
+        mask = _FROM_SOURCE if getattr(data, "has_mask", False) else None
+        coverage = _FROM_SOURCE if getattr(data, "has_coverage", False) else None
+    else:
+        mask, coverage = _check_planes(mask, coverage, n_time, height, width)
     return _Args(
         data, dtype, shape, times_ms, band_objs, crs_text, transform_t, resolution, nodata_v, cs,
         options["encoding"], int(options["anchor_interval"]), st, data_codecs, plane_codecs,
@@ -458,9 +580,30 @@ def _check_args(
     )  # fmt: skip
 
 
+@dataclass
+class EncodeSummary:
+    """What ``encode`` returns: the target's URL, whether it resumed a partial, the level-0
+    cell source's summaries (``summary()`` of each task, JSON), and the task counts run."""
+
+    store: str
+    resumed: bool
+    sources: list[Any]
+
+
+def _check_provenance(provenance: Any) -> None:
+    if provenance is None or callable(provenance):
+        return
+    if not isinstance(provenance, Mapping):
+        raise EncodeError("provenance", "expected an object (mapping)")
+    try:  # checked now, not when the root zarr.json is written after every chunk
+        dumps(dict(provenance))
+    except (TypeError, ValueError) as exc:  # json refuses numpy scalars, NaN, objects
+        raise EncodeError("provenance", f"must be JSON (no NaN, no numpy scalars): {exc}") from exc
+
+
 def encode(
     data: Any,
-    store: str | os.PathLike[str],
+    store: Any,
     *,
     times: Sequence[Any],
     bands: Sequence[Any],
@@ -476,15 +619,43 @@ def encode(
     shard_time: int | None = None,
     codec: str = "zstd",
     codec_options: Mapping[str, Any] | None = None,
-    provenance: Mapping[str, Any] | None = None,
+    provenance: Mapping[str, Any] | Callable[[list[Any]], Mapping[str, Any]] | None = None,
+    provenance_items: Sequence[str] | Callable[[list[Any]], Sequence[str]] | None = None,
     variable: str = "data",
     workers: int | None = None,
-) -> None:
-    """Write ``data`` (time, band, y, x) as a chronozarr v0.2 store at ``store`` (a local path).
+    scheduler: Any = None,
+    retries: int = DEFAULT_RETRIES,
+    worker_timeout: float = DEFAULT_WORKER_TIMEOUT,
+    store_options: Mapping[str, Any] | None = None,
+    resume_key: str | None = None,
+    on_task: Callable[[Any], None] | None = None,
+) -> EncodeSummary:
+    """Write ``data`` (time, band, y, x) as a chronozarr v0.2 store at ``store``.
 
     See docs/spec.md for every argument's meaning. Raises ``EncodeError`` naming the argument on
     bad input, before anything is written. ``shard_time`` implies ``shard``. ``workers`` is the
     number of cells encoded at once (default: up to 4, bounded by the CPU count).
+
+    ``store``: a local path or ``file://`` URL, an ``s3://bucket/prefix`` URL (obstore;
+    ``store_options`` are its endpoint, region, client_options...), an obstore store object, or
+    any :class:`chronozarr.storage.Store` (:mod:`chronozarr.stores`). ``data`` may also be a
+    *cell source* producing a cell's planes on the worker (:mod:`chronozarr.cell_tasks`).
+
+    ``scheduler``: a ``distributed.Client``. Every per-cell task then runs on its workers and
+    writes its chunk objects to the target itself (a numpy/dask input travels as the cell's part,
+    a cell source is scattered once); upper levels are computed on the workers from the level
+    below read back from the target; this process writes the metadata last (spec 9). Same
+    objects, same bytes as a local run. ``retries`` is dask's per-task retry count;
+    ``worker_timeout`` bounds the wait when no worker is left (then ``ClusterError``).
+
+    ``resume_key``: keep each finished task's summary under ``.cz-build/<resume_key>/`` in the
+    target, so that the same call after an interruption skips what is written (decision 0017);
+    the prefix is removed after the root is written. The caller promises that the same key means
+    the same input and arguments.
+
+    ``provenance`` and ``provenance_items`` (one JSON document per timestep, the
+    ``provenance_items`` array) may be callables of the cell source's summaries, called after
+    level 0. ``on_task`` is called here with each level-0 task's result (progress).
     """
     options = dict(
         chunk_size=chunk_size,
@@ -497,20 +668,32 @@ def encode(
         variable=variable,
     )
     args = _check_args(data, times, bands, crs, transform, nodata, mask, coverage, options)
-    if provenance is not None and not isinstance(provenance, Mapping):
-        raise EncodeError("provenance", "expected an object (mapping)")
-    if provenance is not None:
-        try:  # checked now, not when the root zarr.json is written after every chunk
-            dumps(dict(provenance))
-        except (TypeError, ValueError) as exc:  # json refuses numpy scalars, NaN, objects
-            raise EncodeError(
-                "provenance", f"must be JSON (no NaN, no numpy scalars): {exc}"
-            ) from exc
-    target = _open_target(store)
+    _check_provenance(provenance)
+    if resume_key is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", str(resume_key)):
+        raise EncodeError(
+            "resume_key", f"expected 1-64 letters, digits, _ or -, got {resume_key!r}"
+        )
+    target = _open_target(store, store_options, resume_key)
+    work = WorkLog(target, resume_key) if resume_key is not None else None
+    resumed = bool(work and work.started())
+    if work is not None and not resumed:
+        work.start({"shape": list(args.shape), "variable": args.variable})
     workers = workers or default_workers()
+    runner = Runner(scheduler, workers=workers, retries=retries, worker_timeout=worker_timeout)
     layout = _layout(args, target)
-    temporal, samples = _select(layout, CellInput(args.data, args.dtype), args, workers)
-    levels, docs, shard_bytes, volatility = _write_levels(layout, args, samples, workers)
+    temporal, samples = _select(layout, args, runner, work)
+    levels, docs, shard_bytes, volatility, extras = _write_levels(
+        layout, args, samples, runner, work, on_task
+    )
+    prov = provenance(extras) if callable(provenance) else provenance
+    _check_provenance(prov)
+    extra_arrays = None
+    if provenance_items is not None:
+        documents = provenance_items(extras) if callable(provenance_items) else provenance_items
+        if len(documents) != args.shape[0]:
+            raise EncodeError("provenance_items", f"expected {args.shape[0]} documents")
+        objects, doc = items_array_objects(list(documents), args.data_codecs[-1])
+        extra_arrays = {PROVENANCE_ITEMS: (doc, objects)}
     attrs = RootAttrs(
         spec_version=SPEC_VERSION,
         variable=args.variable,
@@ -523,9 +706,15 @@ def encode(
         volatility_path="volatility",
         mask_variable="mask" if args.mask is not None else None,
         coverage_variable="coverage" if args.coverage is not None else None,
-        provenance=dict(provenance) if provenance is not None else None,
+        provenance=dict(prov) if prov is not None else None,
         levels=tuple(levels),
         shard_bytes=shard_bytes if args.shard_time is not None else None,
     )
     multiscale = multiscales([lv.path for lv in levels], args.crs)
-    write_metadata(target, attrs, docs, args.times_ms, volatility, multiscale, codec, codec_options)
+    write_metadata(
+        target, attrs, docs, args.times_ms, volatility, multiscale, codec, codec_options,
+        extra_arrays=extra_arrays,
+    )  # fmt: skip
+    if work is not None:
+        clear_work(target, work.key)  # after the root: the commit (decision 0017)
+    return EncodeSummary(target.url, resumed, extras)

@@ -38,7 +38,7 @@ from rich.text import Text
 from chronozarr.errors import ChronozarrError
 from cz.build import BuildOptions, BuildResult, Progress, build
 from cz.errors import CzError, RecipeError
-from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt
+from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
 from cz.output import EXIT_RUNTIME, EXIT_USAGE, err, fail, human_bytes, out, print_json
 from cz.plan import DroppedItem, Plan, PlannedItem, plan_recipe
 from cz.recipe import load_recipe
@@ -453,6 +453,7 @@ def build_cmd(
         typer.Option("--out", help="Store path or URL; overrides store.path of the recipe."),
     ] = None,
     scheduler: SchedulerOpt = None,
+    worker_timeout: WorkerTimeoutOpt = 180.0,
     workers: WorkersOpt = None,
     skip_failed: SkipFailedOpt = False,
     work_dir: WorkDirOpt = None,
@@ -476,6 +477,7 @@ def build_cmd(
             skip_failed=skip_failed,
             overwrite=overwrite,
             work_dir=work_dir,
+            worker_timeout=worker_timeout,
         )
         try:
             with build_progress() as progress:

@@ -6,14 +6,23 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["SchedulerOpt", "SkipFailedOpt", "WorkDirOpt", "WorkersOpt"]
+__all__ = ["SchedulerOpt", "SkipFailedOpt", "WorkDirOpt", "WorkerTimeoutOpt", "WorkersOpt"]
 
 SchedulerOpt = Annotated[
     str | None,
     typer.Option(
         "--scheduler",
-        help="Address of a dask.distributed scheduler (tcp://host:8786) to composite on; "
-        "default: local threads.",
+        help="Address of a dask.distributed scheduler (tcp://host:8786): the workers composite "
+        "and write the store straight to --out (a shared folder or s3://); a re-run resumes. "
+        "Default: local threads.",
+    ),
+]
+WorkerTimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--worker-timeout",
+        help="With --scheduler: seconds to wait while no worker is connected before failing.",
+        min=1.0,
     ),
 ]
 WorkersOpt = Annotated[

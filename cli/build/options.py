@@ -26,7 +26,9 @@ class BuildOptions:
     ``read_attempts`` / ``retry_delay``: our retries of a failing read (GDAL retries HTTP
     429/5xx itself first, see :data:`cz.load.GDAL_DEFAULTS`). ``work_dir``: where the spill and,
     for URL targets, the local copy go (default: next to the target, or the current folder).
-    ``connect_timeout``: seconds to reach the dask scheduler.
+    ``connect_timeout``: seconds to reach the dask scheduler. ``worker_timeout``: seconds a
+    cluster build waits while no worker is connected before it fails; ``retries``: dask's retries
+    of a failed cluster task (a lost worker's tasks are rescheduled by dask anyway).
     """
 
     scheduler: str | None = None
@@ -38,6 +40,8 @@ class BuildOptions:
     gdal: dict[str, str] | None = None
     work_dir: str | None = None
     connect_timeout: float = 15.0
+    worker_timeout: float = 180.0
+    retries: int = 2
 
     def threads(self) -> int:
         return max(1, self.workers or min(8, os.cpu_count() or 1))

@@ -49,6 +49,10 @@ def build(
     where = out if out is not None else recipe.store.path
     if where is None:
         raise BuildError("no output: give --out or set store.path in the recipe")
+    if options.scheduler:  # the whole build on the cluster, straight to the target (issue 13)
+        from cz.build.cluster import build_on_cluster
+
+        return build_on_cluster(recipe, where, plan, options, progress, started)
     if is_url(where):
         return _build_to_url(recipe, where, plan, options, progress, started)
     target = Target.prepare(local_path(where), options)

@@ -115,6 +115,24 @@ def moto() -> Iterator[Moto]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def dask_procs(tmp_path_factory: pytest.TempPathFactory, moto: Moto) -> Iterator[Any]:
+    """A real dask cluster for the session: a ``dask scheduler`` and two single-thread
+    ``dask worker`` processes on 127.0.0.1 whose environment points at the moto server (what a
+    user's workers get for their bucket). See tests/dask_procs.py."""
+    pytest.importorskip("distributed")
+    from tests.dask_procs import dask_cluster
+
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": moto.endpoint,
+    }
+    with dask_cluster(tmp_path_factory.mktemp("dask"), 2, env) as procs:
+        yield procs
+
+
 @pytest.fixture(scope="module")
 def s3env(moto: Moto) -> Iterator[Moto]:
     """AWS environment pointing at the moto server (what a user sets for a real bucket), for

@@ -1,0 +1,94 @@
+"""Object headers of a store written straight to S3 by a cluster build (spec 9, 14; issue 13).
+
+``cz publish`` gives each uploaded object a Cache-Control by its class (short for what an
+append rewrites in place, long and immutable for the rest), a Content-Type and its MD5 as user
+metadata (:mod:`cz.publish.classify`, :mod:`cz.publish.targets`). A cluster build writes the
+objects from the workers without a local copy to classify, so :class:`HeaderedStore` decides
+the class from the key as it is written, with the same rule: metadata, the time coordinates,
+volatility and provenance_items are in place; with shards, so is the trailing time shard of
+data, mask and coverage (spec 14); every other chunk is immutable. The store is then served as
+it is, with the headers a published store has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from chronozarr.objects import ROOT_KEY
+from chronozarr.storage import ObjectStore, RequestStats
+from chronozarr.stores import WORK_PREFIX
+from cz.publish.classify import LONG_CACHE_CONTROL, SHORT_CACHE_CONTROL
+from cz.publish.targets import MD5_METADATA_KEY
+
+_IN_PLACE = re.compile(
+    rf"(.*/)?{re.escape(ROOT_KEY)}|(\d+/)?time/c/0|volatility/c/0/0|provenance_items/c/\d+"
+)
+_TIME_CHUNK = re.compile(r"\d+/[^/]+/c/(\d+)/.+")  # data, mask, coverage of a level
+
+
+def in_place(key: str, n_time: int, shard_time: int | None) -> bool:
+    """True when an append may rewrite ``key`` under the same name (spec 14)."""
+    if _IN_PLACE.fullmatch(key) or key.startswith(WORK_PREFIX + "/"):
+        return True
+    m = _TIME_CHUNK.fullmatch(key)
+    return bool(shard_time and m and int(m.group(1)) == (n_time - 1) // shard_time)
+
+
+class HeaderedStore:
+    """An :class:`ObjectStore` whose puts carry the headers ``cz publish`` would set."""
+
+    def __init__(self, url: str, n_time: int, shard_time: int | None, **options: Any):
+        self.inner = ObjectStore(url, **options)
+        self.n_time = n_time
+        self.shard_time = shard_time
+        self.url = self.inner.url
+        self._options = options
+
+    @property
+    def stats(self) -> RequestStats:
+        return self.inner.stats
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "n_time": self.n_time,
+            "shard_time": self.shard_time,
+            "options": self._options,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(  # type: ignore[misc]
+            state["url"], state["n_time"], state["shard_time"], **state["options"]
+        )
+
+    def headers(self, key: str, data: bytes) -> dict[str, str]:
+        short = in_place(key, self.n_time, self.shard_time)
+        return {
+            "Cache-Control": SHORT_CACHE_CONTROL if short else LONG_CACHE_CONTROL,
+            "Content-Type": (
+                "application/json" if key.rsplit("/", 1)[-1] == ROOT_KEY
+                else "application/octet-stream"
+            ),
+            MD5_METADATA_KEY: hashlib.md5(data).hexdigest(),
+        }  # fmt: skip
+
+    def put(self, key: str, data: bytes) -> None:
+        self.inner.put(key, data, self.headers(key, data))
+
+    def get(self, key: str) -> bytes | None:
+        return self.inner.get(key)
+
+    def get_range(self, key: str, start: int, end: int) -> bytes | None:
+        return self.inner.get_range(key, start, end)
+
+    def size(self, key: str) -> int | None:
+        return self.inner.size(key)
+
+    def delete(self, key: str) -> None:
+        self.inner.delete(key)
+
+    def list(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        return self.inner.list(prefix)
