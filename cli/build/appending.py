@@ -14,15 +14,15 @@ import numpy as np
 
 from chronozarr import provenance
 from chronozarr.provenance import write_provenance_items
-from cz.build.errors import AppendRefusedError, BuildError
+from cz.build.errors import AppendRefusedError, BuildError, RecipeMismatchError
 from cz.build.executor import CompositeStats, Executor, run_composites
 from cz.build.options import BuildOptions, BuildResult, Progress
 from cz.build.spill import History, Spill, SpillPlanes
 from cz.build.store_args import (
     carry_forward_months,
     codec_options,
+    compare_with_store,
     month_document,
-    recipe_fingerprint,
     store_bands,
 )
 from cz.build.target import is_url, local_path, store_size
@@ -101,11 +101,32 @@ def _compare_recipe(recipe: Recipe, reader: Any, grid: GridPlan) -> list[str]:
             )
     if not reader.has_mask or not reader.has_coverage:
         diffs.append("the store has no mask/coverage (cz build always writes both)")
-    for key, value, recorded in provenance.fingerprint_differences(
-        attrs.provenance, recipe_fingerprint(recipe)
-    ):
-        diffs.append(f"recipe {key}: recipe {value!r}, store built with {recorded!r}")
     return diffs
+
+
+def _compare_fingerprint(recipe: Recipe, reader: Any, progress: Progress) -> list[str]:
+    """Where the recipe's fingerprint (what a month means: collection, filters, mask, composite,
+    gap-fill, harmonisation, bands, grid, dtype) differs from the store's recorded one, one line
+    per field. A store built before the fingerprint was recorded is compared on what it did
+    record, and a warning (once) names what could not be compared."""
+    check = compare_with_store(recipe, reader.attrs.provenance)
+    lines = []
+    for key, value, recorded in check.differences:
+        if recorded == check.NOT_RECORDED:
+            lines.append(
+                f"{key}: recipe {value!r}, the store recorded nothing (it was built before this "
+                "field existed, so with its default)"
+            )
+        else:
+            lines.append(f"{key}: recipe {value!r}, store built with {recorded!r}")
+    if check.legacy and check.unchecked:
+        progress.note(
+            "the store records no recipe fingerprint (built before cz recorded one): only its "
+            "collection, composite, gap-fill, mask classes, harmonisation and resampling were "
+            "compared; make sure the recipe's filters, mask assets, bands and grid are the ones "
+            "it was built with"
+        )
+    return lines
 
 
 def append_months(
@@ -135,8 +156,9 @@ def append_months(
     plan = plan_recipe(sub, out=str(path))
     progress.finish("plan")
     diffs = _compare_recipe(recipe, reader, plan.grid)
+    diffs += _compare_fingerprint(recipe, reader, progress)
     if diffs:
-        raise AppendRefusedError(
+        raise RecipeMismatchError(
             f"the recipe does not fit the store at {path}: " + "; ".join(diffs)
         )
     progress.plan_warnings(plan)
