@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 
 #: A token is (re)used for a month's work only with at least this many seconds left.
 MIN_TOKEN_LIFETIME_S = 20 * 60.0
+#: A token request still running after this many seconds is reported (log warning).
+WAIT_NOTICE_S = 5.0
 #: The Azure Blob Storage domain (planetary_computer signs hrefs on it only).
 BLOB_DOMAIN = ".blob.core.windows.net"
 
@@ -142,6 +144,19 @@ class TokenSource:
         log.info("requesting a SAS token from %s (at most %.0f s)", url, bound)
         for attempt in (1, 2):  # a 403 is asked once more
             self.requests += 1
+            # a slow endpoint says so (on stderr at the default log level) instead of silence
+            waiting = threading.Timer(
+                WAIT_NOTICE_S,
+                log.warning,
+                (
+                    "still waiting for a SAS token from %s (giving up after at most %.0f s: "
+                    "catalog.max_retries, catalog.timeout)",
+                    url,
+                    bound,
+                ),
+            )
+            waiting.daemon = True
+            waiting.start()
             try:
                 response = self.session.get(
                     url, headers=headers, timeout=(self.policy.connect_timeout, self.policy.timeout)
@@ -152,6 +167,8 @@ class TokenSource:
                     f"{self.policy.max_retries + 1} attempt(s) (bounded by catalog.max_retries "
                     f"and catalog.timeout, at most {bound:.0f} s): {_short(exc)}"
                 ) from None
+            finally:
+                waiting.cancel()
             if response.status_code == 403 and attempt == 1:
                 log.info("the SAS endpoint answered 403; asking once more")
                 continue

@@ -176,15 +176,24 @@ def test_server_errors_are_retried_per_the_policy(endpoint: TokenEndpoint) -> No
         TokenSource(endpoint.url, FAST).token("acct", "other")
 
 
-def test_a_slow_endpoint_fails_within_the_policy_bound(endpoint: TokenEndpoint) -> None:
+def test_a_slow_endpoint_fails_within_the_policy_bound_and_says_so(
+    endpoint: TokenEndpoint, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cz.signing
+
+    monkeypatch.setattr(cz.signing, "WAIT_NOTICE_S", 0.2)
     endpoint.delay = 5.0
-    policy = RetryPolicy(max_retries=1, backoff_factor=0.0, backoff_max=0.1, timeout=0.3)
+    policy = RetryPolicy(max_retries=1, backoff_factor=0.0, backoff_max=0.1, timeout=0.4)
     started = time.monotonic()
-    with pytest.raises(SigningError) as caught:
+    with (
+        caplog.at_level(logging.WARNING, logger="cz.signing"),
+        pytest.raises(SigningError) as caught,
+    ):
         TokenSource(endpoint.url, policy).token("acct", "cont")
     elapsed = time.monotonic() - started
     assert elapsed < policy.bound() + 1.0, elapsed
     assert endpoint.url in str(caught.value) and "2 attempt(s)" in str(caught.value)
+    assert any("still waiting for a SAS token" in r.getMessage() for r in caplog.records)
 
 
 def test_an_unreachable_endpoint_fails_fast() -> None:
