@@ -40,6 +40,7 @@ __all__ = [
     "MIN_TOKEN_LIFETIME_S",
     "TokenSource",
     "import_planetary_computer",
+    "resign_item_dict",
     "sign_item_dicts",
     "token_source",
 ]
@@ -133,6 +134,16 @@ class TokenSource:
                 )
             self._tokens[(account, container)] = fresh
             return fresh
+
+    def renew(self, account: str, container: str, stale: str) -> Token:
+        """A token other than ``stale`` (refused by the storage): the cached one when another
+        thread already renewed it, else a new request."""
+        with self._lock:
+            cached = self._tokens.get((account, container))
+            if cached is not None and cached.token != stale and cached.ttl(self.clock()) > 0:
+                return cached
+            self._tokens.pop((account, container), None)
+        return self.token(account, container)
 
     def _request(self, account: str, container: str) -> Token:
         import requests
@@ -243,4 +254,25 @@ def sign_item_dicts(items: Iterable[dict[str, Any]], source: TokenSource) -> lis
             assets[key] = {**asset, "href": _sign_href(href, source)} if href else asset
         signed["assets"] = assets
         out.append(signed)
+    return out
+
+
+def resign_item_dict(item: dict[str, Any], policy_fields: tuple[int, float, float, float]) -> Any:
+    """A copy of a signed item dict whose blob hrefs carry a fresh token (after an HTTP 403):
+    the old query is dropped and the token renewed unless another read already renewed it."""
+    from cz.stac import RetryPolicy
+
+    source = token_source(RetryPolicy(*policy_fields))
+    out = dict(item)
+    assets = {}
+    for key, asset in (item.get("assets") or {}).items():
+        href = asset.get("href") if isinstance(asset, dict) else None
+        if not href or "?" not in href or not urlparse(href).netloc.endswith(BLOB_DOMAIN):
+            assets[key] = asset
+            continue
+        base, stale = href.split("?", 1)
+        parse_blob_url = import_planetary_computer().utils.parse_blob_url
+        account, container = parse_blob_url(urlparse(base))
+        assets[key] = {**asset, "href": f"{base}?{source.renew(account, container, stale).token}"}
+    out["assets"] = assets
     return out

@@ -258,3 +258,103 @@ def test_sign_items_signs_copies(tmp_path: Path, pc_settings: TokenEndpoint) -> 
     )
     assert sign_items(items, plain) == items
     assert pc_settings.paths == ["/token/sentinel2l2a01/sentinel2-l2"]
+
+
+def _fake_reads(monkeypatch: pytest.MonkeyPatch, refused: set[str]) -> list[list[str]]:
+    """Replace odc-stac's read: hrefs carrying a refused token answer HTTP 403 (as GDAL says
+    it), others read as 7s. Returns the hrefs of every read."""
+    import numpy as np
+    import xarray as xr
+    from rasterio.errors import RasterioIOError
+
+    import cz.load
+
+    reads: list[list[str]] = []
+
+    def fake_odc_load(refs: Any, keys: Any, geobox: Any, resampling: Any) -> Any:
+        hrefs = [r.stac["assets"][k]["href"] for r in refs for k in keys]
+        reads.append(hrefs)
+        for href in hrefs:
+            if href.rsplit("sig=", 1)[-1] in refused:
+                raise RasterioIOError(f"'/vsicurl/{href}': HTTP response code: 403")
+        h, w = geobox.shape
+        data = {k: (("time", "y", "x"), np.full((len(refs), h, w), 7, np.uint16)) for k in keys}
+        ds = xr.Dataset(data)
+        for k in keys:
+            ds[k].attrs["nodata"] = 0
+        return ds
+
+    monkeypatch.setattr(cz.load, "_odc_load", fake_odc_load)
+    return reads
+
+
+def _signed_refs(tmp_path: Path) -> tuple[Any, list[Any]]:
+    from cz.build.blocks import item_refs
+    from cz.build.options import BuildOptions
+    from cz.build.tasks import composite_context
+
+    rec = _pc_recipe(tmp_path, "\n  max_retries: 1\n  timeout: 2")
+    plan = plan_recipe(rec)
+    month = plan.month("2020-06")
+    refs = item_refs(month, rec)
+    return composite_context(rec, plan, BuildOptions()).load, refs
+
+
+def test_a_read_refused_with_403_is_signed_again_once(
+    tmp_path: Path, pc_settings: TokenEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cz.load import load_block
+
+    spec, refs = _signed_refs(tmp_path)
+    assert all(r.signing == (1, 0.5, 30.0, 2.0) for r in refs)
+    assert len(pc_settings.paths) == 1  # token1 signed the month
+    reads = _fake_reads(monkeypatch, refused={"token1"})  # ... and has expired since
+    block = load_block(refs[:2], spec, (0, 4, 0, 4), month="2020-06")
+    assert [r.id for r in block.items] == [r.id for r in refs[:2]]
+    assert int(block.values.min()) == 7 and not block.skipped
+    assert len(pc_settings.paths) == 2  # one renewal for both items (same container)
+    assert any(all(h.endswith("sig=token2") for h in hrefs) for hrefs in reads)
+
+
+def test_a_second_403_is_the_asset_error(
+    tmp_path: Path, pc_settings: TokenEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cz.load import AssetReadError, load_block
+
+    spec, refs = _signed_refs(tmp_path)
+    _fake_reads(monkeypatch, refused={"token1", "token2"})
+    with pytest.raises(AssetReadError, match="RasterioIOError") as caught:
+        load_block(refs[:1], spec, (0, 4, 0, 4), month="2020-06")
+    assert caught.value.item == refs[0].id and caught.value.asset == "B04"
+    assert "sig=token2" in caught.value.href  # the error is the renewed token's
+    assert len(pc_settings.paths) == 2  # renewed once, not in a loop
+
+
+def test_unsigned_items_are_never_signed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from cz.load import AssetReadError, load_block
+
+    spec, refs = _signed_refs_unsigned(tmp_path)
+    _fake_reads(monkeypatch, refused={"token1"})
+    with pytest.raises(AssetReadError):
+        load_block([replace(refs[0], signing=None)], spec, (0, 4, 0, 4), month="2020-06")
+
+
+def _signed_refs_unsigned(tmp_path: Path) -> tuple[Any, list[Any]]:
+    """Refs whose hrefs carry token1 but that say they are not signed (no signing bounds)."""
+    from cz.build.blocks import item_refs
+    from cz.build.options import BuildOptions
+    from cz.build.tasks import composite_context
+
+    rec = load_recipe(
+        write_recipe(tmp_path, RECIPE_35MNM.format(catalog=f"path: {need(PC_35MNM)}"), "u.yaml")
+    )
+    plan = plan_recipe(rec)
+    refs = item_refs(plan.month("2020-06"), rec)
+    for r in refs:
+        for a in r.stac["assets"].values():
+            a["href"] += "?st=1&se=2&sp=rl&sig=token1"
+    return composite_context(rec, plan, BuildOptions()).load, refs
