@@ -29,7 +29,7 @@ from cz.build.target import is_url, local_path, store_size
 from cz.build.tasks import composite_context
 from cz.build.views import PlaneView, spill_planes
 from cz.months import month_of_time, next_month
-from cz.plan import GridPlan, Plan, plan_recipe
+from cz.plan import GridPlan, Plan, grid_for, plan_recipe
 from cz.recipe import Recipe, TimeSpec
 
 
@@ -140,8 +140,9 @@ def append_months(
     """Composite ``months`` with ``recipe`` and append them to the local store (spec 14).
 
     Refuses (:class:`AppendRefusedError`, nothing written) months already in the store, before
-    its last month or leaving a gap after it, and a recipe whose grid, bands or store options
-    differ from the store's. Gap-fill reads the months before the first new one from the store.
+    its last month or leaving a gap after it, and (:class:`RecipeMismatchError`, before the
+    catalog is searched) a recipe whose grid, bands, store options or fingerprint differ from
+    the store's. Gap-fill reads the months before the first new one from the store.
     """
     import chronozarr
 
@@ -152,15 +153,16 @@ def append_months(
     months = list(months)
     _check_months(months, [month_of_time(t) for t in reader.attrs.times])
     sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
-    progress.start("plan", None, "resolving items")
-    plan = plan_recipe(sub, out=str(path))
-    progress.finish("plan")
-    diffs = _compare_recipe(recipe, reader, plan.grid)
+    # every comparison before the catalog is searched: the grid is the recipe's alone
+    diffs = _compare_recipe(recipe, reader, grid_for(sub))
     diffs += _compare_fingerprint(recipe, reader, progress)
     if diffs:
         raise RecipeMismatchError(
             f"the recipe does not fit the store at {path}: " + "; ".join(diffs)
         )
+    progress.start("plan", None, "resolving items")
+    plan = plan_recipe(sub, out=str(path))
+    progress.finish("plan")
     progress.plan_warnings(plan)
     ctx = composite_context(recipe, plan, options)
     tag = uuid.uuid4().hex[:10]

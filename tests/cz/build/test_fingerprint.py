@@ -119,7 +119,15 @@ CHANGES = {
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
-def test_append_refuses_each_changed_field(built: tuple[Path, Path], change: str) -> None:
+def test_append_refuses_each_changed_field(
+    built: tuple[Path, Path], change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cz.build.appending
+
+    def no_search(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the catalog was searched before the refusal")
+
+    monkeypatch.setattr(cz.build.appending, "plan_recipe", no_search)
     base, store = built
     old, new, message = CHANGES[change]
     before = listing(store)

@@ -233,3 +233,14 @@ def test_build_with_an_absent_asset_exits_2_and_writes_nothing(cli: Any, tmp_pat
     assert "nir, red, scl" in result.output
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.zarr")]
+
+
+def test_asset_keys_are_printed_as_text_never_markup(cli: Any, tmp_path: Path) -> None:
+    """Asset keys are the catalog's text: an error lists them literally (no rich markup)."""
+    item = s2_item("odd", "2020-06-02T08:00:00Z", assets=("[bold red]B04[/]", "B08", "SCL"))
+    path = tmp_path / "items.json"
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": [item]}))
+    text = RECIPE_35MNM.format(catalog=f"path: {path}").replace("[red, B04]", "[rde]")
+    result = cli(str(write_recipe(tmp_path, text)), "--dry-run")
+    assert result.exit_code == 2
+    assert "[bold red]B04[/]" in result.output
