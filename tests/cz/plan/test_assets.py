@@ -244,3 +244,34 @@ def test_asset_keys_are_printed_as_text_never_markup(cli: Any, tmp_path: Path) -
     result = cli(str(write_recipe(tmp_path, text)), "--dry-run")
     assert result.exit_code == 2
     assert "[bold red]B04[/]" in result.output
+
+
+@pytest.mark.filterwarnings(LOADER_WARNINGS[0].args[0])
+@pytest.mark.filterwarnings(LOADER_WARNINGS[1].args[0])
+@pytest.mark.filterwarnings(LOADER_WARNINGS[2].args[0])
+def test_a_band_found_by_common_name_builds_the_same_store(tmp_path: Path) -> None:
+    """Items with Planetary Computer keys (B04, B08) and eo:bands common names read by a recipe
+    saying ``asset: red`` / ``nir`` give the very store the lower-case keys give."""
+    from cz.build import BuildOptions, build
+    from tests.cz.scenes import read_all
+
+    write_items(tmp_path, [random_scene("S2B_31TFJ_20240106_0_L2A", "2024-01-06T10:30:00Z", 4)])
+    path = recipe(tmp_path, start="2024-01", end="2024-01")
+    build(load_recipe(path), out=str(tmp_path / "keys.zarr"), options=BuildOptions(workers=1))
+    doc = json.loads((tmp_path / "items.json").read_text())
+    for item in doc["features"]:
+        assets = item["assets"]
+        for key, band in (("red", "B04"), ("nir", "B08")):
+            entry = assets.pop(key)
+            entry["eo:bands"] = [{"name": band, "common_name": key}]
+            assets[band] = entry
+    (tmp_path / "items.json").write_text(json.dumps(doc))
+    rec = load_recipe(path)
+    plan = plan_recipe(rec)
+    assert plan.month("2024-01").items[0].assets == {"red": "B04", "nir": "B08", "mask": "scl"}
+    build(rec, out=str(tmp_path / "common.zarr"), options=BuildOptions(workers=1))
+    for a, b in zip(
+        read_all(tmp_path / "keys.zarr"), read_all(tmp_path / "common.zarr"), strict=True
+    ):
+        assert a.shape == b.shape and (a == b).all()
+    assert (read_all(tmp_path / "common.zarr")[1] > 0).any()  # not an empty store
