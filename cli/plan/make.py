@@ -19,7 +19,7 @@ from cz.plan.estimate import estimate_store
 from cz.plan.grid import GridPlan, grid_for, utm_epsg
 from cz.plan.items import baseline_of, dn_offset_of, mgrs_tile
 from cz.plan.model import DroppedItem, DropReason, MonthPlan, Plan, PlannedItem, Totals
-from cz.plan.rules import Candidate, Checks, deduplicate, solar_day
+from cz.plan.rules import Candidate, Checks, asset_needs, deduplicate, solar_day
 from cz.recipe import Recipe
 from cz.stac import PageCallback, Resolution, RetryPolicy, resolve_items, signing_available
 
@@ -118,25 +118,19 @@ def _screen(
 
 
 def _needs(recipe: Recipe) -> dict[str, list[str]]:
-    """Each band's asset aliases, and the mask's (key ``mask``)."""
-    needs = {b.name: list(b.asset) for b in recipe.bands}
-    if recipe.mask is not None:
-        needs["mask"] = list(recipe.mask.asset)
-    return needs
+    """Each asset need's aliases (:func:`cz.plan.rules.asset_needs`)."""
+    return {need: aliases for need, (_f, aliases) in asset_needs(recipe).items()}
 
 
 def _refuse_absent_assets(recipe: Recipe, census: AssetCensus) -> None:
     """A band or mask asset that no candidate item has is a mistake of the recipe, not a
     month without data: a :class:`RecipeError` naming the field, the aliases tried and the
     asset keys the items do have (exit 2). Absence from some items only is a drop each."""
-    problems = []
-    for i, band in enumerate(recipe.bands):
-        if census.absent(band.name):
-            message = census.describe_absent(band.name, band.asset)
-            problems.append(recipe.problem(("bands", i, "asset"), message))
-    if recipe.mask is not None and census.absent("mask"):
-        message = census.describe_absent("mask", recipe.mask.asset)
-        problems.append(recipe.problem(("mask", "asset"), message))
+    problems = [
+        recipe.problem(field, census.describe_absent(need, aliases))
+        for need, (field, aliases) in asset_needs(recipe).items()
+        if census.absent(need)
+    ]
     if problems:
         raise RecipeError(problems)
 

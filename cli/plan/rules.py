@@ -56,6 +56,18 @@ def solar_day(item: dict[str, Any], moment: datetime, footprint: Any | None) -> 
     return (moment.astimezone(UTC) + timedelta(seconds=lon * 240)).date().isoformat()
 
 
+def asset_needs(recipe: Recipe) -> dict[str, tuple[tuple[str | int, ...], list[str]]]:
+    """The assets every item must have: ``{need: (recipe field, aliases)}``, a need being a
+    band name or ``mask``. One place, so an asset a new recipe rule reads (a cloud probability,
+    say) is resolved, dropped and refused like the others once it is listed here."""
+    needs: dict[str, tuple[tuple[str | int, ...], list[str]]] = {
+        b.name: (("bands", i, "asset"), list(b.asset)) for i, b in enumerate(recipe.bands)
+    }
+    if recipe.mask is not None:
+        needs["mask"] = (("mask", "asset"), list(recipe.mask.asset))
+    return needs
+
+
 class Candidate:
     """An item that passed the client-side checks, awaiting de-duplication."""
 
@@ -79,9 +91,7 @@ class Checks:
         self.conditions = {k: c.operators() for k, c in recipe.filters.properties.items()}
         self.seen_ids: set[str] = set()
         #: the needs of every item: each band's aliases, and the mask's
-        self.needs: dict[str, list[str]] = {b.name: list(b.asset) for b in recipe.bands}
-        if recipe.mask is not None:
-            self.needs["mask"] = list(recipe.mask.asset)
+        self.needs = {need: aliases for need, (_f, aliases) in asset_needs(recipe).items()}
         self.census = AssetCensus()
 
     def check(
