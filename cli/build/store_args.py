@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from chronozarr import provenance
 from cz.load import SkippedAsset
-from cz.plan import MonthPlan
+from cz.plan import MonthPlan, grid_for
 from cz.recipe import Recipe
 
 
@@ -69,6 +69,9 @@ def fingerprint_sections(recipe: Recipe) -> dict[str, Any]:
         entry["offset"] = band.physical_offset  # the default resolved (harmonised: -1000 x scale)
         bands.append(entry)
     harmonised = any(b.harmonize for b in recipe.bands)
+    grid = _dump(recipe.grid)
+    if grid.get("crs") == "utm":  # the zone it resolves to: `utm` and its EPSG code are one grid
+        grid["crs"] = grid_for(recipe).crs
     return {
         "catalog": {"collection": recipe.catalog.collection},
         "filters": filters,
@@ -77,7 +80,7 @@ def fingerprint_sections(recipe: Recipe) -> dict[str, Any]:
         "gap_fill": _dump(recipe.gap_fill),
         "harmonization": {"store_dn_offset": recipe.store_dn_offset if harmonised else 0},
         "bands": bands,
-        "grid": _dump(recipe.grid),
+        "grid": grid,
         "store": {"dtype": recipe.store.dtype, "nodata": recipe.store.effective_nodata},
     }
 

@@ -234,3 +234,12 @@ def test_cz_append_exits_2_naming_the_field(built: tuple[Path, Path]) -> None:
     assert result.exit_code == 2, result.output
     assert "filters.max_cloud_cover: recipe 60.0, store built with 30.0" in result.output
     assert "Traceback" not in result.output
+
+
+def test_utm_and_its_epsg_zone_are_one_grid(built: tuple[Path, Path]) -> None:
+    """``grid.crs: utm`` is recorded as the zone it resolves to: naming the zone is no change."""
+    base, _store = built
+    utm = _variant(base, "utm", "crs: 32631", "crs: utm")
+    explicit = load_recipe(base)
+    assert recipe_fingerprint(utm)["grid.crs"] == "EPSG:32631"
+    assert recipe_fingerprint(utm) == recipe_fingerprint(explicit)
