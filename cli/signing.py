@@ -73,10 +73,11 @@ def import_planetary_computer() -> Any:
 
 @dataclass(frozen=True)
 class Token:
-    """A SAS token (query string) and when it expires (UTC)."""
+    """A SAS token (query string), when it expires (UTC) and the lifetime it had when issued."""
 
     token: str
     expiry: datetime
+    issued_ttl: float = float("inf")
 
     def ttl(self, now: float) -> float:
         """Seconds left at ``now`` (a ``time.time()`` value)."""
@@ -113,10 +114,15 @@ class TokenSource:
         issues one that long; a shorter fresh token is used with a warning)."""
         with self._lock:
             cached = self._tokens.get((account, container))
-            if cached is not None and cached.ttl(self.clock()) >= self.min_lifetime:
+            # enough left for a month of work; an endpoint that issues shorter tokens gets one
+            # request a minute at most, not one per href
+            if cached is not None and cached.ttl(self.clock()) >= min(
+                self.min_lifetime, cached.issued_ttl - 60.0
+            ):
                 return cached
             fresh = self._request(account, container)
             left = fresh.ttl(self.clock())
+            fresh = Token(fresh.token, fresh.expiry, issued_ttl=left)
             if left <= 0:
                 raise SigningError(
                     f"the SAS endpoint {self.sas_url} issued a token for {account}/{container} "

@@ -142,13 +142,17 @@ def test_a_month_never_starts_with_a_token_about_to_expire(endpoint: TokenEndpoi
 def test_short_tokens_are_used_with_a_warning_and_renewed(
     endpoint: TokenEndpoint, caplog: pytest.LogCaptureFixture
 ) -> None:
+    now = [time.time()]
+    endpoint.clock = lambda: now[0]
     endpoint.lifetime = 5 * 60  # the endpoint issues five-minute tokens
-    source = TokenSource(endpoint.url, FAST, min_lifetime=20 * 60)
+    source = TokenSource(endpoint.url, FAST, min_lifetime=20 * 60, clock=lambda: now[0])
     with caplog.at_level(logging.WARNING, logger="cz.signing"):
-        source.token("acct", "cont")
+        first = source.token("acct", "cont")
     assert any("expires in" in r.getMessage() for r in caplog.records)
-    source.token("acct", "cont")  # never reused below the minimum: asked again
-    assert source.requests == 2
+    now[0] += 30  # the rest of this month's hrefs: the same token, not one request each
+    assert source.token("acct", "cont") == first and source.requests == 1
+    now[0] += 40  # over a minute old: below what a fresh one would give, asked again
+    assert source.token("acct", "cont") != first and source.requests == 2
 
 
 def test_an_already_expired_token_is_an_error(endpoint: TokenEndpoint) -> None:
