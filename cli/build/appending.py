@@ -111,14 +111,19 @@ def _compare_fingerprint(recipe: Recipe, reader: Any, progress: Progress) -> lis
     record, and a warning (once) names what could not be compared."""
     check = compare_with_store(recipe, reader.attrs.provenance)
     lines = []
-    for key, value, recorded in check.differences:
+    for key, value, recorded in check.differences[:50]:  # a hostile store: bounded message
         if recorded == check.NOT_RECORDED:
             lines.append(
-                f"{key}: recipe {value!r}, the store recorded nothing (it was built before this "
-                "field existed, so with its default)"
+                f"{_short(key, as_repr=False)}: recipe {_short(value)}, the store recorded "
+                "nothing (it was built before this field existed, so with its default)"
             )
         else:
-            lines.append(f"{key}: recipe {value!r}, store built with {recorded!r}")
+            lines.append(
+                f"{_short(key, as_repr=False)}: recipe {_short(value)}, "
+                f"store built with {_short(recorded)}"
+            )
+    if len(check.differences) > 50:
+        lines.append(f"... {len(check.differences) - 50} more differing fields")
     if check.legacy and check.unchecked:
         progress.note(
             "the store records no recipe fingerprint (built before cz recorded one): only its "
@@ -127,6 +132,14 @@ def _compare_fingerprint(recipe: Recipe, reader: Any, progress: Progress) -> lis
             "it was built with"
         )
     return lines
+
+
+def _short(value: Any, limit: int = 200, *, as_repr: bool = True) -> str:
+    """``repr(value)`` (or the text itself), cut to ``limit`` characters: a store's recorded
+    fingerprint is store text and can be anything."""
+    plain = not as_repr and isinstance(value, str) and value.isprintable()
+    text = value if plain else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def append_months(

@@ -243,3 +243,27 @@ def test_utm_and_its_epsg_zone_are_one_grid(built: tuple[Path, Path]) -> None:
     explicit = load_recipe(base)
     assert recipe_fingerprint(utm)["grid.crs"] == "EPSG:32631"
     assert recipe_fingerprint(utm) == recipe_fingerprint(explicit)
+
+
+def test_a_hostile_recorded_fingerprint_gives_a_bounded_message(
+    built: tuple[Path, Path], tmp_path: Path
+) -> None:
+    import shutil
+
+    base, store = built
+    copy = tmp_path / "hostile.zarr"
+    shutil.copytree(store, copy)
+    root_path = copy / "zarr.json"
+    root = json.loads(root_path.read_bytes())
+    fields = root["attributes"]["chronozarr"]["provenance"]["fingerprint"]["fields"]
+    fields["filters.max_cloud_cover"] = "x" * 1_000_000
+    for i in range(200):
+        fields[f"zz-evil\n[bold]{i}[/]"] = i
+    root_path.write_text(json.dumps(root))
+    with pytest.raises(RecipeMismatchError) as caught:
+        append_months(load_recipe(base), ["2024-04"], store=str(copy))
+    text = str(caught.value)
+    assert len(text) < 20_000
+    assert "filters.max_cloud_cover: recipe 30.0, store built with 'xxx" in text
+    assert "more differing fields" in text
+    assert "\n[bold]" not in text  # a key with a newline is shown as its repr
