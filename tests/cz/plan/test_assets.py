@@ -275,3 +275,32 @@ def test_a_band_found_by_common_name_builds_the_same_store(tmp_path: Path) -> No
     ):
         assert a.shape == b.shape and (a == b).all()
     assert (read_all(tmp_path / "common.zarr")[1] > 0).any()  # not an empty store
+
+
+@pytest.mark.filterwarnings(LOADER_WARNINGS[0].args[0])
+@pytest.mark.filterwarnings(LOADER_WARNINGS[1].args[0])
+@pytest.mark.filterwarnings(LOADER_WARNINGS[2].args[0])
+def test_build_with_a_partly_absent_asset_drops_and_says_so(cli: Any, tmp_path: Path) -> None:
+    """Some items lack the asset: they are dropped, the build goes on, one summary line."""
+    import chronozarr
+
+    write_items(
+        tmp_path,
+        [
+            random_scene("S2B_31TFJ_20240106_0_L2A", "2024-01-06T10:30:00Z", 1),
+            random_scene("S2B_31TFJ_20240116_0_L2A", "2024-01-16T10:30:00Z", 2),
+        ],
+    )
+    doc = json.loads((tmp_path / "items.json").read_text())
+    del doc["features"][1]["assets"]["nir"]
+    (tmp_path / "items.json").write_text(json.dumps(doc))
+    path = recipe(tmp_path, start="2024-01", end="2024-01")
+    out = tmp_path / "out.zarr"
+    result = cli(str(path), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert (
+        "1 of 2 candidate item(s) have no asset for band nir (tried nir) and are dropped "
+        "(first: S2B_31TFJ_20240116_0_L2A)" in result.output
+    )
+    assert "1 items read" in result.output
+    assert chronozarr.validate(out).ok
