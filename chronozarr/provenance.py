@@ -1,8 +1,9 @@
 """Provenance (spec 3.8): the root's ``chronozarr.provenance`` and the ``provenance_items`` array.
 
 The root block stays small whatever the number of source items: the sources, the composite,
-the gap-fill, the recipe choices an append must repeat (its *fingerprint*, under ``build``) and
-a bounded list of skipped items. The item ids behind each month live in the root-level array
+the gap-fill, the recipe choices an append must repeat (its *fingerprint*, under
+``fingerprint``; stores written before it hold a shorter one under ``build``) and a bounded list
+of skipped items. The item ids behind each month live in the root-level array
 ``provenance_items`` (Zarr v3 ``string``, dims ``["time"]``, one chunk per month holding one JSON
 document), so the root zarr.json a browser loads first stays small.
 
@@ -29,12 +30,17 @@ from chronozarr.errors import ChronozarrError
 from chronozarr.metadata import ArrayInfo, codec_chain, consolidated_entry, dumps
 
 __all__ = [
+    "FINGERPRINT_VERSION",
     "ITEMS_FORMAT",
     "PROVENANCE_ITEMS",
     "SKIPPED_LIMIT",
+    "FingerprintCheck",
     "Skipped",
+    "compare_fingerprint",
     "fingerprint_differences",
     "items_array_objects",
+    "fingerprint_entry",
+    "flatten_fingerprint",
     "items_document",
     "items_reference",
     "read_provenance_items",
@@ -47,6 +53,8 @@ __all__ = [
 PROVENANCE_ITEMS = "provenance_items"
 #: What one document of that array holds (recorded in ``provenance.items.format``).
 ITEMS_FORMAT = "one JSON document per month: items, solar_days, corrections, skipped"
+#: The layout of ``provenance.fingerprint``: ``{"version": 1, "fields": {dotted key: value}}``.
+FINGERPRINT_VERSION = 1
 #: At most this many skipped (item, asset) pairs in the root (the rest per month in the array).
 SKIPPED_LIMIT = 50
 
@@ -91,8 +99,11 @@ def skipped_entries(skipped: Iterable[Skipped], limit: int = SKIPPED_LIMIT) -> l
 def fingerprint_differences(
     provenance: Mapping[str, Any] | None, fingerprint: Mapping[str, Any]
 ) -> list[tuple[str, Any, Any]]:
-    """(key, given, recorded) for every key of ``fingerprint`` that the store's recorded
-    ``provenance.build`` holds with another value; empty when the store recorded none."""
+    """(key, given, recorded) for every key of ``fingerprint`` that the store's legacy
+    ``provenance.build`` holds with another value; empty when the store recorded none.
+
+    Stores written before :data:`FINGERPRINT_VERSION` 1 recorded only this short fingerprint;
+    :func:`compare_fingerprint` falls back on it."""
     recorded = provenance.get("build") if isinstance(provenance, Mapping) else None
     if not isinstance(recorded, Mapping):
         return []
@@ -101,6 +112,107 @@ def fingerprint_differences(
         for key, value in fingerprint.items()
         if key in recorded and recorded[key] != value
     ]
+
+
+# --- the recipe fingerprint (what a month means; spec 3.8, 14) --------------------------------
+
+
+def flatten_fingerprint(sections: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested recipe sections as ``{dotted key: JSON value}``, one entry per field.
+
+    Mappings recurse (``filters.max_cloud_cover``); a list of mappings that all have a ``name``
+    is keyed by it (``bands[red].scale``), so reordering is a difference of ``bands`` only;
+    other values, lists included (``mask.keep``), are leaves. ``None`` is kept: an explicit
+    "not set" differs from a field the store never recorded. Keys are sorted."""
+    out: dict[str, Any] = {}
+    for key, value in sections.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping) and value:
+            out.update(flatten_fingerprint(value, path))
+        elif (
+            isinstance(value, list)
+            and value
+            and all(isinstance(v, Mapping) and isinstance(v.get("name"), str) for v in value)
+        ):
+            out[path] = [v["name"] for v in value]
+            for v in value:
+                rest = {k: x for k, x in v.items() if k != "name"}
+                out.update(flatten_fingerprint(rest, f"{path}[{v['name']}]"))
+        else:
+            out[path] = _json_value(value)
+    return dict(sorted(out.items()))
+
+
+def _json_value(value: Any) -> Any:
+    """The value as it reads back from JSON (tuples become lists, empty mappings ``{}``)."""
+    return json.loads(json.dumps(value))
+
+
+def fingerprint_entry(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``provenance.fingerprint``: the flattened fields (:func:`flatten_fingerprint`)."""
+    return {"version": FINGERPRINT_VERSION, "fields": dict(sorted(fields.items()))}
+
+
+class FingerprintCheck:
+    """The outcome of :func:`compare_fingerprint`.
+
+    ``differences``: ``(key, given, recorded)``, ``recorded`` being :data:`NOT_RECORDED` for a
+    field the store has no entry for (it was built before the field existed) whose given value
+    is not the field's default. ``unchecked``: the given keys that could not be compared at all
+    (a store without a recorded fingerprint); ``legacy``: the store had only the old one.
+    """
+
+    NOT_RECORDED = "<not recorded>"
+
+    def __init__(
+        self,
+        differences: list[tuple[str, Any, Any]],
+        unchecked: list[str],
+        legacy: bool,
+    ) -> None:
+        self.differences = differences
+        self.unchecked = unchecked
+        self.legacy = legacy
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+
+def compare_fingerprint(
+    provenance: Mapping[str, Any] | None,
+    fields: Mapping[str, Any],
+    *,
+    defaults: Mapping[str, Any] | None = None,
+    legacy: Mapping[str, Any] | None = None,
+) -> FingerprintCheck:
+    """Compare a recipe's flattened fingerprint ``fields`` with the one the store recorded.
+
+    A key the store recorded and the recipe lacks counts as ``None`` in the recipe. A key the
+    recipe has and the store did not record (a field added since the store was built) is a
+    difference only when its value is not the field's default (``defaults``): the store was built
+    when the default behaviour was the only one. A store without ``provenance.fingerprint`` is
+    compared on its legacy ``build`` entries (``legacy``: the same recipe in that older form),
+    every key of ``fields`` then being ``unchecked``.
+    """
+    prov = provenance if isinstance(provenance, Mapping) else {}
+    entry = prov.get("fingerprint")
+    recorded = entry.get("fields") if isinstance(entry, Mapping) else None
+    if not isinstance(recorded, Mapping):
+        return FingerprintCheck(
+            fingerprint_differences(prov, legacy or {}), sorted(fields), legacy=True
+        )
+    defaults = defaults or {}
+    diffs: list[tuple[str, Any, Any]] = []
+    for key in sorted(set(fields) | set(recorded)):
+        given = _json_value(fields.get(key))
+        if key not in recorded:
+            if given != _json_value(defaults.get(key)):
+                diffs.append((key, given, FingerprintCheck.NOT_RECORDED))
+            continue
+        if given != recorded[key]:
+            diffs.append((key, given, recorded[key]))
+    return FingerprintCheck(diffs, [], legacy=False)
 
 
 def record_skipped_items(store: str | os.PathLike[str], skipped: Sequence[Skipped]) -> None:

@@ -6,7 +6,9 @@ store, months before its last one or leaving a gap after it, a recipe whose grid
 options differ from the store's, and a store given as a URL (append to a local copy, validate,
 then ``cz publish``).
 
-Exit codes: 0 appended, 1 runtime error or refusal, 2 usage error (a broken recipe or month).
+Exit codes: 0 appended, 1 runtime error or a refusal of the months or the store, 2 usage error
+(a broken recipe or month, or a recipe that differs from the one the store was built with: each
+differing field is named with both values).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cz.build import BuildOptions, append_months, parse_months
+from cz.build import BuildOptions, RecipeMismatchError, append_months, parse_months
 from cz.cmd_build import build_progress, print_result, run_build_errors
 from cz.errors import RecipeError
 from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt
@@ -61,6 +63,8 @@ def append_cmd(
     try:
         with build_progress() as progress:
             result = append_months(parsed, months, store=store, options=options, progress=progress)
+    except RecipeMismatchError as exc:  # the recipe is not the store's: a usage error
+        fail(str(exc), EXIT_USAGE)
     except Exception as exc:  # any append failure: a message, never a traceback
         run_build_errors(exc)
         return

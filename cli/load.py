@@ -14,7 +14,9 @@ the object is missing or forbidden (404, 403: retrying cannot help). When a bloc
 read, its items are read one by one and the failing one asset by asset, so the error names the
 item, the asset and its href (:class:`AssetReadError`). With ``skip_failed`` the failing item is
 left out of that block instead, and reported (:class:`SkippedAsset`) so the build records it in
-the store's provenance.
+the store's provenance. An item whose signed hrefs are refused with HTTP 403 (a Planetary
+Computer token that expired while the month was read) is signed again with a fresh token and
+read once more before it counts as failed (:mod:`cz.signing`).
 
 Everything here is picklable and free of global state, so the same function runs in a local
 thread or on a dask.distributed worker.
@@ -22,6 +24,7 @@ thread or on a dask.distributed worker.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -149,6 +152,9 @@ class ItemRef:
     assets: dict[str, str]
     correction: int
     solar_day: str
+    #: the token request bounds (``RetryPolicy`` fields) when the hrefs are signed, so a read
+    #: refused with HTTP 403 (an expired token) can be signed again once (cz.signing)
+    signing: tuple[int, float, float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -342,6 +348,20 @@ def _find_failure(
     return ", ".join(keys), "", _reason(error)
 
 
+_FORBIDDEN = re.compile(r"HTTP (response code|status)?:? ?403\b|\b403 Forbidden", re.IGNORECASE)
+
+
+def _signed_again(ref: ItemRef, error: BaseException) -> ItemRef | None:
+    """``ref`` with its hrefs signed with a fresh token when ``error`` is an HTTP 403 and the
+    hrefs were signed (a token that expired during the month's work); else ``None``."""
+    if ref.signing is None or not _FORBIDDEN.search(str(error)):
+        return None
+    from cz.signing import resign_item_dict
+
+    log.info("item %s: HTTP 403 on signed hrefs; signing again with a fresh token", ref.id)
+    return dataclasses.replace(ref, stac=resign_item_dict(ref.stac, ref.signing))
+
+
 def _reason(exc: BaseException) -> str:
     text = str(exc).strip().replace("\n", " ")
     text = text if len(text) <= 300 else text[:297] + "..."
@@ -380,10 +400,20 @@ def load_block(
                 read[i] = (vals[k], None if scl is None else scl[k], nd)
             continue
         for i in members:  # find the culprit: the items one by one
+            ref = items[i]
             try:
-                v, s, nd = _load_group([items[i]], spec, geobox)
+                v, s, nd = _load_group([ref], spec, geobox)
             except _read_errors() as exc:  # this asset is the one that fails
-                key, href, reason = _find_failure(items[i], spec, geobox, exc)
+                fresh = _signed_again(ref, exc)
+                if fresh is not None:  # HTTP 403 on signed hrefs: a fresh token, once
+                    try:
+                        v, s, nd = _load_group([fresh], spec, geobox)
+                    except _read_errors() as again:  # still refused: report this error
+                        ref, exc = fresh, again
+                    else:
+                        read[i] = (v[0], None if s is None else s[0], nd)
+                        continue
+                key, href, reason = _find_failure(ref, spec, geobox, exc)
                 if not spec.skip_failed:
                     raise AssetReadError(items[i].id, key, href, reason) from None
                 skipped.append(SkippedAsset(items[i].id, key, href, reason, month))

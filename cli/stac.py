@@ -461,8 +461,10 @@ def signing_available(recipe: Recipe) -> str | None:
     """``None`` when the recipe's signing can be done here, else why not (for a dry run)."""
     if recipe.catalog.sign == "none":
         return None
+    from cz.signing import import_planetary_computer
+
     try:
-        import planetary_computer  # noqa: F401
+        import_planetary_computer()
     except ImportError:  # the optional planetary-computer package
         return (
             "catalog.sign is planetary-computer but the 'planetary-computer' package is not "
@@ -475,23 +477,26 @@ def sign_items(items: Iterable[pystac.Item], recipe: Recipe) -> list[pystac.Item
     """Signed copies of ``items`` per ``recipe.catalog.sign``; the inputs are not modified.
 
     Call it per month, right before reading pixels: Planetary Computer SAS tokens expire (about
-    an hour), so a plan never stores signed URLs. With ``sign: none`` the items are returned as
-    they are. Raises :class:`SigningError` when signing is asked for and cannot be done.
+    an hour), so a plan never stores signed URLs, and each token used has at least
+    :data:`cz.signing.MIN_TOKEN_LIFETIME_S` left; the token request is bounded by the recipe's
+    retry policy (:mod:`cz.signing`). With ``sign: none`` the items are returned as they are.
+    Raises :class:`SigningError` when signing is asked for and cannot be done.
     """
     items = list(items)
     if recipe.catalog.sign == "none":
         return items
+    from cz.signing import import_planetary_computer, sign_item_dicts, token_source
+
     try:
-        import planetary_computer
+        import_planetary_computer()
     except ImportError:  # the optional planetary-computer package
         raise SigningError(
             "catalog.sign is planetary-computer but the 'planetary-computer' package is not "
             "installed: pip install planetary-computer"
         ) from None
-    signed = []
-    for item in items:
-        try:
-            signed.append(planetary_computer.sign(copy.deepcopy(item)))
-        except Exception as exc:  # network errors of the token endpoint, bad hrefs
-            raise SigningError(f"signing item {item.id!r} failed: {exc}") from None
-    return signed
+    source = token_source(RetryPolicy.from_recipe(recipe))
+    dicts = [item.to_dict(include_self_link=False, transform_hrefs=False) for item in items]
+    return [
+        pystac.Item.from_dict(d, preserve_dict=False, migrate=False)
+        for d in sign_item_dicts(dicts, source)
+    ]

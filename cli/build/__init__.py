@@ -48,7 +48,7 @@ as long as the time axis.
 
 from chronozarr.provenance import PROVENANCE_ITEMS, read_provenance_items, write_provenance_items
 from cz.build.appending import append_months
-from cz.build.errors import AppendRefusedError, BuildError
+from cz.build.errors import AppendRefusedError, BuildError, RecipeMismatchError
 from cz.build.lazy import lazy_composites
 from cz.build.options import BuildOptions, BuildResult, Progress
 from cz.build.pipeline import build
@@ -67,6 +67,7 @@ __all__ = [
     "BuildResult",
     "CompositeContext",
     "Progress",
+    "RecipeMismatchError",
     "SpillPlanes",
     "append_months",
     "build",

@@ -14,22 +14,22 @@ import numpy as np
 
 from chronozarr import provenance
 from chronozarr.provenance import write_provenance_items
-from cz.build.errors import AppendRefusedError, BuildError
+from cz.build.errors import AppendRefusedError, BuildError, RecipeMismatchError
 from cz.build.executor import CompositeStats, Executor, run_composites
 from cz.build.options import BuildOptions, BuildResult, Progress
 from cz.build.spill import History, Spill, SpillPlanes
 from cz.build.store_args import (
     carry_forward_months,
     codec_options,
+    compare_with_store,
     month_document,
-    recipe_fingerprint,
     store_bands,
 )
 from cz.build.target import is_url, local_path, store_size
 from cz.build.tasks import composite_context
 from cz.build.views import PlaneView, spill_planes
 from cz.months import month_of_time, next_month
-from cz.plan import GridPlan, Plan, plan_recipe
+from cz.plan import GridPlan, Plan, grid_for, plan_recipe
 from cz.recipe import Recipe, TimeSpec
 
 
@@ -101,11 +101,45 @@ def _compare_recipe(recipe: Recipe, reader: Any, grid: GridPlan) -> list[str]:
             )
     if not reader.has_mask or not reader.has_coverage:
         diffs.append("the store has no mask/coverage (cz build always writes both)")
-    for key, value, recorded in provenance.fingerprint_differences(
-        attrs.provenance, recipe_fingerprint(recipe)
-    ):
-        diffs.append(f"recipe {key}: recipe {value!r}, store built with {recorded!r}")
     return diffs
+
+
+def _compare_fingerprint(recipe: Recipe, reader: Any, progress: Progress) -> list[str]:
+    """Where the recipe's fingerprint (what a month means: collection, filters, mask, composite,
+    gap-fill, harmonisation, bands, grid, dtype) differs from the store's recorded one, one line
+    per field. A store built before the fingerprint was recorded is compared on what it did
+    record, and a warning (once) names what could not be compared."""
+    check = compare_with_store(recipe, reader.attrs.provenance)
+    lines = []
+    for key, value, recorded in check.differences[:50]:  # a hostile store: bounded message
+        if recorded == check.NOT_RECORDED:
+            lines.append(
+                f"{_short(key, as_repr=False)}: recipe {_short(value)}, the store recorded "
+                "nothing (it was built before this field existed, so with its default)"
+            )
+        else:
+            lines.append(
+                f"{_short(key, as_repr=False)}: recipe {_short(value)}, "
+                f"store built with {_short(recorded)}"
+            )
+    if len(check.differences) > 50:
+        lines.append(f"... {len(check.differences) - 50} more differing fields")
+    if check.legacy and check.unchecked:
+        progress.note(
+            "the store records no recipe fingerprint (built before cz recorded one): only its "
+            "collection, composite, gap-fill, mask classes, harmonisation and resampling were "
+            "compared; make sure the recipe's filters, mask assets, bands and grid are the ones "
+            "it was built with"
+        )
+    return lines
+
+
+def _short(value: Any, limit: int = 200, *, as_repr: bool = True) -> str:
+    """``repr(value)`` (or the text itself), cut to ``limit`` characters: a store's recorded
+    fingerprint is store text and can be anything."""
+    plain = not as_repr and isinstance(value, str) and value.isprintable()
+    text = value if plain else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def append_months(
@@ -119,8 +153,9 @@ def append_months(
     """Composite ``months`` with ``recipe`` and append them to the local store (spec 14).
 
     Refuses (:class:`AppendRefusedError`, nothing written) months already in the store, before
-    its last month or leaving a gap after it, and a recipe whose grid, bands or store options
-    differ from the store's. Gap-fill reads the months before the first new one from the store.
+    its last month or leaving a gap after it, and (:class:`RecipeMismatchError`, before the
+    catalog is searched) a recipe whose grid, bands, store options or fingerprint differ from
+    the store's. Gap-fill reads the months before the first new one from the store.
     """
     import chronozarr
 
@@ -131,14 +166,16 @@ def append_months(
     months = list(months)
     _check_months(months, [month_of_time(t) for t in reader.attrs.times])
     sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
+    # every comparison before the catalog is searched: the grid is the recipe's alone
+    diffs = _compare_recipe(recipe, reader, grid_for(sub))
+    diffs += _compare_fingerprint(recipe, reader, progress)
+    if diffs:
+        raise RecipeMismatchError(
+            f"the recipe does not fit the store at {path}: " + "; ".join(diffs)
+        )
     progress.start("plan", None, "resolving items")
     plan = plan_recipe(sub, out=str(path))
     progress.finish("plan")
-    diffs = _compare_recipe(recipe, reader, plan.grid)
-    if diffs:
-        raise AppendRefusedError(
-            f"the recipe does not fit the store at {path}: " + "; ".join(diffs)
-        )
     progress.plan_warnings(plan)
     ctx = composite_context(recipe, plan, options)
     tag = uuid.uuid4().hex[:10]

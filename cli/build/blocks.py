@@ -36,8 +36,12 @@ def item_refs(month: MonthPlan, recipe: Recipe) -> list[ItemRef]:
         trimmed_items = [
             it.to_dict(include_self_link=False, transform_hrefs=False) for it in signed
         ]
+    signing = None
+    if recipe.catalog.sign != "none":  # the bounds of a token request, for a re-sign on 403
+        cat = recipe.catalog
+        signing = (cat.max_retries, cat.backoff_factor, cat.backoff_max, cat.timeout)
     for p, stac in zip(month.items, trimmed_items, strict=True):
-        refs.append(ItemRef(p.id, stac, dict(p.assets), int(p.correction), p.solar_day))
+        refs.append(ItemRef(p.id, stac, dict(p.assets), int(p.correction), p.solar_day, signing))
     return refs
 
 

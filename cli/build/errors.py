@@ -11,3 +11,9 @@ class BuildError(CzError):
 
 class AppendRefusedError(BuildError):
     """``cz append`` refuses: the months or the recipe do not fit the store (nothing written)."""
+
+
+class RecipeMismatchError(AppendRefusedError):
+    """``cz append`` refuses a recipe that differs from the one the store was built with (its
+    grid, bands, store options or recorded fingerprint): a usage error (exit 2), each differing
+    field named with both values."""

@@ -6,9 +6,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from chronozarr import provenance
 from cz.load import SkippedAsset
-from cz.plan import MonthPlan
+from cz.plan import MonthPlan, grid_for
 from cz.recipe import Recipe
 
 
@@ -31,8 +33,9 @@ def codec_options(recipe: Recipe) -> dict[str, Any]:
     return recipe.store.codec.writer_options()
 
 
-def recipe_fingerprint(recipe: Recipe) -> dict[str, Any]:
-    """The recipe choices an append must repeat, as recorded in the store's provenance."""
+def legacy_fingerprint(recipe: Recipe) -> dict[str, Any]:
+    """The short fingerprint stores built before issue 17 recorded under ``provenance.build``
+    (compared with those stores only; new stores record :func:`recipe_fingerprint`)."""
     return {
         "collection": recipe.catalog.collection,
         "composite": recipe.composite.method,
@@ -43,6 +46,79 @@ def recipe_fingerprint(recipe: Recipe) -> dict[str, Any]:
         "harmonized": [b.name for b in recipe.bands if b.harmonize],
         "resampling": {b.name: b.resampling for b in recipe.bands},
     }
+
+
+def _dump(section: BaseModel) -> dict[str, Any]:
+    return section.model_dump(mode="json", by_alias=True)
+
+
+def fingerprint_sections(recipe: Recipe) -> dict[str, Any]:
+    """The recipe sections that change what a month of the store means, normalised.
+
+    Whole sections are dumped from their models, so a field added to ``filters``, ``mask``,
+    ``composite``, ``gap_fill``, a band or ``grid`` is part of the fingerprint without a change
+    here. Left out: where the items come from besides the collection (URL, paging, retries,
+    signing), the AOI and the store layout (``cz append`` compares the grid and the layout with
+    the store itself), and free text.
+    """
+    filters = _dump(recipe.filters)
+    filters["properties"] = {k: c.operators() for k, c in recipe.filters.properties.items()}
+    bands = []
+    for band in recipe.bands:
+        entry = _dump(band)
+        entry["offset"] = band.physical_offset  # the default resolved (harmonised: -1000 x scale)
+        bands.append(entry)
+    harmonised = any(b.harmonize for b in recipe.bands)
+    grid = _dump(recipe.grid)
+    if grid.get("crs") == "utm":  # the zone it resolves to: `utm` and its EPSG code are one grid
+        grid["crs"] = grid_for(recipe).crs
+    return {
+        "catalog": {"collection": recipe.catalog.collection},
+        "filters": filters,
+        "mask": None if recipe.mask is None else _dump(recipe.mask),
+        "composite": _dump(recipe.composite),
+        "gap_fill": _dump(recipe.gap_fill),
+        "harmonization": {"store_dn_offset": recipe.store_dn_offset if harmonised else 0},
+        "bands": bands,
+        "grid": grid,
+        "store": {"dtype": recipe.store.dtype, "nodata": recipe.store.effective_nodata},
+    }
+
+
+def recipe_fingerprint(recipe: Recipe) -> dict[str, Any]:
+    """The recipe's fingerprint as the store records it: flattened dotted fields."""
+    return provenance.flatten_fingerprint(fingerprint_sections(recipe))
+
+
+def _at_defaults(section: Any) -> Any:
+    """The section with every optional field at its default (required ones kept)."""
+    cls = type(section)
+    required = {
+        name: getattr(section, name) for name, f in cls.model_fields.items() if f.is_required()
+    }
+    return cls.model_validate(required)
+
+
+def fingerprint_defaults(recipe: Recipe) -> dict[str, Any]:
+    """The fingerprint of ``recipe`` with every optional field of its sections at its default:
+    what a store built before a field existed is taken to have used."""
+    update: dict[str, Any] = {
+        name: _at_defaults(getattr(recipe, name))
+        for name in ("filters", "composite", "gap_fill", "grid", "store")
+    }
+    update["mask"] = None if recipe.mask is None else _at_defaults(recipe.mask)
+    update["bands"] = [_at_defaults(b) for b in recipe.bands]
+    return recipe_fingerprint(recipe.model_copy(update=update))
+
+
+def compare_with_store(recipe: Recipe, store_provenance: Any) -> provenance.FingerprintCheck:
+    """The recipe's fingerprint against the one the store recorded (old stores: legacy)."""
+    return provenance.compare_fingerprint(
+        store_provenance,
+        recipe_fingerprint(recipe),
+        defaults=fingerprint_defaults(recipe),
+        legacy=legacy_fingerprint(recipe),
+    )
 
 
 def provenance_block(recipe: Recipe, skipped: Sequence[SkippedAsset]) -> dict[str, Any]:
@@ -66,7 +142,7 @@ def provenance_block(recipe: Recipe, skipped: Sequence[SkippedAsset]) -> dict[st
         out["recipe"] = recipe.name
     out["software"] = "cz build (chronozarr toolkit)"
     out["items"] = provenance.items_reference()
-    out["build"] = recipe_fingerprint(recipe)
+    out["fingerprint"] = provenance.fingerprint_entry(recipe_fingerprint(recipe))
     out["skipped_items"] = provenance.skipped_entries(skipped)
     return out
 

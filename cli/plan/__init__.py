@@ -6,7 +6,9 @@ and the candidate items of its catalog (:mod:`cz.stac`) by pure rules, each docu
 
 1. Checks on the client, whatever the server did, in this order (the first failure is the
    reason shown): item is well formed, in the collection, in the months, touches the AOI,
-   cloud cover at most the ceiling, property conditions hold, has every asset needed.
+   cloud cover at most the ceiling, property conditions hold, has every asset needed (found by
+   key, else by eo:bands / bands name: :mod:`~cz.plan.assets`). An asset no candidate item has
+   fails the plan (a located ``RecipeError``) instead of dropping every item.
 2. De-duplication of the survivors: items of the same scene (satellite, MGRS tile, relative
    orbit, UTC day) are ranked (newest processing baseline, then least nodata, then newest
    generation time, then id) and an item is dropped as a duplicate when at least 90 % of its
@@ -17,7 +19,8 @@ and the candidate items of its catalog (:mod:`cz.stac`) by pure rules, each docu
 5. The grid (:func:`grid_for`): the AOI projected to the CRS, its bounds snapped outward to whole
    multiples of the resolution, and the pyramid levels and cells of spec 2.1 / 6.
 
-Modules: :mod:`~cz.plan.items` (facts of item dicts), :mod:`~cz.plan.rules` (rules 1 and 2),
+Modules: :mod:`~cz.plan.items` (facts of item dicts), :mod:`~cz.plan.assets` (which asset holds
+a band), :mod:`~cz.plan.rules` (rules 1 and 2),
 :mod:`~cz.plan.grid` (rule 5), :mod:`~cz.plan.estimate` (the size), :mod:`~cz.plan.model` (the
 JSON model) and :mod:`~cz.plan.make` (rules 3 and 4, the whole plan); months are :mod:`cz.months`.
 

@@ -12,12 +12,14 @@ from typing import Any
 from shapely.geometry import shape
 
 from chronozarr.location import is_url
+from cz.errors import RecipeError
 from cz.months import iso_utc, month_bounds, month_of, month_range
+from cz.plan.assets import AssetCensus
 from cz.plan.estimate import estimate_store
 from cz.plan.grid import GridPlan, grid_for, utm_epsg
 from cz.plan.items import baseline_of, dn_offset_of, mgrs_tile
 from cz.plan.model import DroppedItem, DropReason, MonthPlan, Plan, PlannedItem, Totals
-from cz.plan.rules import Candidate, Checks, deduplicate, solar_day
+from cz.plan.rules import Candidate, Checks, asset_needs, deduplicate, solar_day
 from cz.recipe import Recipe
 from cz.stac import PageCallback, Resolution, RetryPolicy, resolve_items, signing_available
 
@@ -27,7 +29,8 @@ _DTYPE_MAX = {"uint8": 255, "uint16": 65535}
 def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None) -> Plan:
     """Decide the plan of ``recipe`` from the candidate items in ``resolution`` (no I/O)."""
     months = month_range(recipe.time.start, recipe.time.end)
-    candidates, dropped, drop = _screen(recipe, months, resolution.items)
+    candidates, dropped, drop, census = _screen(recipe, months, resolution.items)
+    _refuse_absent_assets(recipe, census)
     kept = deduplicate(candidates, drop)
     planned = [_planned_item(recipe, cand) for cand in kept]
     month_plans, outside = _month_plans(months, planned, dropped)
@@ -44,8 +47,10 @@ def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None)
     store_path = out if out is not None else store.path
     if store_path is not None and not is_url(store_path):
         store_path = str(Path(store_path).expanduser().resolve())
-    warnings = list(resolution.warnings) + _plan_warnings(
-        recipe, grid, planned, month_plans, store_path
+    warnings = (
+        list(resolution.warnings)
+        + census.summaries(_needs(recipe))
+        + _plan_warnings(recipe, grid, planned, month_plans, store_path)
     )
     corrections = Counter(f"{p.correction:+d}" for p in planned)
     reasons = Counter(d.reason for d in dropped)
@@ -78,9 +83,9 @@ DropFn = Callable[..., None]
 
 def _screen(
     recipe: Recipe, months: list[str], items: Sequence[dict[str, Any]]
-) -> tuple[list[Candidate], list[DroppedItem], DropFn]:
-    """Rule 1 on every item: the candidates, the items dropped so far, and the function that
-    records a drop (de-duplication drops more through it)."""
+) -> tuple[list[Candidate], list[DroppedItem], DropFn, AssetCensus]:
+    """Rule 1 on every item: the candidates, the items dropped so far, the function that
+    records a drop (de-duplication drops more through it) and what the items' assets were."""
     dropped: list[DroppedItem] = []
     candidates: list[Candidate] = []
 
@@ -109,7 +114,25 @@ def _screen(
             candidates.append(outcome)
         else:
             drop(item, *outcome)
-    return candidates, dropped, drop
+    return candidates, dropped, drop, checks.census
+
+
+def _needs(recipe: Recipe) -> dict[str, list[str]]:
+    """Each asset need's aliases (:func:`cz.plan.rules.asset_needs`)."""
+    return {need: aliases for need, (_f, aliases) in asset_needs(recipe).items()}
+
+
+def _refuse_absent_assets(recipe: Recipe, census: AssetCensus) -> None:
+    """A band or mask asset that no candidate item has is a mistake of the recipe, not a
+    month without data: a :class:`RecipeError` naming the field, the aliases tried and the
+    asset keys the items do have (exit 2). Absence from some items only is a drop each."""
+    problems = [
+        recipe.problem(field, census.describe_absent(need, aliases))
+        for need, (field, aliases) in asset_needs(recipe).items()
+        if census.absent(need)
+    ]
+    if problems:
+        raise RecipeError(problems)
 
 
 def _month_plans(

@@ -11,6 +11,8 @@ from shapely.geometry import shape
 from shapely.ops import unary_union
 
 from cz.months import iso_utc, month_of
+from cz.plan.assets import AssetCensus
+from cz.plan.assets import resolve_asset as _resolve
 from cz.plan.items import item_datetime, item_footprint, scene_key, version_order
 from cz.plan.model import DropReason
 from cz.recipe import Recipe
@@ -43,13 +45,27 @@ def _compare(value: Any, op: str, target: Any) -> bool:
 
 
 def resolve_asset(assets: dict[str, Any], aliases: Sequence[str]) -> str | None:
-    return next((a for a in aliases if a in assets), None)
+    """The asset key the aliases find (keys first, then band metadata: :mod:`cz.plan.assets`)."""
+    found = _resolve(assets, aliases)
+    return None if found is None else found.key
 
 
 def solar_day(item: dict[str, Any], moment: datetime, footprint: Any | None) -> str:
     """Local solar date (as odc-stac's ``groupby='solar_day'``): UTC + longitude / 15 hours."""
     lon = footprint.centroid.x if footprint is not None and not footprint.is_empty else 0.0
     return (moment.astimezone(UTC) + timedelta(seconds=lon * 240)).date().isoformat()
+
+
+def asset_needs(recipe: Recipe) -> dict[str, tuple[tuple[str | int, ...], list[str]]]:
+    """The assets every item must have: ``{need: (recipe field, aliases)}``, a need being a
+    band name or ``mask``. One place, so an asset a new recipe rule reads (a cloud probability,
+    say) is resolved, dropped and refused like the others once it is listed here."""
+    needs: dict[str, tuple[tuple[str | int, ...], list[str]]] = {
+        b.name: (("bands", i, "asset"), list(b.asset)) for i, b in enumerate(recipe.bands)
+    }
+    if recipe.mask is not None:
+        needs["mask"] = (("mask", "asset"), list(recipe.mask.asset))
+    return needs
 
 
 class Candidate:
@@ -74,6 +90,9 @@ class Checks:
         self.max_cloud = recipe.filters.max_cloud_cover
         self.conditions = {k: c.operators() for k, c in recipe.filters.properties.items()}
         self.seen_ids: set[str] = set()
+        #: the needs of every item: each band's aliases, and the mask's
+        self.needs = {need: aliases for need, (_f, aliases) in asset_needs(recipe).items()}
+        self.census = AssetCensus()
 
     def check(
         self, item: dict[str, Any]
@@ -111,18 +130,13 @@ class Checks:
                     return moment, "property", detail, None
         cand = Candidate(item, moment, footprint)
         assets = item.get("assets") or {}
-        for band in self.recipe.bands:
-            key = resolve_asset(assets, band.asset)
-            if key is None:
-                tried = ", ".join(band.asset)
-                return moment, "asset", f"no asset for band {band.name} (tried {tried})", None
-            cand.assets[band.name] = key
-        if self.recipe.mask is not None:
-            key = resolve_asset(assets, self.recipe.mask.asset)
-            if key is None:
-                tried = ", ".join(self.recipe.mask.asset)
-                return moment, "asset", f"no mask asset (tried {tried})", None
-            cand.assets["mask"] = key
+        found = self.census.record(item_id, assets if isinstance(assets, dict) else {}, self.needs)
+        for need, resolved in found.items():
+            if resolved is None:
+                tried = ", ".join(self.needs[need])
+                what = "no mask asset" if need == "mask" else f"no asset for band {need}"
+                return moment, "asset", f"{what} (tried {tried})", None
+            cand.assets[need] = resolved.key
         return cand
 
 

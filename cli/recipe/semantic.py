@@ -136,6 +136,15 @@ def _gap_fill_and_mask_problems(recipe: Recipe) -> Found:
     if gap.method == "none" and gap.max_age is not None:
         found.append((("gap_fill", "max_age"), "max_age is only used with method: carry-forward"))
     if recipe.mask is not None:
+        for i, band in enumerate(recipe.bands):
+            if band.name == "mask":  # the plan keys each item's mask asset by this name
+                found.append(
+                    (
+                        ("bands", i, "name"),
+                        "'mask' is reserved for the mask's asset when a mask is set; "
+                        "name the band otherwise",
+                    )
+                )
         band_assets = {a for b in recipe.bands for a in b.asset}
         clash = band_assets & set(recipe.mask.asset)
         if clash:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import zarr
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chronozarr
@@ -85,3 +85,90 @@ def test_record_skipped_items_and_fingerprint(tmp_path: Path) -> None:
         ("gap_fill", "carry-forward", "none")
     ]
     assert provenance.fingerprint_differences(None, {"gap_fill": "x"}) == []
+
+
+# --- the flattened recipe fingerprint (issue 17) ----------------------------------------------
+
+json_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=5),
+    st.lists(st.integers(0, 255), max_size=4),
+)
+names = st.sampled_from(["a", "b", "mask", "keep", "x_y"])
+sections_st = st.dictionaries(
+    names,
+    st.one_of(json_leaf, st.dictionaries(names, json_leaf, min_size=1, max_size=3)),
+    max_size=4,
+)
+#: small inputs; the machine is shared, so no deadline and no slow-generation check
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def test_flatten_names_every_field() -> None:
+    sections = {
+        "filters": {"max_cloud_cover": 20.0, "properties": {}},
+        "mask": {"asset": ["scl"], "keep": [4, 5]},
+        "bands": [{"name": "red", "scale": 0.0001}, {"name": "nir", "scale": 0.0001}],
+        "gap": None,
+    }
+    assert provenance.flatten_fingerprint(sections) == {
+        "bands": ["red", "nir"],
+        "bands[nir].scale": 0.0001,
+        "bands[red].scale": 0.0001,
+        "filters.max_cloud_cover": 20.0,
+        "filters.properties": {},
+        "gap": None,
+        "mask.asset": ["scl"],
+        "mask.keep": [4, 5],
+    }
+
+
+@FAST
+@given(sections_st)
+def test_a_recorded_fingerprint_matches_itself_after_json(sections: dict) -> None:
+    fields = provenance.flatten_fingerprint(sections)
+    prov = json.loads(json.dumps({"fingerprint": provenance.fingerprint_entry(fields)}))
+    check = provenance.compare_fingerprint(prov, fields)
+    assert check.ok and not check.legacy and check.unchecked == []
+
+
+@FAST
+@given(sections_st, st.data())
+def test_changing_one_field_is_exactly_one_difference(sections: dict, data: st.DataObject) -> None:
+    fields = provenance.flatten_fingerprint(sections)
+    if not fields:
+        return
+    key = data.draw(st.sampled_from(sorted(fields)))
+    new = data.draw(json_leaf.filter(lambda v: json.loads(json.dumps(v)) != fields[key]))
+    prov = {"fingerprint": provenance.fingerprint_entry(fields)}
+    changed = {**fields, key: new}
+    check = provenance.compare_fingerprint(prov, changed)
+    assert check.differences == [(key, json.loads(json.dumps(new)), fields[key])]
+
+
+def test_fields_the_store_never_recorded_compare_with_their_default() -> None:
+    prov = {"fingerprint": provenance.fingerprint_entry({"mask.keep": [4]})}
+    given_ = {"mask.keep": [4], "mask.dilate": 0}
+    check = provenance.compare_fingerprint(prov, given_, defaults={"mask.dilate": 0})
+    assert check.ok
+    check = provenance.compare_fingerprint(
+        prov, {**given_, "mask.dilate": 3}, defaults={"mask.dilate": 0}
+    )
+    assert check.differences == [("mask.dilate", 3, provenance.FingerprintCheck.NOT_RECORDED)]
+    # a field the recipe lost counts as None
+    check = provenance.compare_fingerprint(prov, {})
+    assert check.differences == [("mask.keep", None, [4])]
+
+
+def test_old_stores_compare_their_legacy_build_entries() -> None:
+    prov = {"build": {"composite": "median", "gap_fill": "none"}}
+    fields = {"composite.method": "median", "filters.max_cloud_cover": 20.0}
+    check = provenance.compare_fingerprint(prov, fields, legacy={"gap_fill": "carry-forward"})
+    assert check.legacy
+    assert check.differences == [("gap_fill", "carry-forward", "none")]
+    assert check.unchecked == sorted(fields)
+    check = provenance.compare_fingerprint(None, fields, legacy={"gap_fill": "none"})
+    assert check.ok and check.legacy

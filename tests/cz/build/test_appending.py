@@ -111,7 +111,7 @@ def test_append_refuses_what_does_not_fit(folder: Path) -> None:
         "dtype": ("dtype: uint16", "dtype: int16", r"store.dtype: recipe int16, store uint16"),
         "band": ("    asset: nir\n", "    asset: nir\n    scale: 0.001\n", r"bands\[nir\].scale"),
         "grid": ("resolution: 10", "resolution: 20", r"grid transform"),
-        "gap": ("max_age: 2", "max_age: 3", r"gap_fill_max_age: recipe 3, store built with 2"),
+        "gap": ("max_age: 2", "max_age: 3", r"gap_fill.max_age: recipe 3, store built with 2"),
         "chunk": ("chunk_size: 16", "chunk_size: 32", r"store.chunk_size: recipe 32, store 16"),
     }
     base = (folder / "c.yaml").read_text()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import sys
-import types
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -542,28 +541,6 @@ def test_sign_items_without_the_package_fails_clearly(
     # a dry run only warns
     plan = make_plan(recipe, Resolution(items=[s2_item("a", "2020-06-01T08:00:00Z")], source={}))
     assert any("a build would fail" in w for w in plan.warnings)
-
-
-def test_sign_items_signs_copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[str] = []
-
-    def sign(item: pystac.Item) -> pystac.Item:
-        calls.append(item.id)
-        for asset in item.assets.values():
-            asset.href += "?sig=token"
-        return item
-
-    monkeypatch.setitem(sys.modules, "planetary_computer", types.SimpleNamespace(sign=sign))
-    recipe = _pc_recipe(tmp_path)
-    items = [pystac.Item.from_dict(s2_item(i, "2020-06-01T08:00:00Z")) for i in ("a", "b")]
-    signed = sign_items(items, recipe)
-    assert calls == ["a", "b"]
-    assert all(a.href.endswith("?sig=token") for i in signed for a in i.assets.values())
-    assert all("sig" not in a.href for i in items for a in i.assets.values())  # originals intact
-    none_recipe = load_recipe(
-        write_recipe(tmp_path, RECIPE_35MNM.format(catalog="path: items.json"), "plain.yaml")
-    )
-    assert sign_items(items, none_recipe) == items
 
 
 def test_month_range_matches_the_search_interval() -> None:

@@ -158,6 +158,11 @@ BROKEN: list[tuple[str, str, list[tuple[int | None, str, str]]]] = [
         [(12, "bands", "expected at least 1 item(s)")],
     ),
     (
+        "band-named-mask",
+        _replace("  - name: nir\n", "  - name: mask\n"),
+        [(15, "bands[1].name", "'mask' is reserved")],
+    ),
+    (
         "unknown-band-key",
         _replace("  - name: nir\n", "  - name: nir\n    scael: 0.0001\n"),
         [(16, "bands[1].scael", "did you mean 'scale'?")],
