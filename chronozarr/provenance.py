@@ -33,9 +33,11 @@ __all__ = [
     "PROVENANCE_ITEMS",
     "SKIPPED_LIMIT",
     "Skipped",
+    "composite_fields",
     "fingerprint_differences",
     "items_document",
     "items_reference",
+    "mask_fields",
     "read_provenance_items",
     "record_skipped_items",
     "skipped_entries",
@@ -74,6 +76,40 @@ class Skipped(Protocol):
 def items_reference() -> dict[str, str]:
     """``provenance.items``: where the per-month item documents are and what they hold."""
     return {"array": PROVENANCE_ITEMS, "format": ITEMS_FORMAT}
+
+
+def composite_fields(method: str, parameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The composite entries of the provenance block: ``composite`` (``"monthly <method>"``, the
+    spec 3.8 example's form) and, when the method has parameters (a percentile's ``q``, the
+    index of ``best``, the geometric median's library and tolerance), ``composite_parameters``.
+
+    The median has none, so its block is what it was before other methods existed."""
+    if not method or not isinstance(method, str):
+        raise ChronozarrError(
+            f"provenance: composite method must be a non-empty string, not {method!r}"
+        )
+    out: dict[str, Any] = {"composite": f"monthly {method}"}
+    if parameters:
+        out["composite_parameters"] = dict(parameters)
+    return out
+
+
+def mask_fields(
+    *, open_radius: int = 0, dilate_radius: int = 0, cloud_probability_max: float | None = None
+) -> dict[str, Any]:
+    """``mask_cleaning`` of the provenance block: the observation-mask rules beyond the class
+    keep-set (opening and dilation radii in pixels, the cloud-probability ceiling in percent),
+    only those in use; empty when none is (the block stays as it was)."""
+    rules: dict[str, Any] = {}
+    if open_radius:
+        rules["open_pixels"] = int(open_radius)
+    if dilate_radius:
+        rules["dilate_pixels"] = int(dilate_radius)
+    if cloud_probability_max is not None:
+        rules["cloud_probability_max"] = cloud_probability_max
+    if rules and (open_radius or dilate_radius):
+        rules["order"] = "opening, then dilation, of the rejected set; Euclidean disk"
+    return {"mask_cleaning": rules} if rules else {}
 
 
 def skipped_entries(skipped: Iterable[Skipped], limit: int = SKIPPED_LIMIT) -> list[dict[str, str]]:

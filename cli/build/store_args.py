@@ -31,9 +31,35 @@ def codec_options(recipe: Recipe) -> dict[str, Any]:
     return recipe.store.codec.writer_options()
 
 
+def composite_parameters(recipe: Recipe) -> dict[str, Any]:
+    """The composite method's parameters as recorded (``geomedian``: the library and its
+    iteration limit and tolerance, which decide the numbers)."""
+    params = recipe.composite.parameters()
+    if recipe.composite.method == "geomedian":
+        from cz.composite.methods import GEOMEDIAN_EPS, GEOMEDIAN_MAXITERS
+
+        params.update(library="geomad", maxiters=GEOMEDIAN_MAXITERS, eps=GEOMEDIAN_EPS)
+    return params
+
+
+def mask_rules(recipe: Recipe) -> dict[str, Any]:
+    """The provenance's ``mask_cleaning`` entry (empty without opening, dilation, probability)."""
+    mask = recipe.mask
+    if mask is None:
+        return {}
+    return provenance.mask_fields(
+        open_radius=mask.open,
+        dilate_radius=mask.dilate,
+        cloud_probability_max=mask.cloud_probability_max,
+    )
+
+
 def recipe_fingerprint(recipe: Recipe) -> dict[str, Any]:
-    """The recipe choices an append must repeat, as recorded in the store's provenance."""
-    return {
+    """The recipe choices an append must repeat, as recorded in the store's provenance.
+
+    The mask cleaning and the composite's parameters appear only when used, so a store built with
+    the defaults records what it did before they existed."""
+    out = {
         "collection": recipe.catalog.collection,
         "composite": recipe.composite.method,
         "gap_fill": recipe.gap_fill.method,
@@ -43,6 +69,11 @@ def recipe_fingerprint(recipe: Recipe) -> dict[str, Any]:
         "harmonized": [b.name for b in recipe.bands if b.harmonize],
         "resampling": {b.name: b.resampling for b in recipe.bands},
     }
+    params = composite_parameters(recipe)
+    if params:
+        out["composite_parameters"] = params
+    out.update(mask_rules(recipe))
+    return out
 
 
 def provenance_block(recipe: Recipe, skipped: Sequence[SkippedAsset]) -> dict[str, Any]:
@@ -55,7 +86,8 @@ def provenance_block(recipe: Recipe, skipped: Sequence[SkippedAsset]) -> dict[st
     catalog = recipe.catalog.url or f"local file {Path(str(recipe.catalog.path)).name}"
     out: dict[str, Any] = {
         "sources": [recipe.catalog.collection],
-        "composite": f"monthly {recipe.composite.method}",
+        **provenance.composite_fields(recipe.composite.method, composite_parameters(recipe)),
+        **mask_rules(recipe),
         "gap_fill": gap.method,
         "notes": notes,
     }

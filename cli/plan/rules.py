@@ -123,6 +123,13 @@ class Checks:
                 tried = ", ".join(self.recipe.mask.asset)
                 return moment, "asset", f"no mask asset (tried {tried})", None
             cand.assets["mask"] = key
+            if self.recipe.mask.cloud_probability_max is not None:
+                aliases = self.recipe.mask.cloud_probability_asset
+                key = resolve_asset(assets, aliases)
+                if key is None:
+                    detail = f"no cloud probability asset (tried {', '.join(aliases)})"
+                    return moment, "asset", detail, None
+                cand.assets["cloud"] = key
         return cand
 
 

@@ -16,6 +16,7 @@ def semantic_problems(recipe: Recipe) -> Found:
         + _band_problems(recipe)
         + _store_problems(recipe)
         + _gap_fill_and_mask_problems(recipe)
+        + _composite_problems(recipe)
     )
 
 
@@ -142,4 +143,34 @@ def _gap_fill_and_mask_problems(recipe: Recipe) -> Found:
             found.append(
                 (("mask", "asset"), f"asset {sorted(clash)[0]!r} is both a band and the mask")
             )
+        clash = (band_assets | set(recipe.mask.asset)) & set(recipe.mask.cloud_probability_asset)
+        if recipe.mask.cloud_probability_max is not None and clash:
+            found.append(
+                (
+                    ("mask", "cloud_probability_asset"),
+                    f"asset {sorted(clash)[0]!r} is both the cloud probability and a band or the "
+                    "SCL mask",
+                )
+            )
+    return found
+
+
+def _composite_problems(recipe: Recipe) -> Found:
+    """``best``'s index names bands (by name or common name)."""
+    found: Found = []
+    index = recipe.composite.index
+    if index is None:
+        return found
+    from cz.look.expr import names_in
+
+    known = {b.name for b in recipe.bands} | {b.common_name for b in recipe.bands if b.common_name}
+    unknown = [name for name in names_in(index) if name not in known]
+    if unknown:
+        found.append(
+            (
+                ("composite", "index"),
+                f"index {index!r} names {', '.join(repr(u) for u in unknown)}, which is no band "
+                f"name or common name (known: {', '.join(sorted(known))})",
+            )
+        )
     return found

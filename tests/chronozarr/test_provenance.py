@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pytest
 import zarr
 from hypothesis import given
 from hypothesis import strategies as st
 
 import chronozarr
 from chronozarr import provenance
+from chronozarr.errors import ChronozarrError
 from tests.chronozarr.small_stores import root_document, small_store
 
 
@@ -85,3 +87,21 @@ def test_record_skipped_items_and_fingerprint(tmp_path: Path) -> None:
         ("gap_fill", "carry-forward", "none")
     ]
     assert provenance.fingerprint_differences(None, {"gap_fill": "x"}) == []
+
+
+def test_composite_and_mask_fields_record_only_what_is_used() -> None:
+    """The median with no cleaning adds nothing (stores built before other methods stay
+    byte-identical); parameters and cleaning rules appear when given."""
+    assert provenance.composite_fields("median") == {"composite": "monthly median"}
+    assert provenance.composite_fields("percentile", {"q": 25.0}) == {
+        "composite": "monthly percentile",
+        "composite_parameters": {"q": 25.0},
+    }
+    assert provenance.mask_fields() == {}
+    rules = provenance.mask_fields(open_radius=3, dilate_radius=6)["mask_cleaning"]
+    assert (rules["open_pixels"], rules["dilate_pixels"]) == (3, 6) and "opening" in rules["order"]
+    assert provenance.mask_fields(cloud_probability_max=40.0) == {
+        "mask_cleaning": {"cloud_probability_max": 40.0}
+    }
+    with pytest.raises(ChronozarrError, match="composite method"):
+        provenance.composite_fields("")
