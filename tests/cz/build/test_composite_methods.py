@@ -204,3 +204,36 @@ def test_cloud_probability_max_rejects_with_the_keep_set(folder: Path) -> None:
     np.testing.assert_array_equal(cov, want)
     assert data[:, rows.start, 0].tolist() == [1250, 2500]  # the median of the 5th and 15th
     assert _provenance(store)["mask_cleaning"] == {"cloud_probability_max": 50.0}
+
+
+def test_dry_run_states_the_mask_rules_and_the_method(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from cz import cmd_build, output
+
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+    @app.callback()
+    def _root() -> None:
+        """cz (test app)."""
+
+    cmd_build.register(app)
+    monkeypatch.setattr(output.out, "width", 220)
+    path = recipe(folder, start="2024-01", end="2024-01", name="dry.yaml")
+    text = path.read_text().replace(
+        "  keep: [4, 5, 6, 7, 11]\n",
+        "  keep: [4, 5, 6, 7, 11]\n  open: 3\n  dilate: 6\n  cloud_probability_max: 40\n",
+    )
+    path.write_text(text + "composite:\n  method: best\n  index: nir*1 + red*0\n")
+    got = CliRunner().invoke(app, ["build", str(path), "--dry-run"], catch_exceptions=False)
+    assert got.exit_code == 0, got.output
+    assert "opening 3 px; dilation 6 px; cloud probability" in got.output
+    assert "at most 40 %" in got.output
+    assert "monthly best (index nir*1 + red*0)" in got.output
+    plan = CliRunner().invoke(app, ["build", str(path), "--dry-run", "--json"])
+    doc = json.loads(plan.stdout)
+    assert doc["composite"]["method"] == "best" and "rounding" in doc["composite"]
+    assert (doc["mask"]["open"], doc["mask"]["dilate"]) == (3, 6)
