@@ -157,7 +157,9 @@ def _print_plan_header(plan: Plan) -> None:
             extra += f"; dilation {plan.mask['dilate']} px"
         if plan.mask.get("cloud_probability_max") is not None:
             assets = escape("|".join(plan.mask["cloud_probability_asset"]))
-            extra += f"; cloud probability ({assets}) at most {plan.mask['cloud_probability_max']:g} %"
+            extra += (
+                f"; cloud probability ({assets}) at most {plan.mask['cloud_probability_max']:g} %"
+            )
         out.print(
             f"  mask      {escape('|'.join(plan.mask['asset']))}, classes kept {keep}{extra}",
             highlight=False,

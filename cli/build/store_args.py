@@ -36,9 +36,14 @@ def composite_parameters(recipe: Recipe) -> dict[str, Any]:
     iteration limit and tolerance, which decide the numbers)."""
     params = recipe.composite.parameters()
     if recipe.composite.method == "geomedian":
-        from cz.composite.methods import GEOMEDIAN_EPS, GEOMEDIAN_MAXITERS
+        from cz.composite.methods import GEOMEDIAN_EPS, GEOMEDIAN_MAXITERS, GEOMEDIAN_SCALE
 
-        params.update(library="geomad", maxiters=GEOMEDIAN_MAXITERS, eps=GEOMEDIAN_EPS)
+        params.update(
+            library="geomad",
+            scale=GEOMEDIAN_SCALE,
+            eps=GEOMEDIAN_EPS,
+            maxiters=GEOMEDIAN_MAXITERS,
+        )
     return params
 
 

@@ -21,7 +21,9 @@ Two families, and their rounding rule in the store dtype:
   earliest observation (plan order: acquisition time, then item id).
 - ``geomedian``: the geometric median across bands (Roberts et al. 2017), from Geoscience
   Australia's ``geomad`` (the implementation odc-algo uses; optional dependency), computed in
-  float32 on stored numbers; rounded half to even and clipped like ``mean``.
+  float32 on stored numbers x 1e-4 to a tolerance of 0.1 stored number (odc-algo's settings for
+  integer data); rounded half to even and clipped like ``mean``. An approximation: with two
+  observations every point between them is a geometric median, and geomad returns one of them.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from cz.errors import CzError
 __all__ = [
     "GEOMEDIAN_EPS",
     "GEOMEDIAN_MAXITERS",
+    "GEOMEDIAN_SCALE",
     "BandTerms",
     "best_composite",
     "geomedian_composite",
@@ -47,9 +50,13 @@ __all__ = [
     "to_store",
 ]
 
-#: geomad's iteration limit and tolerance (its defaults), recorded in the provenance.
+#: The geometric median runs on ``stored x GEOMEDIAN_SCALE`` with geomad's tolerance
+#: ``GEOMEDIAN_EPS`` (0.1 stored number) and at most ``GEOMEDIAN_MAXITERS`` iterations: what
+#: odc-algo's ``geomedian_with_mads`` passes for integer data (scale 1e-4, eps 0.1 x scale,
+#: maxiters 1000). Recorded in the provenance, since they decide the numbers.
+GEOMEDIAN_SCALE = 1e-4
+GEOMEDIAN_EPS = 0.1 * GEOMEDIAN_SCALE
 GEOMEDIAN_MAXITERS = 1000
-GEOMEDIAN_EPS = 1e-4
 
 
 @dataclass(frozen=True)
@@ -283,10 +290,10 @@ def geomedian_composite(
     from geomad import nangeomedian_pcm
 
     has = np.asarray(obs_valid.any(axis=0))
-    stack = _as_float(obs_values, obs_valid).astype(np.float32)
+    stack = (_as_float(obs_values, obs_valid) * GEOMEDIAN_SCALE).astype(np.float32)
     stack = np.ascontiguousarray(stack.transpose(2, 3, 1, 0))  # (h, w, nb, n): geomad's order
     gm = nangeomedian_pcm(
         stack, maxiters=GEOMEDIAN_MAXITERS, eps=np.float32(GEOMEDIAN_EPS), num_threads=1
     )
-    values = np.asarray(gm, dtype=np.float64).transpose(2, 0, 1)
+    values = np.asarray(gm, dtype=np.float64).transpose(2, 0, 1) / GEOMEDIAN_SCALE
     return to_store(values, has, dtype, fill, bounds)

@@ -137,8 +137,8 @@ def test_geomedian_builds_with_geomad(folder: Path) -> None:
     store, data, _cov, offset = _build(
         folder, "geomedian", composite="composite:\n  method: geomedian\n"
     )
-    obs = np.array(NUMBERS, dtype=np.float32).T.reshape(1, 1, 2, 3)  # (y, x, band, time)
-    want = np.rint(geomad.nangeomedian_pcm(obs, num_threads=1)[0, 0])
+    obs = np.array(NUMBERS, dtype=np.float32).T.reshape(1, 1, 2, 3) * 1e-4  # (y, x, band, time)
+    want = np.rint(geomad.nangeomedian_pcm(obs, num_threads=1, eps=np.float32(1e-5))[0, 0] * 1e4)
     assert _at(data, offset, CLEAR).tolist() == want.astype(int).tolist()
     assert _provenance(store)["composite_parameters"]["library"] == "geomad"
 

@@ -207,11 +207,25 @@ def _objective(point: np.ndarray, obs: np.ndarray) -> float:
     return float(np.sqrt(((obs - point) ** 2).sum(axis=1)).sum())
 
 
+def _weiszfeld(obs: np.ndarray, iterations: int = 3000) -> np.ndarray:
+    """An independent geometric median: Weiszfeld's iteration from the mean, in float64."""
+    point = obs.mean(axis=0)
+    for _ in range(iterations):
+        dist = np.sqrt(((obs - point) ** 2).sum(axis=1))
+        if (dist < 1e-9).any():  # on an observation: Weiszfeld's step is undefined there
+            break
+        weights = 1.0 / dist
+        point = (obs * weights[:, None]).sum(axis=0) / weights.sum()
+    return point
+
+
 @settings(max_examples=60, deadline=None)
 @given(observations(dtype="float32"))
 def test_geomedian_minimises_the_sum_of_distances(case: tuple) -> None:
-    """No valid observation and not the per-band median beats the geomedian's sum of Euclidean
-    distances (the definition of the geometric median), within geomad's tolerance."""
+    """The sum of Euclidean distances at the geomedian is no more than at an independent
+    Weiszfeld solution, at any observation or at the per-band median, plus what geomad's
+    tolerance allows: a result within 0.5 stored number of the optimum adds at most 0.5 per
+    observation (the tolerance is 0.1 stored number)."""
     pytest.importorskip("geomad", reason="geomad (chronozarr[geomedian]) is not installed")
     values, valid, dt, nodata = case
     out, count = _run(values, valid, dt, nodata, method="geomedian")
@@ -219,13 +233,25 @@ def test_geomedian_minimises_the_sum_of_distances(case: tuple) -> None:
     for y in range(h):
         for x in range(w):
             if count[y, x] == 0:
-                assert np.isnan(out[:, y, x]).all() or (out[:, y, x] == 0).all()
+                assert (out[:, y, x] == 0).all()  # the fill of a float32 store without nodata
                 continue
             obs = values[valid[:, y, x], :, y, x].astype(np.float64)
             got = _objective(out[:, y, x].astype(np.float64), obs)
-            candidates = [*obs, np.median(obs, axis=0)]
+            candidates = [*obs, np.median(obs, axis=0), _weiszfeld(obs)]
             best = min(_objective(c, obs) for c in candidates)
-            assert got <= best * (1 + 1e-4) + 1e-2, (got, best, obs)
+            assert got <= best + 0.5 * len(obs), (got, best, obs)
+
+
+def test_geomedian_of_an_equilateral_triangle_is_its_centre() -> None:
+    """Known answer: the Fermat point of an equilateral triangle is its centroid (the per-band
+    median, (500, 0), is not)."""
+    pytest.importorskip("geomad", reason="geomad (chronozarr[geomedian]) is not installed")
+    corners = [[1000, 1000], [3000, 1000], [2000, 1000 + round(1000 * 3**0.5)]]
+    values = np.array(corners, dtype=np.int32).reshape(3, 2, 1, 1)
+    valid = np.ones((3, 1, 1), dtype=bool)
+    out, _ = _run(values, valid, "uint16", 0, method="geomedian")
+    centre = np.mean(np.array(corners, dtype=np.float64), axis=0)
+    assert np.abs(out[:, 0, 0] - centre).max() <= 1, (out[:, 0, 0], centre)
 
 
 def test_geomedian_of_a_majority_is_that_observation() -> None:
