@@ -30,6 +30,7 @@ from chronozarr.metadata import ArrayInfo, codec_chain, consolidated_entry, dump
 
 __all__ = [
     "ITEMS_FORMAT",
+    "OPTIONAL_FINGERPRINT",
     "PROVENANCE_ITEMS",
     "SKIPPED_LIMIT",
     "Skipped",
@@ -123,19 +124,34 @@ def skipped_entries(skipped: Iterable[Skipped], limit: int = SKIPPED_LIMIT) -> l
     ]
 
 
+#: Fingerprint keys recorded only when they differ from their default (so stores built with the
+#: defaults keep their bytes); a fingerprint or a store without one of them holds the default.
+OPTIONAL_FINGERPRINT: dict[str, Any] = {"composite_parameters": {}, "mask_cleaning": {}}
+
+
 def fingerprint_differences(
     provenance: Mapping[str, Any] | None, fingerprint: Mapping[str, Any]
 ) -> list[tuple[str, Any, Any]]:
     """(key, given, recorded) for every key of ``fingerprint`` that the store's recorded
-    ``provenance.build`` holds with another value; empty when the store recorded none."""
+    ``provenance.build`` holds with another value; empty when the store recorded none. The keys
+    of :data:`OPTIONAL_FINGERPRINT` are compared also when one side lacks them (absent means
+    their default: a store built with a mask dilation refuses a recipe without one)."""
     recorded = provenance.get("build") if isinstance(provenance, Mapping) else None
     if not isinstance(recorded, Mapping):
         return []
-    return [
-        (key, value, recorded[key])
-        for key, value in fingerprint.items()
-        if key in recorded and recorded[key] != value
-    ]
+    out = []
+    keys = list(fingerprint) + [k for k in OPTIONAL_FINGERPRINT if k not in fingerprint]
+    for key in keys:
+        value = fingerprint.get(key, OPTIONAL_FINGERPRINT.get(key))
+        if key in recorded:
+            was = recorded[key]
+        elif key in OPTIONAL_FINGERPRINT:  # recorded only when used: absent is the default
+            was = OPTIONAL_FINGERPRINT[key]
+        else:  # a store from before this key existed: nothing to compare
+            continue
+        if was != value:
+            out.append((key, value, was))
+    return out
 
 
 def record_skipped_items(store: str | os.PathLike[str], skipped: Sequence[Skipped]) -> None:

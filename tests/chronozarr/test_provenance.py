@@ -105,3 +105,19 @@ def test_composite_and_mask_fields_record_only_what_is_used() -> None:
     }
     with pytest.raises(ChronozarrError, match="composite method"):
         provenance.composite_fields("")
+
+
+def test_optional_fingerprint_keys_compare_when_one_side_lacks_them() -> None:
+    """A store built with a dilation refuses a recipe without one, and the other way round;
+    keys a store from before them never recorded are still not compared."""
+    cleaned = {"build": {"composite": "median", "mask_cleaning": {"dilate_pixels": 2}}}
+    plain = {"build": {"composite": "median"}}
+    assert provenance.fingerprint_differences(cleaned, {"composite": "median"}) == [
+        ("mask_cleaning", {}, {"dilate_pixels": 2})
+    ]
+    given = {"composite": "median", "mask_cleaning": {"dilate_pixels": 2}}
+    assert provenance.fingerprint_differences(plain, given) == [
+        ("mask_cleaning", {"dilate_pixels": 2}, {})
+    ]
+    assert provenance.fingerprint_differences(cleaned, given) == []
+    assert provenance.fingerprint_differences(plain, {"composite": "median", "new_key": 1}) == []

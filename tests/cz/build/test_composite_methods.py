@@ -237,3 +237,30 @@ def test_dry_run_states_the_mask_rules_and_the_method(
     doc = json.loads(plan.stdout)
     assert doc["composite"]["method"] == "best" and "rounding" in doc["composite"]
     assert (doc["mask"]["open"], doc["mask"]["dilate"]) == (3, 6)
+
+
+def test_append_refuses_another_mask_cleaning_or_method(folder: Path) -> None:
+    """A store built with dilate 2 refuses an append whose recipe has no dilation (and one with
+    another method), naming the field; the same recipe fits."""
+    from cz.build import AppendRefusedError, append_months
+
+    store = _build(folder, "append-base", mask="  dilate: 2\n")[0]
+
+    def recipe_with(mask: str, composite: str, name: str) -> object:
+        path = recipe(folder, start="2024-01", end="2024-02", name=f"{name}.yaml")
+        text = path.read_text().replace(
+            "  keep: [4, 5, 6, 7, 11]\n", "  keep: [4, 5, 6, 7, 11]\n" + mask
+        )
+        path.write_text(text + composite)
+        return load_recipe(path)
+
+    with pytest.raises(AppendRefusedError, match="mask_cleaning"):
+        append_months(recipe_with("", "", "append-plain"), ["2024-02"], store=str(store))
+    with pytest.raises(AppendRefusedError, match="recipe composite: recipe 'mean'"):
+        append_months(
+            recipe_with("  dilate: 2\n", "composite:\n  method: mean\n", "append-mean"),
+            ["2024-02"],
+            store=str(store),
+        )
+    append_months(recipe_with("  dilate: 2\n", "", "append-same"), ["2024-02"], store=str(store))
+    assert chronozarr.open_store(store).n_time == 2
