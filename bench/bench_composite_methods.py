@@ -83,9 +83,12 @@ def kernel(repeat: int, n_obs: int, block: int) -> tuple[list[tuple[str, float, 
     halo = CompositeRules(open_radius=3, dilate_radius=6).halo
     big = block + 2 * halo
     items = series_block(0, n_obs, 4, 0, big, 0, big) + 1000
-    scl = rng.choice(
-        np.array([4, 5, 8, 9], np.uint8), p=[0.5, 0.3, 0.1, 0.1], size=(n_obs, big, big)
-    )
+    # clouds as blobs (16 px squares, 20 % of a date) and specks (2 %), the rest land (SCL 4, 5)
+    coarse = rng.random((n_obs, big // 16 + 1, big // 16 + 1)) < 0.2
+    cloudy = np.kron(coarse, np.ones((16, 16), dtype=bool))[:, :big, :big]
+    cloudy |= rng.random((n_obs, big, big)) < 0.02
+    land = rng.choice(np.array([4, 5], np.uint8), size=(n_obs, big, big))
+    scl = np.where(cloudy, np.uint8(9), land).astype(np.uint8)
     days = [f"2024-01-{d + 1:02d}" for d in range(n_obs)]
     args = dict(
         corrections=[0] * n_obs,
@@ -96,12 +99,11 @@ def kernel(repeat: int, n_obs: int, block: int) -> tuple[list[tuple[str, float, 
         dtype="uint16",
         nodata=0,
     )
-    inner = (slice(None), slice(None), slice(halo, halo + block), slice(halo, halo + block))
+    inner = np.ascontiguousarray(items[:, :, halo:-halo, halo:-halo])  # the block alone
+    inner_scl = np.ascontiguousarray(scl[:, halo:-halo, halo:-halo])
     clean: dict[str, list[tuple[float, float]]] = {"none": [], "open 3 + dilate 6": []}
     for _ in range(repeat):
-        clean["none"].append(
-            _timed(lambda: composite_block(items[inner], scl[:, halo:-halo, halo:-halo], **args))
-        )
+        clean["none"].append(_timed(lambda: composite_block(inner, inner_scl, **args)))
         rules = CompositeRules(open_radius=3, dilate_radius=6)
         clean["open 3 + dilate 6"].append(
             _timed(lambda r=rules: composite_block(items, scl, rules=r, **args))
@@ -176,7 +178,8 @@ def main() -> None:
         "",
         _table(rows, ("wall time", "CPU time")),
         "",
-        "Mask cleaning, `composite_block` of the same items (median), SCL 80 % kept:",
+        "Mask cleaning, `composite_block` of the same items (median; per date 20 % cloud in "
+        "16 px blobs and 2 % one-pixel specks):",
         "",
         "| cleaning | wall time | vs none | CPU time | vs none |",
         "|---|---:|---:|---:|---:|",

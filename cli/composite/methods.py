@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cz.errors import CzError
+from chronozarr.errors import MissingExtraError
 
 __all__ = [
     "GEOMEDIAN_EPS",
@@ -139,8 +139,29 @@ def minmax_composite(
 def _sorted_with_count(
     obs_values: np.ndarray, obs_valid: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(float64 values sorted along the observations with the invalid ones (NaN) last, count)."""
-    return np.sort(_as_float(obs_values, obs_valid), axis=0), obs_valid.sum(axis=0)
+    """(values sorted along the observations, the invalid ones last; count per pixel).
+
+    Sorted in the work dtype with the invalid entries set to the largest number (the median's
+    sorting network up to 12 observations, numpy's sort above), so only the first ``count``
+    entries of a pixel are meaningful; callers take order statistics below ``count``."""
+    from cz.composite.median import _NETWORK_MAX, _sort_planes
+
+    ranked = obs_values.copy()
+    sentinel = np.inf if ranked.dtype.kind == "f" else np.iinfo(ranked.dtype).max
+    np.copyto(ranked, sentinel, where=~obs_valid[:, None])
+    if ranked.shape[0] <= _NETWORK_MAX:
+        _sort_planes(list(ranked))  # the planes are views: sorted in place
+    else:
+        ranked = np.sort(ranked, axis=0)
+    return ranked, obs_valid.sum(axis=0)
+
+
+def _order_statistic(ranked: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """float64 (nb, h, w): per pixel the ``index`` (h, w)-th smallest valid value."""
+    picked = np.take_along_axis(ranked, index[None, None], axis=0)[0].astype(np.float64)
+    # a pixel without observations picked the sentinel (inf for floats): any finite number does
+    np.copyto(picked, 0.0, where=~np.isfinite(picked))
+    return picked
 
 
 def _lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -173,8 +194,8 @@ def percentile_composite(
     last = (n - 1).astype(np.int64)
     lo = np.clip(below.astype(np.int64), 0, last)
     hi = np.minimum(lo + 1, last)
-    a = np.take_along_axis(ranked, lo[None, None], axis=0)[0]
-    b = np.take_along_axis(ranked, hi[None, None], axis=0)[0]
+    a = _order_statistic(ranked, lo)
+    b = _order_statistic(ranked, hi)
     value = _lerp(a, b, np.broadcast_to(gamma, a.shape))
     return to_store(value, has, dtype, fill, bounds)
 
@@ -221,11 +242,7 @@ def medoid_composite(
     every band) to the per-band median of the valid observations; the earliest on a tie."""
     ranked, count = _sorted_with_count(obs_values, obs_valid)
     c = np.maximum(count, 1)
-    lo = ((c - 1) // 2)[None, None]
-    hi = (c // 2)[None, None]
-    median = (
-        np.take_along_axis(ranked, lo, axis=0)[0] + np.take_along_axis(ranked, hi, axis=0)[0]
-    ) / 2.0
+    median = (_order_statistic(ranked, (c - 1) // 2) + _order_statistic(ranked, c // 2)) / 2.0
     diff = obs_values.astype(np.float64) - median[None]
     distance = (diff * diff).sum(axis=1)  # (n, h, w); exact for 16-bit numbers
     choice = _first_best(-distance, obs_valid)
@@ -267,15 +284,12 @@ def best_composite(
 
 
 def require_geomad() -> None:
-    """Raise :class:`CzError` unless the optional ``geomad`` package imports (before a build
-    starts, so a missing dependency is not found block by block)."""
+    """Raise :class:`chronozarr.MissingExtraError` unless the optional ``geomad`` package
+    imports (before a build starts, so a missing dependency is not found block by block)."""
     try:
         import geomad  # noqa: F401
-    except ImportError:  # the optional dependency is missing: say how to get it
-        raise CzError(
-            "composite.method geomedian needs the geomad package (Geoscience Australia's "
-            "geometric median): pip install 'chronozarr[geomedian]'"
-        ) from None
+    except ImportError:  # the optional dependency is missing: say which extra installs it
+        raise MissingExtraError("composite method geomedian", "geomedian", "geomad") from None
 
 
 def geomedian_composite(

@@ -262,3 +262,14 @@ def test_geomedian_of_a_majority_is_that_observation() -> None:
     valid = np.ones((3, 1, 1), dtype=bool)
     out, _ = _run(values, valid, "uint16", 0, method="geomedian")
     assert out[:, 0, 0].tolist() == a
+
+
+def test_geomedian_without_geomad_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from chronozarr.errors import MissingExtraError
+    from cz.composite.methods import require_geomad
+
+    monkeypatch.setitem(sys.modules, "geomad", None)  # import geomad now raises ImportError
+    with pytest.raises(MissingExtraError, match=r"pip install 'chronozarr\[geomedian\]'"):
+        require_geomad()
