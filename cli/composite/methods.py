@@ -243,8 +243,10 @@ def medoid_composite(
     ranked, count = _sorted_with_count(obs_values, obs_valid)
     c = np.maximum(count, 1)
     median = (_order_statistic(ranked, (c - 1) // 2) + _order_statistic(ranked, c // 2)) / 2.0
-    diff = obs_values.astype(np.float64) - median[None]
-    distance = (diff * diff).sum(axis=1)  # (n, h, w); exact for 16-bit numbers
+    distance = np.empty((obs_values.shape[0], *median.shape[1:]), dtype=np.float64)
+    for g in range(obs_values.shape[0]):  # one observation at a time: no (n, nb, h, w) float64
+        diff = obs_values[g] - median
+        distance[g] = (diff * diff).sum(axis=0)  # exact for 16-bit numbers
     choice = _first_best(-distance, obs_valid)
     return _finish_pick(obs_values, choice, dtype, fill)
 
