@@ -24,6 +24,9 @@ Two families, and their rounding rule in the store dtype:
   float32 on stored numbers x 1e-4 to a tolerance of 0.1 stored number (odc-algo's settings for
   integer data); rounded half to even and clipped like ``mean``. An approximation: with two
   observations every point between them is a geometric median, and geomad returns one of them.
+  Each pixel starts from the mean of its observations (one pixel per geomad row), so a result
+  never depends on the pixel's neighbours; where geomad returns NaN (observations within
+  float32's smallest numbers of each other) the pixel takes the medoid.
 """
 
 from __future__ import annotations
@@ -306,10 +309,21 @@ def geomedian_composite(
     from geomad import nangeomedian_pcm
 
     has = np.asarray(obs_valid.any(axis=0))
+    n, nb, h, w = obs_values.shape
     stack = (_as_float(obs_values, obs_valid) * GEOMEDIAN_SCALE).astype(np.float32)
-    stack = np.ascontiguousarray(stack.transpose(2, 3, 1, 0))  # (h, w, nb, n): geomad's order
+    # geomad's (rows, cols, bands, obs) order, one pixel per row: geomad starts a pixel from the
+    # mean of its observations only at the start of a row, and from the origin after a pixel
+    # that converged, so with whole rows a pixel's result would depend on its left neighbour
+    # (and on where a block starts). One pixel per row makes it a function of its own pixel.
+    stack = np.ascontiguousarray(stack.transpose(2, 3, 1, 0).reshape(h * w, 1, nb, n))
     gm = nangeomedian_pcm(
         stack, maxiters=GEOMEDIAN_MAXITERS, eps=np.float32(GEOMEDIAN_EPS), num_threads=1
     )
-    values = np.asarray(gm, dtype=np.float64).transpose(2, 0, 1) / GEOMEDIAN_SCALE
+    values = np.asarray(gm, dtype=np.float64).reshape(h, w, nb).transpose(2, 0, 1)
+    values /= GEOMEDIAN_SCALE
+    lost = has & ~np.isfinite(values).all(axis=0)
+    if lost.any():  # geomad gave NaN (observations so close that 1/distance overflows): the
+        # observations coincide for every purpose, so the medoid (one of them) is the answer
+        medoid = medoid_composite(obs_values, obs_valid, "float64", 0.0)
+        values[:, lost] = medoid[:, lost]
     return to_store(values, has, dtype, fill, bounds)
