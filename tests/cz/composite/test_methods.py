@@ -83,7 +83,7 @@ def _quiet(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(observations())
 def test_mean_is_numpy_nanmean_rounded_half_to_even(case: tuple) -> None:
     values, valid, dt, nodata = case
@@ -95,7 +95,7 @@ def test_mean_is_numpy_nanmean_rounded_half_to_even(case: tuple) -> None:
     np.testing.assert_array_equal(out, _to_store(ref, count, dt, nodata))
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(observations(), st.sampled_from(["min", "max"]))
 def test_min_and_max_are_numpy_nanmin_nanmax(case: tuple, method: str) -> None:
     values, valid, dt, nodata = case
@@ -107,7 +107,7 @@ def test_min_and_max_are_numpy_nanmin_nanmax(case: tuple, method: str) -> None:
     np.testing.assert_array_equal(out, _to_store(ref, count, dt, nodata))
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(
     observations(), st.one_of(st.sampled_from([0.0, 25.0, 50.0, 90.0, 100.0]), st.floats(0, 100))
 )
@@ -120,7 +120,7 @@ def test_percentile_is_numpy_nanpercentile(case: tuple, q: float) -> None:
     np.testing.assert_array_equal(out, _to_store(ref, count, dt, nodata))
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(observations(dtype="uint16"))
 def test_percentile_50_is_the_median(case: tuple) -> None:
     values, valid, dt, nodata = case
@@ -155,7 +155,7 @@ def _pick(values, choice, dt, nodata) -> np.ndarray:
     return out
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(observations())
 def test_medoid_is_the_observation_nearest_the_per_band_median(case: tuple) -> None:
     values, valid, dt, nodata = case
@@ -176,7 +176,7 @@ BANDS = (
 )
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(observations(dtype="uint16"))
 def test_best_is_the_observation_with_the_highest_index(case: tuple) -> None:
     values, valid, dt, nodata = case
@@ -219,7 +219,7 @@ def _weiszfeld(obs: np.ndarray, iterations: int = 3000) -> np.ndarray:
     return point
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(observations(dtype="float32"))
 def test_geomedian_minimises_the_sum_of_distances(case: tuple) -> None:
     """The sum of Euclidean distances at the geomedian is no more than at an independent
