@@ -54,7 +54,8 @@ READING = (
     "mosaicked into one), so in the build the geomedian converges in a few iterations and the "
     "composite phase is mostly reading the COGs (odc-stac): a method's cost shows less there "
     "than in the kernel, whose 12 observations are the harder case. min and max do the same "
-    "work, so the gap between them in the build is the noise of the shared machine."
+    "work, so the gap between them in the build is the noise of the shared machine; the "
+    "kernel's CPU column is the figure to trust."
 )
 
 
