@@ -32,17 +32,20 @@ from chronozarr.metadata import ArrayInfo, codec_chain, consolidated_entry, dump
 __all__ = [
     "FINGERPRINT_VERSION",
     "ITEMS_FORMAT",
+    "OPTIONAL_FINGERPRINT",
     "PROVENANCE_ITEMS",
     "SKIPPED_LIMIT",
     "FingerprintCheck",
     "Skipped",
     "compare_fingerprint",
+    "composite_fields",
     "fingerprint_differences",
     "fingerprint_entry",
     "flatten_fingerprint",
     "items_array_objects",
     "items_document",
     "items_reference",
+    "mask_fields",
     "read_provenance_items",
     "record_skipped_items",
     "skipped_entries",
@@ -85,6 +88,40 @@ def items_reference() -> dict[str, str]:
     return {"array": PROVENANCE_ITEMS, "format": ITEMS_FORMAT}
 
 
+def composite_fields(method: str, parameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The composite entries of the provenance block: ``composite`` (``"monthly <method>"``, the
+    spec 3.8 example's form) and, when the method has parameters (a percentile's ``q``, the
+    index of ``best``, the geometric median's library and tolerance), ``composite_parameters``.
+
+    The median has none, so its block is what it was before other methods existed."""
+    if not method or not isinstance(method, str):
+        raise ChronozarrError(
+            f"provenance: composite method must be a non-empty string, not {method!r}"
+        )
+    out: dict[str, Any] = {"composite": f"monthly {method}"}
+    if parameters:
+        out["composite_parameters"] = dict(parameters)
+    return out
+
+
+def mask_fields(
+    *, open_radius: int = 0, dilate_radius: int = 0, cloud_probability_max: float | None = None
+) -> dict[str, Any]:
+    """``mask_cleaning`` of the provenance block: the observation-mask rules beyond the class
+    keep-set (opening and dilation radii in pixels, the cloud-probability ceiling in percent),
+    only those in use; empty when none is (the block stays as it was)."""
+    rules: dict[str, Any] = {}
+    if open_radius:
+        rules["open_pixels"] = int(open_radius)
+    if dilate_radius:
+        rules["dilate_pixels"] = int(dilate_radius)
+    if cloud_probability_max is not None:
+        rules["cloud_probability_max"] = cloud_probability_max
+    if rules and (open_radius or dilate_radius):
+        rules["order"] = "opening, then dilation, of the rejected set; Euclidean disk"
+    return {"mask_cleaning": rules} if rules else {}
+
+
 def skipped_entries(skipped: Iterable[Skipped], limit: int = SKIPPED_LIMIT) -> list[dict[str, str]]:
     """One entry per skipped (item, asset), first occurrence kept, at most ``limit``."""
     seen: dict[tuple[str, str], Skipped] = {}
@@ -96,22 +133,37 @@ def skipped_entries(skipped: Iterable[Skipped], limit: int = SKIPPED_LIMIT) -> l
     ]
 
 
+#: Fingerprint keys recorded only when they differ from their default (so stores built with the
+#: defaults keep their bytes); a fingerprint or a store without one of them holds the default.
+OPTIONAL_FINGERPRINT: dict[str, Any] = {"composite_parameters": {}, "mask_cleaning": {}}
+
+
 def fingerprint_differences(
     provenance: Mapping[str, Any] | None, fingerprint: Mapping[str, Any]
 ) -> list[tuple[str, Any, Any]]:
     """(key, given, recorded) for every key of ``fingerprint`` that the store's legacy
-    ``provenance.build`` holds with another value; empty when the store recorded none.
+    ``provenance.build`` holds with another value; empty when the store recorded none. The keys
+    of :data:`OPTIONAL_FINGERPRINT` are compared also when one side lacks them (absent means
+    their default: a store built with a mask dilation refuses a recipe without one).
 
     Stores written before :data:`FINGERPRINT_VERSION` 1 recorded only this short fingerprint;
     :func:`compare_fingerprint` falls back on it."""
     recorded = provenance.get("build") if isinstance(provenance, Mapping) else None
     if not isinstance(recorded, Mapping):
         return []
-    return [
-        (key, value, recorded[key])
-        for key, value in fingerprint.items()
-        if key in recorded and recorded[key] != value
-    ]
+    out = []
+    keys = list(fingerprint) + [k for k in OPTIONAL_FINGERPRINT if k not in fingerprint]
+    for key in keys:
+        value = fingerprint.get(key, OPTIONAL_FINGERPRINT.get(key))
+        if key in recorded:
+            was = recorded[key]
+        elif key in OPTIONAL_FINGERPRINT:  # recorded only when used: absent is the default
+            was = OPTIONAL_FINGERPRINT[key]
+        else:  # a store from before this key existed: nothing to compare
+            continue
+        if was != value:
+            out.append((key, value, was))
+    return out
 
 
 # --- the recipe fingerprint (what a month means; spec 3.8, 14) --------------------------------

@@ -150,15 +150,28 @@ def _print_plan_header(plan: Plan) -> None:
         )
     if plan.mask is not None:
         keep = ", ".join(str(k) for k in plan.mask["keep"])
+        extra = ""
+        if plan.mask.get("open"):
+            extra += f"; opening {plan.mask['open']} px"
+        if plan.mask.get("dilate"):
+            extra += f"; dilation {plan.mask['dilate']} px"
+        if plan.mask.get("cloud_probability_max") is not None:
+            assets = escape("|".join(plan.mask["cloud_probability_asset"]))
+            extra += (
+                f"; cloud probability ({assets}) at most {plan.mask['cloud_probability_max']:g} %"
+            )
         out.print(
-            f"  mask      {escape('|'.join(plan.mask['asset']))}, classes kept {keep}",
+            f"  mask      {escape('|'.join(plan.mask['asset']))}, classes kept {keep}{extra}",
             highlight=False,
         )
     gap = plan.gap_fill
     gap_text = gap["method"] + (f", max age {gap['max_age']} months" if gap.get("max_age") else "")
-    out.print(
-        f"  composite monthly {plan.composite['method']}; gap-fill {gap_text}", highlight=False
-    )
+    method = plan.composite["method"]
+    if "q" in plan.composite:
+        method += f" (q {plan.composite['q']:g})"
+    if "index" in plan.composite:
+        method += f" (index {escape(plan.composite['index'])})"
+    out.print(f"  composite monthly {method}; gap-fill {gap_text}", highlight=False)
 
 
 def _print_levels(plan: Plan) -> None:

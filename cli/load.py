@@ -169,6 +169,8 @@ class LoadSpec:
     retry_delay: float = 0.5
     skip_failed: bool = False
     gdal: dict[str, str] = field(default_factory=gdal_options)
+    #: read each item's cloud-probability asset (``ItemRef.assets["cloud"]``) too
+    cloud: bool = False
 
 
 @dataclass
@@ -178,7 +180,8 @@ class LoadedBlock:
     ``values`` (n, nb, h, w) as odc-stac returns them (the assets' dtype, or float32 with NaN
     where the item says nothing about its data type); ``scl`` (n, h, w) or ``None`` without a
     mask; ``src_nodata[i][b]`` the nodata of band b of item i (``None``: the item declares none,
-    NaN marks its missing pixels); ``items`` the items read.
+    NaN marks its missing pixels); ``items`` the items read; ``cloud`` (n, h, w) float32 the
+    cloud probability (NaN where its file says nodata) when ``LoadSpec.cloud``, else ``None``.
     """
 
     values: np.ndarray
@@ -186,6 +189,7 @@ class LoadedBlock:
     src_nodata: list[list[float | None]]
     items: list[ItemRef]
     skipped: list[SkippedAsset]
+    cloud: np.ndarray | None = None
 
 
 def block_geobox(crs: str, transform: Sequence[float], window: tuple[int, int, int, int]) -> Any:
@@ -243,7 +247,8 @@ def _pystac_item(ref: ItemRef, keys: Sequence[str]) -> Any:
 def _passes(spec: LoadSpec, ref: ItemRef) -> list[dict[str, tuple[str, list[int]]]]:
     """Load passes for one item: in each pass an asset key is read once, with one resampling.
 
-    Returns a list of ``{asset_key: (resampling, [band indices])}``; band index -1 is the mask.
+    Returns a list of ``{asset_key: (resampling, [band indices])}``; band index -1 is the mask,
+    -2 the cloud probability.
     Two bands reading the same asset with different resampling go to different passes.
     """
     wanted: list[tuple[int, str, str]] = [
@@ -251,6 +256,8 @@ def _passes(spec: LoadSpec, ref: ItemRef) -> list[dict[str, tuple[str, list[int]
     ]
     if spec.mask_keep is not None:
         wanted.append((-1, ref.assets["mask"], "nearest"))
+    if spec.cloud:
+        wanted.append((-2, ref.assets["cloud"], "nearest"))
     passes: list[dict[str, tuple[str, list[int]]]] = []
     for index, key, resampling in wanted:
         for p in passes:
@@ -280,14 +287,16 @@ def _odc_load(refs: Sequence[ItemRef], keys: Sequence[str], geobox: Any, resampl
 
 def _load_group(
     refs: Sequence[ItemRef], spec: LoadSpec, geobox: Any
-) -> tuple[np.ndarray, np.ndarray | None, list[float | None]]:
-    """Read items that share their asset keys: (values, scl, src_nodata). Raises read errors."""
+) -> tuple[np.ndarray, np.ndarray | None, list[float | None], np.ndarray | None]:
+    """Read items that share their asset keys: (values, scl, src_nodata, cloud). Raises read
+    errors."""
     import rasterio
 
     n, nb = len(refs), len(spec.bands)
     h, w = geobox.shape
     values: np.ndarray | None = None
     scl: np.ndarray | None = None
+    cloud: np.ndarray | None = None
     nodata: list[float | None] = [None] * nb
     with rasterio.Env(**spec.gdal):
         for load_pass in _passes(spec, refs[0]):
@@ -306,6 +315,11 @@ def _load_group(
                     raise RuntimeError(f"odc-stac returned {data.shape} for {key}, not {(n, h, w)}")
                 src_nd = arr.attrs.get("nodata")
                 for index in load_pass[key][1]:
+                    if index == -2:  # cloud probability: NaN where the file says nodata
+                        cloud = data.astype(np.float32)
+                        if src_nd is not None and not np.isnan(float(src_nd)):
+                            cloud[data == src_nd] = np.nan
+                        continue
                     if index < 0:
                         scl = data.astype(np.uint8, copy=False) if data.dtype.kind != "f" else None
                         if scl is None:  # SCL without a declared type: NaN is "no data"
@@ -318,7 +332,7 @@ def _load_group(
                     values[:, index] = data
                     nodata[index] = None if src_nd is None else float(src_nd)
     assert values is not None
-    return values, scl, nodata
+    return values, scl, nodata, cloud
 
 
 def _find_failure(
@@ -333,6 +347,8 @@ def _find_failure(
     keys = [ref.assets[b.name] for b in spec.bands]
     if spec.mask_keep is not None:
         keys.append(ref.assets["mask"])
+    if spec.cloud:
+        keys.append(ref.assets["cloud"])
     keys = list(dict.fromkeys(keys))
     with rasterio.Env(**spec.gdal):
         for key in keys:
@@ -388,30 +404,42 @@ def load_block(
     groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
     for i, ref in enumerate(items):
         groups.setdefault(tuple(sorted(ref.assets.items())), []).append(i)
-    read: dict[int, tuple[np.ndarray, np.ndarray | None, list[float | None]]] = {}
+    read: dict[
+        int, tuple[np.ndarray, np.ndarray | None, list[float | None], np.ndarray | None]
+    ] = {}
     skipped: list[SkippedAsset] = []
     for members in groups.values():
         try:
-            vals, scl, nd = _load_group([items[i] for i in members], spec, geobox)
+            vals, scl, nd, cld = _load_group([items[i] for i in members], spec, geobox)
         except _read_errors():  # the group failed: find the culprit item by item
             vals = None
         if vals is not None:
             for k, i in enumerate(members):
-                read[i] = (vals[k], None if scl is None else scl[k], nd)
+                read[i] = (
+                    vals[k],
+                    None if scl is None else scl[k],
+                    nd,
+                    None if cld is None else cld[k],
+                )
             continue
         for i in members:  # find the culprit: the items one by one
             ref = items[i]
             try:
-                v, s, nd = _load_group([ref], spec, geobox)
+                v, s, nd, c = _load_group([ref], spec, geobox)
             except _read_errors() as exc:  # this asset is the one that fails
                 fresh = _signed_again(ref, exc)
                 if fresh is not None:  # HTTP 403 on signed hrefs: a fresh token, once
                     try:
-                        v, s, nd = _load_group([fresh], spec, geobox)
+                        v, s, nd, c = _load_group([fresh], spec, geobox)
                     except _read_errors() as again:  # still refused: report this error
                         ref, exc = fresh, again
                     else:
-                        read[i] = (v[0], None if s is None else s[0], nd)
+                        read[i] = (
+                            v[0],
+                            None if s is None else s[0],
+                            nd,
+                            None if c is None else c[0],
+                        )
                         continue
                 key, href, reason = _find_failure(ref, spec, geobox, exc)
                 if not spec.skip_failed:
@@ -419,19 +447,21 @@ def load_block(
                 skipped.append(SkippedAsset(items[i].id, key, href, reason, month))
                 log.warning("skipping item %s: asset %s: %s", items[i].id, key, reason)
                 continue
-            read[i] = (v[0], None if s is None else s[0], nd)
+            read[i] = (v[0], None if s is None else s[0], nd, None if c is None else c[0])
     if vals is not None and len(groups) == 1 and len(read) == len(items) and not skipped:
         # the common case, one group read at once: no re-stacking
-        return LoadedBlock(vals, scl, [nd] * len(items), list(items), skipped)
+        return LoadedBlock(vals, scl, [nd] * len(items), list(items), skipped, cld)
     order = sorted(read)
     if not order:
         empty = np.zeros((0, nb, h, w), dtype=np.uint16)
         scl_empty = None if spec.mask_keep is None else np.zeros((0, h, w), dtype=np.uint8)
-        return LoadedBlock(empty, scl_empty, [], [], skipped)
+        cloud_empty = np.zeros((0, h, w), dtype=np.float32) if spec.cloud else None
+        return LoadedBlock(empty, scl_empty, [], [], skipped, cloud_empty)
     dtype = np.result_type(*[read[i][0].dtype for i in order])
     values = np.stack([read[i][0].astype(dtype, copy=False) for i in order])
     scl_all = None
     if spec.mask_keep is not None:
         scl_all = np.stack([read[i][1] for i in order])  # type: ignore[misc]
     nodata = [read[i][2] for i in order]
-    return LoadedBlock(values, scl_all, nodata, [items[i] for i in order], skipped)
+    cloud_all = np.stack([read[i][3] for i in order]) if spec.cloud else None  # type: ignore[misc]
+    return LoadedBlock(values, scl_all, nodata, [items[i] for i in order], skipped, cloud_all)

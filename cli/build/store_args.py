@@ -33,10 +33,40 @@ def codec_options(recipe: Recipe) -> dict[str, Any]:
     return recipe.store.codec.writer_options()
 
 
+def composite_parameters(recipe: Recipe) -> dict[str, Any]:
+    """The composite method's parameters as recorded (``geomedian``: the library and its
+    iteration limit and tolerance, which decide the numbers)."""
+    params = recipe.composite.parameters()
+    if recipe.composite.method == "geomedian":
+        from cz.composite.methods import GEOMEDIAN_EPS, GEOMEDIAN_MAXITERS, GEOMEDIAN_SCALE
+
+        params.update(
+            library="geomad",
+            scale=GEOMEDIAN_SCALE,
+            eps=GEOMEDIAN_EPS,
+            maxiters=GEOMEDIAN_MAXITERS,
+        )
+    return params
+
+
+def mask_rules(recipe: Recipe) -> dict[str, Any]:
+    """The provenance's ``mask_cleaning`` entry (empty without opening, dilation, probability)."""
+    mask = recipe.mask
+    if mask is None:
+        return {}
+    return provenance.mask_fields(
+        open_radius=mask.open,
+        dilate_radius=mask.dilate,
+        cloud_probability_max=mask.cloud_probability_max,
+    )
+
+
 def legacy_fingerprint(recipe: Recipe) -> dict[str, Any]:
     """The short fingerprint stores built before issue 17 recorded under ``provenance.build``
-    (compared with those stores only; new stores record :func:`recipe_fingerprint`)."""
-    return {
+    (compared with those stores only; new stores record :func:`recipe_fingerprint`), with the
+    keys of ``OPTIONAL_FINGERPRINT`` when used: such a store was built without them, so it
+    refuses a recipe that cleans the mask or gives the method parameters."""
+    out = {
         "collection": recipe.catalog.collection,
         "composite": recipe.composite.method,
         "gap_fill": recipe.gap_fill.method,
@@ -46,6 +76,11 @@ def legacy_fingerprint(recipe: Recipe) -> dict[str, Any]:
         "harmonized": [b.name for b in recipe.bands if b.harmonize],
         "resampling": {b.name: b.resampling for b in recipe.bands},
     }
+    params = composite_parameters(recipe)
+    if params:
+        out["composite_parameters"] = params
+    out.update(mask_rules(recipe))
+    return out
 
 
 def _dump(section: BaseModel) -> dict[str, Any]:
@@ -72,11 +107,14 @@ def fingerprint_sections(recipe: Recipe) -> dict[str, Any]:
     grid = _dump(recipe.grid)
     if grid.get("crs") == "utm":  # the zone it resolves to: `utm` and its EPSG code are one grid
         grid["crs"] = grid_for(recipe).crs
+    composite = _dump(recipe.composite)
+    for key, value in composite_parameters(recipe).items():  # geomedian: library, eps, ...
+        composite.setdefault(key, value)
     return {
         "catalog": {"collection": recipe.catalog.collection},
         "filters": filters,
         "mask": None if recipe.mask is None else _dump(recipe.mask),
-        "composite": _dump(recipe.composite),
+        "composite": composite,
         "gap_fill": _dump(recipe.gap_fill),
         "harmonization": {"store_dn_offset": recipe.store_dn_offset if harmonised else 0},
         "bands": bands,
@@ -131,7 +169,8 @@ def provenance_block(recipe: Recipe, skipped: Sequence[SkippedAsset]) -> dict[st
     catalog = recipe.catalog.url or f"local file {Path(str(recipe.catalog.path)).name}"
     out: dict[str, Any] = {
         "sources": [recipe.catalog.collection],
-        "composite": f"monthly {recipe.composite.method}",
+        **provenance.composite_fields(recipe.composite.method, composite_parameters(recipe)),
+        **mask_rules(recipe),
         "gap_fill": gap.method,
         "notes": notes,
     }

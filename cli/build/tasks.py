@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from cz.build.options import BuildOptions
-from cz.composite import composite_block
+from cz.composite import BandTerms, CompositeRules, composite_block, grow_window
+from cz.composite.methods import require_geomad
 from cz.load import BandLoad, ItemRef, LoadSpec, SkippedAsset, gdal_options, load_block
 from cz.plan import Plan
 from cz.recipe import Recipe
@@ -26,6 +27,7 @@ class CompositeContext:
     nodata: float | None
     keep: tuple[int, ...] | None
     harmonized: tuple[bool, ...]
+    rules: CompositeRules = field(default_factory=CompositeRules)
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,12 @@ def spill_codec() -> Any:
 
 
 def compute_block(task: BlockTask, ctx: CompositeContext) -> BlockResult:
-    """Read, correct, mosaic and composite one (month, block); runs on any worker."""
-    loaded = load_block(task.items, ctx.load, task.window, month=task.month)
+    """Read, correct, mosaic and composite one (month, block); runs on any worker.
+
+    The block is read with the mask cleaning's halo around it (``ctx.rules.halo`` pixels), so the
+    cleaning is the same across block edges; the composite is the block alone."""
+    window = grow_window(task.window, ctx.rules.halo)
+    loaded = load_block(task.items, ctx.load, window, month=task.month)
     values, coverage = composite_block(
         loaded.values,
         loaded.scl,
@@ -73,6 +79,8 @@ def compute_block(task: BlockTask, ctx: CompositeContext) -> BlockResult:
         harmonized=ctx.harmonized,
         dtype=ctx.dtype,
         nodata=ctx.nodata,
+        cloud=loaded.cloud,
+        rules=ctx.rules,
     )
     codec = spill_codec()
     return BlockResult(
@@ -98,6 +106,7 @@ def composite_context(recipe: Recipe, plan: Plan, options: BuildOptions) -> Comp
         retry_delay=options.retry_delay,
         skip_failed=options.skip_failed,
         gdal=gdal_options(options.gdal),
+        cloud=recipe.mask is not None and recipe.mask.cloud_probability_max is not None,
     )
     return CompositeContext(
         load=spec,
@@ -105,4 +114,24 @@ def composite_context(recipe: Recipe, plan: Plan, options: BuildOptions) -> Comp
         nodata=recipe.store.effective_nodata,
         keep=spec.mask_keep,
         harmonized=tuple(b.harmonize for b in recipe.bands),
+        rules=composite_rules(recipe),
+    )
+
+
+def composite_rules(recipe: Recipe) -> CompositeRules:
+    """The recipe's mask cleaning and composite method for :func:`cz.composite.composite_block`."""
+    mask = recipe.mask
+    comp = recipe.composite
+    if comp.method == "geomedian":
+        require_geomad()
+    return CompositeRules(
+        method=comp.method,
+        q=comp.q,
+        index=comp.index,
+        bands=tuple(
+            BandTerms(b.name, b.common_name, b.scale, b.physical_offset) for b in recipe.bands
+        ),
+        open_radius=0 if mask is None else mask.open,
+        dilate_radius=0 if mask is None else mask.dilate,
+        cloud_max=None if mask is None else mask.cloud_probability_max,
     )

@@ -32,6 +32,10 @@ __all__ = [
 ]
 
 
+#: Needs that are not bands (cz.plan.rules.asset_needs), as messages name them.
+_WHAT = {"mask": "the mask", "cloud": "the cloud probability"}
+
+
 @dataclass(frozen=True)
 class Resolved:
     """The asset key found for a list of aliases, and how (``key``, ``name``, ``common_name``)."""
@@ -143,7 +147,7 @@ class AssetCensus:
 
     def describe_absent(self, need: str, aliases: Sequence[str]) -> str:
         """The message of a need no candidate item has: the aliases tried, the keys there are."""
-        what = "the mask" if need == "mask" else f"band {need!r}"
+        what = _WHAT.get(need, f"band {need!r}")
         keys = sorted(self.keys)
         shown = ", ".join(keys[:40]) + (f", ... ({len(keys)} keys)" if len(keys) > 40 else "")
         text = (
@@ -160,7 +164,7 @@ class AssetCensus:
         """Plan warnings: needs some items lack (a drop each) and needs found by band metadata."""
         lines: list[str] = []
         for need, aliases in names.items():
-            what = "the mask" if need == "mask" else f"band {need}"
+            what = _WHAT.get(need, f"band {need}")
             missing = self.missing.get(need, [])
             if missing and not self.absent(need):
                 lines.append(

@@ -236,14 +236,12 @@ def _recipe_sections(recipe: Recipe, n_months: int, store_path: str | None) -> d
                 "asset": list(recipe.mask.asset),
                 "keep": list(recipe.mask.keep),
                 "resampling": "nearest",
+                **_mask_extras(recipe),
             }
             if recipe.mask is not None
             else None
         ),
-        "composite": {
-            "method": recipe.composite.method,
-            "even_count": "mean of the two middle values, rounded half to even (integer dtypes)",
-        },
+        "composite": _composite_entry(recipe),
         "gap_fill": recipe.gap_fill.model_dump(mode="json"),
         "store": {
             "path": store_path,
@@ -276,6 +274,36 @@ def _recipe_sections(recipe: Recipe, n_months: int, store_path: str | None) -> d
             ),
         },
     }
+
+
+def _mask_extras(recipe: Recipe) -> dict[str, Any]:
+    """The plan's mask entries beyond the keep-set, only those in use (cz.composite.masks)."""
+    mask = recipe.mask
+    out: dict[str, Any] = {}
+    if mask is None:
+        return out
+    if mask.open:
+        out["open"] = mask.open
+    if mask.dilate:
+        out["dilate"] = mask.dilate
+    if mask.cloud_probability_max is not None:
+        out["cloud_probability_max"] = mask.cloud_probability_max
+        out["cloud_probability_asset"] = list(mask.cloud_probability_asset)
+    return out
+
+
+def _composite_entry(recipe: Recipe) -> dict[str, Any]:
+    """The plan's composite: the method, its parameters and its rounding rule."""
+    from cz.composite import ROUNDING
+
+    method = recipe.composite.method
+    if method == "median":
+        rule = {
+            "even_count": "mean of the two middle values, rounded half to even (integer dtypes)"
+        }
+    else:
+        rule = {"rounding": ROUNDING[method]}
+    return {"method": method, **recipe.composite.parameters(), **rule}
 
 
 def _coords(geojson: dict[str, Any]) -> list[tuple[float, float]]:

@@ -58,14 +58,22 @@ def solar_day(item: dict[str, Any], moment: datetime, footprint: Any | None) -> 
 
 def asset_needs(recipe: Recipe) -> dict[str, tuple[tuple[str | int, ...], list[str]]]:
     """The assets every item must have: ``{need: (recipe field, aliases)}``, a need being a
-    band name or ``mask``. One place, so an asset a new recipe rule reads (a cloud probability,
-    say) is resolved, dropped and refused like the others once it is listed here."""
+    band name, ``mask`` or ``cloud`` (the cloud probability of ``mask.cloud_probability_max``).
+    One place, so an asset a new recipe rule reads is resolved, dropped and refused like the
+    others once it is listed here."""
     needs: dict[str, tuple[tuple[str | int, ...], list[str]]] = {
         b.name: (("bands", i, "asset"), list(b.asset)) for i, b in enumerate(recipe.bands)
     }
     if recipe.mask is not None:
         needs["mask"] = (("mask", "asset"), list(recipe.mask.asset))
+        if recipe.mask.cloud_probability_max is not None:
+            aliases = list(recipe.mask.cloud_probability_asset)
+            needs["cloud"] = (("mask", "cloud_probability_asset"), aliases)
     return needs
+
+
+#: How a drop names a need that is not a band (the names ``mask`` and ``cloud`` are reserved).
+NEED_LABELS = {"mask": "no mask asset", "cloud": "no cloud probability asset"}
 
 
 class Candidate:
@@ -134,7 +142,7 @@ class Checks:
         for need, resolved in found.items():
             if resolved is None:
                 tried = ", ".join(self.needs[need])
-                what = "no mask asset" if need == "mask" else f"no asset for band {need}"
+                what = NEED_LABELS.get(need, f"no asset for band {need}")
                 return moment, "asset", f"{what} (tried {tried})", None
             cand.assets[need] = resolved.key
         return cand

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -15,6 +16,7 @@ from pydantic import (
     PrivateAttr,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from chronozarr.location import is_url
@@ -25,6 +27,13 @@ from cz.recipe.positions import Marks, field_path, locate
 
 #: SCL classes kept by default: vegetation, not vegetated, water, unclassified, snow/ice.
 DEFAULT_SCL_KEEP: tuple[int, ...] = (4, 5, 6, 7, 11)
+
+#: Cloud-probability assets (0..100 %) of the collections we know: Earth Search's
+#: sentinel-2-c1-l2a ``cloud``, the L2A product's ``MSK_CLDPRB`` (20 m) as some catalogs name it.
+CLOUD_PROBABILITY_ASSETS: tuple[str, ...] = ("cloud", "MSK_CLDPRB_20m", "MSK_CLDPRB")
+
+#: The largest opening or dilation radius, in pixels (each is read as a halo around every block).
+MAX_MASK_RADIUS = 64
 
 #: Resampling methods understood by odc-stac / rasterio.
 RESAMPLING = (
@@ -288,7 +297,9 @@ class FiltersSpec(SectionModel):
 
 
 class MaskSpec(SectionModel):
-    """The scene classification asset and the classes kept (Sentinel-2 SCL by default)."""
+    """Which observations count: the scene classification classes kept (Sentinel-2 SCL by
+    default), an optional cloud-probability ceiling, and the cleaning of the rejected set
+    (opening, then dilation; pixels of the store's grid). Reference: docs/recipes.md, "mask"."""
 
     asset: Annotated[list[str], BeforeValidator(as_list_of_str)] = Field(
         default_factory=lambda: ["scl", "SCL"], min_length=1
@@ -296,6 +307,27 @@ class MaskSpec(SectionModel):
     keep: list[Annotated[int, Field(ge=0, le=255)]] = Field(
         default_factory=lambda: list(DEFAULT_SCL_KEEP), min_length=1, max_length=256
     )
+    open: int = Field(
+        default=0, ge=0, le=MAX_MASK_RADIUS, description="opening radius of the rejected set"
+    )
+    dilate: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_MASK_RADIUS,
+        validation_alias=AliasChoices("dilate", "buffer"),
+        description="dilation (buffer) radius of the rejected set, after the opening",
+    )
+    cloud_probability_max: float | None = Field(default=None, ge=0, le=100)
+    cloud_probability_asset: Annotated[list[str], BeforeValidator(as_list_of_str)] = Field(
+        default_factory=lambda: list(CLOUD_PROBABILITY_ASSETS), min_length=1
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_buffer_name(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "dilate" in data and "buffer" in data:
+            raise ValueError("give mask.dilate or mask.buffer (the same setting), not both")
+        return data
 
     @field_validator("keep")
     @classmethod
@@ -304,11 +336,63 @@ class MaskSpec(SectionModel):
             raise ValueError(f"a class is listed twice: {value}")
         return sorted(value)
 
+    @field_validator("cloud_probability_asset")
+    @classmethod
+    def _cloud_aliases(cls, value: list[str]) -> list[str]:
+        if any(not v.strip() for v in value):
+            raise ValueError("expected asset keys (non-empty strings)")
+        if len(set(value)) != len(value):
+            raise ValueError(f"an asset alias is listed twice: {value}")
+        return value
+
+
+#: ``composite.method`` values (docs/recipes.md, "composite"; cz.composite.METHODS).
+COMPOSITE_METHODS = ("median", "mean", "min", "max", "percentile", "medoid", "geomedian", "best")
+
 
 class CompositeSpec(SectionModel):
-    """The monthly composite. Only the per-pixel median (rounding rule in docs/recipes.md)."""
+    """The monthly composite: the method and its parameters (rounding rules in docs/recipes.md).
 
-    method: Literal["median"] = "median"
+    ``q`` (0..100) goes with ``percentile`` only, ``index`` (an expression over band names or
+    common names, e.g. ``(nir - red) / (nir + red)``) with ``best`` only."""
+
+    method: Literal[COMPOSITE_METHODS] = "median"  # type: ignore[valid-type]
+    q: float | None = Field(default=None, ge=0, le=100)
+    index: str | None = Field(default=None, min_length=1, max_length=500)
+
+    @field_validator("index")
+    @classmethod
+    def _index_parses(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from cz.look.expr import ExpressionError, names_in
+
+        try:
+            names_in(value)
+        except ExpressionError as exc:  # band math we refuse: say why, without the CLI flag
+            raise ValueError(str(exc).split(": ", 1)[-1]) from None
+        return value
+
+    @model_validator(mode="after")
+    def _parameters_fit_the_method(self) -> CompositeSpec:
+        if self.method == "percentile" and self.q is None:
+            raise ValueError("method percentile needs q (0..100), e.g. q: 25")
+        if self.method != "percentile" and self.q is not None:
+            raise ValueError(f"q is a parameter of method percentile, not {self.method}")
+        if self.method == "best" and self.index is None:
+            raise ValueError("method best needs index, e.g. index: (nir - red) / (nir + red)")
+        if self.method != "best" and self.index is not None:
+            raise ValueError(f"index is a parameter of method best, not {self.method}")
+        return self
+
+    def parameters(self) -> dict[str, Any]:
+        """The method's parameters as given (empty for the parameterless methods)."""
+        out: dict[str, Any] = {}
+        if self.q is not None:
+            out["q"] = self.q
+        if self.index is not None:
+            out["index"] = self.index
+        return out
 
 
 class GapFillSpec(SectionModel):

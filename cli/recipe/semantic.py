@@ -16,6 +16,7 @@ def semantic_problems(recipe: Recipe) -> Found:
         + _band_problems(recipe)
         + _store_problems(recipe)
         + _gap_fill_and_mask_problems(recipe)
+        + _composite_problems(recipe)
     )
 
 
@@ -145,10 +146,48 @@ def _gap_fill_and_mask_problems(recipe: Recipe) -> Found:
                         "name the band otherwise",
                     )
                 )
+            if band.name == "cloud" and recipe.mask.cloud_probability_max is not None:
+                found.append(  # ... and its cloud-probability asset by this one
+                    (
+                        ("bands", i, "name"),
+                        "'cloud' is reserved for the cloud probability asset when "
+                        "mask.cloud_probability_max is set; name the band otherwise",
+                    )
+                )
         band_assets = {a for b in recipe.bands for a in b.asset}
         clash = band_assets & set(recipe.mask.asset)
         if clash:
             found.append(
                 (("mask", "asset"), f"asset {sorted(clash)[0]!r} is both a band and the mask")
             )
+        clash = (band_assets | set(recipe.mask.asset)) & set(recipe.mask.cloud_probability_asset)
+        if recipe.mask.cloud_probability_max is not None and clash:
+            found.append(
+                (
+                    ("mask", "cloud_probability_asset"),
+                    f"asset {sorted(clash)[0]!r} is both the cloud probability and a band or the "
+                    "SCL mask",
+                )
+            )
+    return found
+
+
+def _composite_problems(recipe: Recipe) -> Found:
+    """``best``'s index names bands (by name or common name)."""
+    found: Found = []
+    index = recipe.composite.index
+    if index is None:
+        return found
+    from cz.look.expr import names_in
+
+    known = {b.name for b in recipe.bands} | {b.common_name for b in recipe.bands if b.common_name}
+    unknown = [name for name in names_in(index) if name not in known]
+    if unknown:
+        found.append(
+            (
+                ("composite", "index"),
+                f"index {index!r} names {', '.join(repr(u) for u in unknown)}, which is no band "
+                f"name or common name (known: {', '.join(sorted(known))})",
+            )
+        )
     return found

@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pytest
 import zarr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import chronozarr
 from chronozarr import provenance
+from chronozarr.errors import ChronozarrError
 from tests.chronozarr.small_stores import root_document, small_store
 
 
@@ -172,3 +174,37 @@ def test_old_stores_compare_their_legacy_build_entries() -> None:
     assert check.unchecked == sorted(fields)
     check = provenance.compare_fingerprint(None, fields, legacy={"gap_fill": "none"})
     assert check.ok and check.legacy
+
+
+def test_composite_and_mask_fields_record_only_what_is_used() -> None:
+    """The median with no cleaning adds nothing (stores built before other methods stay
+    byte-identical); parameters and cleaning rules appear when given."""
+    assert provenance.composite_fields("median") == {"composite": "monthly median"}
+    assert provenance.composite_fields("percentile", {"q": 25.0}) == {
+        "composite": "monthly percentile",
+        "composite_parameters": {"q": 25.0},
+    }
+    assert provenance.mask_fields() == {}
+    rules = provenance.mask_fields(open_radius=3, dilate_radius=6)["mask_cleaning"]
+    assert (rules["open_pixels"], rules["dilate_pixels"]) == (3, 6) and "opening" in rules["order"]
+    assert provenance.mask_fields(cloud_probability_max=40.0) == {
+        "mask_cleaning": {"cloud_probability_max": 40.0}
+    }
+    with pytest.raises(ChronozarrError, match="composite method"):
+        provenance.composite_fields("")
+
+
+def test_optional_fingerprint_keys_compare_when_one_side_lacks_them() -> None:
+    """A store built with a dilation refuses a recipe without one, and the other way round;
+    keys a store from before them never recorded are still not compared."""
+    cleaned = {"build": {"composite": "median", "mask_cleaning": {"dilate_pixels": 2}}}
+    plain = {"build": {"composite": "median"}}
+    assert provenance.fingerprint_differences(cleaned, {"composite": "median"}) == [
+        ("mask_cleaning", {}, {"dilate_pixels": 2})
+    ]
+    given = {"composite": "median", "mask_cleaning": {"dilate_pixels": 2}}
+    assert provenance.fingerprint_differences(plain, given) == [
+        ("mask_cleaning", {"dilate_pixels": 2}, {})
+    ]
+    assert provenance.fingerprint_differences(cleaned, given) == []
+    assert provenance.fingerprint_differences(plain, {"composite": "median", "new_key": 1}) == []

@@ -66,6 +66,7 @@ class Scene:
     props: dict[str, Any] = field(default_factory=dict)
     raster_offset: float | None = None  # override raster:bands offset of red/nir
     files: str | None = None  # reuse the files of another scene id
+    cloud: np.ndarray | None = None  # (h, w) uint8 cloud probability: an asset ``cloud``
 
 
 def when(text: str) -> datetime:
@@ -102,6 +103,14 @@ def write_items(folder: Path, scenes: list[Scene]) -> Path:
             scl_resolution=10.0,
             generation=when(sc.generation) if sc.generation else None,
         )
+        if sc.cloud is not None:  # Earth Search sentinel-2-c1-l2a's CLD_20m: uint8, nodata 0
+            write_raster(base / "CLD.tif", sc.cloud, x0=sc.x0, y1=Y1, resolution=10.0)
+            item["assets"]["cloud"] = {
+                **item["assets"]["scl"],
+                "href": f"scenes/{files}/CLD.tif",
+                "title": "Cloud Probabilities",
+                "roles": ["data", "cloud"],
+            }
         item["properties"].update(sc.props)
         if sc.raster_offset is not None:
             for key in ("red", "nir"):

@@ -245,3 +245,70 @@ def test_store_is_valid_and_records_its_items(served: dict[str, Any], store: Pat
     assert docs[0]["corrections"] == {i[0]: 1000 for i in ITEMS[:3]}
     # COGs were read with byte ranges, never whole
     assert served["server"].ranged["/B04.tif"] > 0
+
+
+def _ref_dilate(mask: np.ndarray, r: int) -> np.ndarray:
+    """Brute-force dilation by the disk dy² + dx² <= r² (outside the array: nothing)."""
+    h, w = mask.shape[-2:]
+    padded = np.zeros((*mask.shape[:-2], h + 2 * r, w + 2 * r), dtype=bool)
+    padded[..., r : r + h, r : r + w] = mask
+    out = np.zeros_like(mask)
+    for dy in range(-r, r + 1):
+        for dx in range(-r, r + 1):
+            if dy * dy + dx * dx <= r * r:
+                out |= padded[..., r + dy : r + dy + h, r + dx : r + dx + w]
+    return out
+
+
+def _ref_open(mask: np.ndarray, r: int) -> np.ndarray:
+    """Opening: erosion (outside counts as set) then dilation, both brute force."""
+    return _ref_dilate(~_ref_dilate(~mask, r), r)
+
+
+def test_opening_and_dilation_of_real_clouds_equal_numpy(served: dict[str, Any]) -> None:
+    """``open: 1, dilate: 2`` on the real SCL: every pixel equals a brute-force reference from
+    the files, sampled with a border of 2 open + dilate pixels around the grid (what each block
+    reads), and the cleaning drops real observations at cloud edges."""
+    import zarr
+
+    extra = "mask:\n  keep: [4, 5, 6, 7, 11]\n  open: 1\n  dilate: 2\n"
+    rec = load_recipe(write_recipe(served["root"], served["api"], name="clean.yaml", extra=extra))
+    out = served["root"] / "clean.zarr"
+    build(rec, out=str(out), options=BuildOptions(workers=2))
+    group = zarr.open_group(str(out), mode="r")
+    xs, ys = np.asarray(group["0/x"][:]), np.asarray(group["0/y"][:])
+    halo = 2 * 1 + 2
+    step = xs[1] - xs[0]
+    ext_x = np.concatenate(
+        [xs[0] - step * np.arange(halo, 0, -1), xs, xs[-1] + step * np.arange(1, halo + 1)]
+    )
+    ext_y = np.concatenate(
+        [ys[0] + step * np.arange(halo, 0, -1), ys, ys[-1] - step * np.arange(1, halo + 1)]
+    )
+    reader = chronozarr.open_store(out)
+    cogs = served["cogs"]
+    dropped_somewhere = False
+    for t, month in enumerate(["2020-02", "2020-03"]):
+        values, valid = [], []
+        for _id, when, red, nir, scl in ITEMS:
+            if when[:7] != month:
+                continue
+            r, n, s = (sample(cogs / f"{name}.tif", ext_x, ext_y) for name in (red, nir, scl))
+            has = (r != 0) & (n != 0)
+            rejected = _ref_dilate(_ref_open(~np.isin(s, KEEP) & has, 1), 2)
+            inner = (slice(halo, -halo), slice(halo, -halo))
+            values.append(np.stack([r[inner], n[inner]]).astype(np.int64) + 1000)
+            valid.append((has & ~rejected)[inner])
+            dropped_somewhere |= bool((np.isin(s, KEEP) & has & rejected)[inner].any())
+        values_a, valid_a = np.stack(values), np.stack(valid)
+        h, w = valid_a.shape[1:]
+        want = np.zeros((2, h, w), dtype=np.int64)
+        for y in range(h):
+            for x in range(w):
+                chosen = values_a[valid_a[:, y, x], :, y, x]
+                if len(chosen):
+                    want[:, y, x] = np.round(np.median(chosen, axis=0))
+        count = valid_a.sum(axis=0)
+        assert np.array_equal(reader.read_coverage(t), count), month
+        assert np.array_equal(reader.read(t), np.where(count > 0, want, 0)), month
+    assert dropped_somewhere  # the cleaning rejected clear-classified pixels next to clouds

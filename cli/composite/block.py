@@ -1,0 +1,187 @@
+"""One block of one month, rules 1-4 of :mod:`cz.composite`: validity (with the mask rules and
+their cleaning), correction, one observation per solar day, the composite method."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cz.composite.masks import clean_rejected, halo_pixels, rejected_by_rules
+from cz.composite.median import median_composite
+from cz.composite.methods import (
+    BandTerms,
+    best_composite,
+    geomedian_composite,
+    mean_composite,
+    medoid_composite,
+    minmax_composite,
+    percentile_composite,
+)
+from cz.composite.observations import (
+    correct_values,
+    fill_value,
+    observation_validity,
+    saturating_coverage,
+    value_bounds,
+    work_dtype,
+)
+
+__all__ = [
+    "METHODS",
+    "ROUNDING",
+    "CompositeRules",
+    "composite_block",
+    "grow_window",
+    "reduce_observations",
+]
+
+#: Every ``composite.method`` (docs/recipes.md, "composite").
+METHODS = ("median", "mean", "min", "max", "percentile", "medoid", "geomedian", "best")
+
+_ROUND = "rounded half to even and clipped to the valid range (integer dtypes)"
+#: Each method's rule for a value between integers, as the plan states it.
+ROUNDING = {
+    "median": "even count: mean of the two middle values, " + _ROUND,
+    "mean": "float64 mean, " + _ROUND,
+    "min": "an observed number (no rounding)",
+    "max": "an observed number (no rounding)",
+    "percentile": "linear interpolation between order statistics (numpy), " + _ROUND,
+    "medoid": "all bands of one observation (no rounding); ties: the earliest",
+    "geomedian": "geomad float32 geometric median, " + _ROUND,
+    "best": "all bands of one observation (no rounding); ties: the earliest",
+}
+
+
+@dataclass(frozen=True)
+class CompositeRules:
+    """The recipe's mask cleaning and composite method, as a block task needs them (picklable).
+
+    The default is today's rule set: no cleaning, no cloud probability, the median.
+    """
+
+    method: str = "median"
+    q: float | None = None
+    index: str | None = None
+    bands: tuple[BandTerms, ...] = field(default_factory=tuple)
+    open_radius: int = 0
+    dilate_radius: int = 0
+    cloud_max: float | None = None
+
+    @property
+    def halo(self) -> int:
+        """Pixels read around a block so the mask cleaning is the same across block edges."""
+        return halo_pixels(self.open_radius, self.dilate_radius)
+
+
+def grow_window(window: tuple[int, int, int, int], halo: int) -> tuple[int, int, int, int]:
+    """A block's window ``(y0, y1, x0, x1)`` with ``halo`` pixels more on every side (it may reach
+    beyond the grid: those pixels are read from the items like any other)."""
+    y0, y1, x0, x1 = window
+    return (y0 - halo, y1 + halo, x0 - halo, x1 + halo)
+
+
+def reduce_observations(
+    obs_values: np.ndarray,
+    obs_valid: np.ndarray,
+    rules: CompositeRules,
+    dtype: str | np.dtype,
+    nodata: float | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The composite of the observations by ``rules.method``: ``(values (nb, h, w), count)``.
+
+    ``obs_values`` may be overwritten (the median sorts it in place)."""
+    dt = np.dtype(dtype)
+    fill = fill_value(dt, nodata)
+    bounds = value_bounds(dt, nodata)
+    method = rules.method
+    if method == "median":
+        return median_composite(obs_values, obs_valid, dt, fill, overwrite=True)
+    count = obs_valid.sum(axis=0, dtype=np.int64)
+    if obs_values.shape[0] == 0:
+        return np.full((obs_values.shape[1], *count.shape), fill, dtype=dt), count
+    if method == "mean":
+        out = mean_composite(obs_values, obs_valid, dt, fill, bounds)
+    elif method in ("min", "max"):
+        out = minmax_composite(obs_values, obs_valid, dt, fill, bounds, largest=method == "max")
+    elif method == "percentile":
+        assert rules.q is not None  # the recipe model requires q with percentile
+        out = percentile_composite(obs_values, obs_valid, dt, fill, bounds, q=rules.q)
+    elif method == "medoid":
+        out = medoid_composite(obs_values, obs_valid, dt, fill)
+    elif method == "best":
+        assert rules.index is not None  # the recipe model requires index with best
+        out = best_composite(obs_values, obs_valid, dt, fill, index=rules.index, bands=rules.bands)
+    elif method == "geomedian":
+        out = geomedian_composite(obs_values, obs_valid, dt, fill, bounds)
+    else:
+        raise ValueError(f"unknown composite method {method!r} (one of {', '.join(METHODS)})")
+    return out, count
+
+
+def _crop(array: np.ndarray, halo: int) -> np.ndarray:
+    if halo == 0:
+        return array
+    return array[..., halo:-halo, halo:-halo]
+
+
+def composite_block(
+    values: np.ndarray,
+    scl: np.ndarray | None,
+    *,
+    corrections: Sequence[int],
+    solar_days: Sequence[str],
+    keep: Sequence[int] | None,
+    src_nodata: Sequence[Sequence[float | None]],
+    harmonized: Sequence[bool],
+    dtype: str | np.dtype,
+    nodata: float | None,
+    cloud: np.ndarray | None = None,
+    rules: CompositeRules | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rules 1-4 of :mod:`cz.composite` for one block of one month.
+
+    ``values`` (n_items, nb, h, w) as read (item order = plan order), ``scl`` (n_items, h, w) or
+    ``None`` without a mask, ``cloud`` (n_items, h, w) the cloud probability or ``None``; per
+    item its ``corrections``, ``solar_days`` and per-band ``src_nodata``. With ``rules.halo`` > 0
+    the arrays cover the block plus that many pixels on every side (:func:`grow_window`) and the
+    result is the block alone. Returns the raw composite ``(values (nb, h, w) in dtype, coverage
+    (h, w) uint8)``, fill where coverage is 0.
+    """
+    rules = rules or CompositeRules()
+    halo = rules.halo
+    dt = np.dtype(dtype)
+    fill = fill_value(dt, nodata)
+    n, nb, full_h, full_w = values.shape
+    h, w = full_h - 2 * halo, full_w - 2 * halo
+    if n == 0:
+        return np.full((nb, h, w), fill, dtype=dt), np.zeros((h, w), dtype=np.uint8)
+    has_data = np.empty((n, full_h, full_w), dtype=bool)
+    for i in range(n):
+        has_data[i] = observation_validity(values[i : i + 1], None, None, src_nodata[i])[0]
+    keep_set = None if keep is None else tuple(keep)
+    rejected = rejected_by_rules(scl, keep_set, cloud, rules.cloud_max, has_data.shape)
+    rejected = clean_rejected(rejected, has_data, rules.open_radius, rules.dilate_radius)
+    valid = _crop(has_data & ~rejected, halo)
+    values = _crop(values, halo)
+    wdt = work_dtype(dt)
+    bounds = value_bounds(dt, nodata)
+    groups: dict[str, list[int]] = {}
+    for i, day in enumerate(solar_days):
+        groups.setdefault(day, []).append(i)
+    # rules 2 and 3 together, item by item, so no corrected copy of every item is held
+    obs_values = np.empty((len(groups), nb, h, w), dtype=wdt)
+    obs_valid = np.zeros((len(groups), h, w), dtype=bool)
+    for g, members in enumerate(groups.values()):
+        for k, i in enumerate(members):
+            fixed = correct_values(values[i], valid[i], corrections[i], harmonized, bounds, wdt)
+            if k == 0:
+                obs_values[g] = fixed
+                obs_valid[g] = valid[i]
+                continue
+            take = valid[i] & ~obs_valid[g]
+            np.copyto(obs_values[g], fixed, where=take[None])
+            obs_valid[g] |= take
+    composite, count = reduce_observations(obs_values, obs_valid, rules, dt, nodata)
+    return composite, saturating_coverage(count)
