@@ -69,7 +69,9 @@ def test_demo_build_validate_append_from_the_cli(demo: Path) -> None:
     red_july = reader.read(6)[2].astype(float).mean()
     assert abs(red_july - red_june) < 300
     assert reader.attrs.provenance["gap_fill"] == "carry-forward"
-    assert len(json.dumps(reader.attrs.provenance)) < 2000  # the root stays small
+    # the root stays small: it grows with the bands (the recipe fingerprint records each band's
+    # fields, ~2 kB for these 4), never with the items, which live in provenance_items
+    assert len(json.dumps(reader.attrs.provenance)) < 4096
     assert read_provenance_items(store)[4]["items"][0].startswith("S2B_31TFJ_20230505")
 
     appended = run("append", str(recipe), "--month", "2024-01", "--store", str(store), "--json")
