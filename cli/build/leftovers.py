@@ -55,6 +55,7 @@ __all__ = [
     "RunLock",
     "inspect",
     "new_tag",
+    "start_run",
     "sweep",
     "sweep_publish_copies",
     "tagged_name",
@@ -162,16 +163,6 @@ class Leftovers:
     swaps: list[Path] = field(default_factory=list)  # journals of interrupted --overwrite swaps
     recovered: list[str] = field(default_factory=list)  # what recovery did, one line each
 
-    def messages(self) -> list[str]:
-        """One line per finding, for ``cz validate`` and logs."""
-        lines = [f"an interrupted --overwrite left the journal {p}" for p in self.swaps]
-        lines += [f"left by a dead run: {p}" for p in self.paths]
-        lines += [f"temporary file of an interrupted write: {p}" for p in self.tmp_files]
-        lines += [
-            f"left by another program or an older cz (remove by hand): {p}" for p in self.unowned
-        ]
-        return lines
-
     def __bool__(self) -> bool:
         return bool(self.paths or self.tmp_files or self.unowned or self.swaps)
 
@@ -261,9 +252,7 @@ def sweep(final: Path, *, work_dir: Path | None = None, own: str | None = None) 
 
     found = inspect(final, work_dir=work_dir, own=own)
     for journal in found.swaps:  # first: it decides which store stays at the target
-        line = recover(final, journal)
-        found.recovered.append(line)
-        log.warning("%s", line)
+        found.recovered.append(recover(final, journal))
     for path in found.paths + found.tmp_files:
         log.info("removing %s (left by a run that is no longer alive)", path)
         _remove(path)
@@ -287,3 +276,14 @@ def sweep_publish_copies(base: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)  # its run died building or uploading
         with contextlib.suppress(OSError):  # not empty: a kept store, or a live run's copy
             folder.rmdir()
+
+
+def start_run(
+    final: Path, tag: str, *, work_dir: Path | None = None, spill: Path | None = None
+) -> RunLock:
+    """What every writing run does first: sweep what dead runs left around ``final``, then take
+    its own lock (its spill folder recorded in it)."""
+    found = sweep(final, work_dir=work_dir)
+    for line in found.recovered:
+        log.warning("%s", line)
+    return RunLock.acquire(final, tag, spill=spill)

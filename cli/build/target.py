@@ -12,7 +12,7 @@ from chronozarr.faults import fault_point
 from chronozarr.location import location
 from chronozarr.objects import has_root
 from cz.build.errors import BuildError
-from cz.build.leftovers import RunLock, new_tag, sweep, tagged_name
+from cz.build.leftovers import RunLock, new_tag, start_run, tagged_name
 from cz.build.options import BuildOptions
 from cz.build.swap import swap_in
 
@@ -59,8 +59,7 @@ class Target:
         work = Path(options.work_dir).expanduser().resolve() if options.work_dir else final.parent
         spill = work / tagged_name(final, "composites", tag)
         try:
-            sweep(final, work_dir=work)
-            lock = RunLock.acquire(final, tag, spill=spill)
+            lock = start_run(final, tag, work_dir=work, spill=spill)
         except OSError as exc:  # permissions, read-only disk: a build error
             raise BuildError(
                 f"cannot write next to {final} ({final.parent}): {os_reason(exc)}"

@@ -158,7 +158,34 @@ def publish(
     on_uploaded: Callable[[StoreObject], None] | None = None,
 ) -> PublishResult:
     """Plan and (unless ``dry_run``) execute a publish of ``source`` to ``target``."""
-    plan = plan_publish(source, target, workers=workers, endpoint=endpoint, region=region)
     if dry_run:
+        plan = plan_publish(source, target, workers=workers, endpoint=endpoint, region=region)
         return PublishResult(plan, [], 0.0, 0, dry_run=True)
-    return execute(plan, workers=workers, on_phase=on_phase, on_uploaded=on_uploaded)
+    lock = _directory_run(target)
+    try:
+        plan = plan_publish(source, target, workers=workers, endpoint=endpoint, region=region)
+        return execute(plan, workers=workers, on_phase=on_phase, on_uploaded=on_uploaded)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _directory_run(target: Target | str) -> Any:
+    """For a directory target: sweep what dead publishes left there (``.tmp`` files of
+    interrupted uploads, cz.build.leftovers) and hold this run's lock; None for object storage
+    (an S3 PUT is atomic and leaves nothing behind)."""
+    from pathlib import Path
+
+    from cz.build.leftovers import new_tag, start_run
+    from cz.publish.targets import DirectoryTarget, open_target
+
+    where = target if isinstance(target, Target) else None
+    if where is None:
+        from chronozarr.location import location
+
+        if location(os.fspath(target)).kind != "local":
+            return None
+        where = open_target(target)
+    if not isinstance(where, DirectoryTarget):
+        return None
+    return start_run(Path(where.root), new_tag())

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from chronozarr import objects as layout
+from chronozarr.faults import fault_point
 from chronozarr.location import location
 from chronozarr.objects import StoreObject
 from chronozarr.storage import ObjectStore
@@ -169,6 +170,7 @@ class DirectoryTarget(Target):
         dest = self.root.joinpath(*obj.key.split("/"))
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        fault_point("upload", obj.key)
         try:
             with open(path, "rb") as src, open(tmp, "wb") as out:
                 while block := src.read(8 << 20):
