@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from chronozarr.provenance import write_provenance_items
+from cz.build.empty import check_not_empty
 from cz.build.errors import BuildError
 from cz.build.executor import Executor, run_composites
 from cz.build.leftovers import sweep_publish_copies
@@ -147,6 +148,8 @@ def _build_local(
     progress.start("cells", grid.cells, f"{grid.cells} cells x {len(plan.months)} months")
     write_start = time.perf_counter()
     _encode(recipe, plan, planes, target.staging, provenance_block(recipe, stats.skipped), options)
+    if not options.allow_empty:  # issue 14: an all-fill store is a failed build
+        check_not_empty(planes.fractions()[0], plan, stats)
     documents = [month_document(m, stats.skipped) for m in plan.months]
     write_provenance_items(target.staging, documents, first=0, update_root=True)
     progress.finish("pyramid")
