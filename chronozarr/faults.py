@@ -1,7 +1,8 @@
 """A test-only kill hook at every durable write step (issue 14's kill-point test).
 
-Every place that makes a write durable (an object put, a rename of a store folder, a publish
-upload) calls :func:`fault_point` just before it. With ``CZ_FAULT_AT=N`` in the environment the
+Every place that makes a write durable (the rename of an object's temporary file into place, a
+rename of a store folder, a publish upload's rename, a removal) calls :func:`fault_point` just
+before it; a kill there leaves the temporary file behind, as a real crash would. With ``CZ_FAULT_AT=N`` in the environment the
 process SIGKILLs itself at the N-th call (counted from 1, across threads): no ``finally``, no
 ``atexit``, exactly what a power cut or the OOM killer does. ``CZ_FAULT_TRACE=FILE`` appends one
 line per call (``N kind what``), so a test learns how many kill points a run has and which step

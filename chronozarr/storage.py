@@ -184,11 +184,11 @@ class LocalStore:
     def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fault_point("put", key)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         try:
             with open(tmp, "wb") as fh:
                 fh.write(data)
+            fault_point("put", key)  # a kill here leaves the .tmp a sweep must remove
             os.replace(tmp, path)
         except BaseException:  # a full disk, Ctrl-C: no temporary file left in the store
             with contextlib.suppress(OSError):

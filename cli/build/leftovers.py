@@ -19,9 +19,9 @@ their target before they start:
   (:func:`cz.build.swap.recover`): afterwards the old store or the new one is at the target;
 - removes the tagged siblings of every dead run (staging, spill, replaced store, lock file);
 - removes ``.*.tmp`` files (a write in flight when its process died) inside the target, only
-  when the target holds a complete store (a root ``zarr.json``), no live run holds a lock on it,
-  and the file is older than :data:`TMP_MIN_AGE` seconds (a writer that takes no lock, on another
-  host, is not cut short).
+  when the target holds a complete store (a root ``zarr.json``) or is a publish target, no live
+  run holds a lock on it, and the file is older than :data:`TMP_MIN_AGE` seconds (a writer that
+  takes no lock, on another host, is not cut short).
 
 What it never touches: the target folder itself, a folder without a root ``zarr.json`` (a
 resumable cluster build keeps its partial there, with its progress under ``.cz-build/``:
@@ -63,8 +63,19 @@ __all__ = [
 
 log = logging.getLogger("cz.leftovers")
 
-#: A ``.tmp`` file inside a store younger than this is left alone (seconds).
+#: A ``.tmp`` file inside a store younger than this is left alone (seconds;
+#: ``CZ_SWEEP_TMP_AGE`` overrides it, for tests that kill a run and sweep right after).
 TMP_MIN_AGE = 60.0
+TMP_AGE_ENV = "CZ_SWEEP_TMP_AGE"
+
+
+def _tmp_min_age() -> float:
+    raw = os.environ.get(TMP_AGE_ENV, "")
+    try:
+        return max(0.0, float(raw)) if raw else TMP_MIN_AGE
+    except ValueError:  # a malformed override: the safe default
+        return TMP_MIN_AGE
+
 
 KINDS = ("building", "composites", "replaced", "commit", "run")
 _TAGGED = re.compile(r"^\.(?P<name>.+)\.(?P<kind>" + "|".join(KINDS) + r")-(?P<tag>[0-9a-f]{10})")
@@ -190,9 +201,10 @@ def _siblings(final: Path, folders: list[Path]) -> dict[str, list[Path]]:
     return found
 
 
-def _tmp_files(final: Path, now: float) -> list[Path]:
-    """``.*.tmp`` files under a complete store (never under ``.cz-build/``), old enough."""
-    if not final.is_dir() or not has_root(final):
+def _tmp_files(final: Path, now: float, partial: bool) -> list[Path]:
+    """``.*.tmp`` files under a complete store (or, ``partial``, under a publish target without
+    a root yet), never under ``.cz-build/``, old enough."""
+    if not final.is_dir() or not (partial or has_root(final)):
         return []
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(final):
@@ -201,13 +213,16 @@ def _tmp_files(final: Path, now: float) -> list[Path]:
             if name.startswith(".") and name.endswith(".tmp"):
                 path = Path(dirpath) / name
                 with contextlib.suppress(FileNotFoundError):
-                    if now - path.stat().st_mtime >= TMP_MIN_AGE:
+                    if now - path.stat().st_mtime >= _tmp_min_age():
                         out.append(path)
     return sorted(out)
 
 
-def inspect(final: Path, *, work_dir: Path | None = None, own: str | None = None) -> Leftovers:
-    """What dead runs left around ``final`` (read-only). ``own`` is the caller's tag."""
+def inspect(
+    final: Path, *, work_dir: Path | None = None, own: str | None = None, partial: bool = False
+) -> Leftovers:
+    """What dead runs left around ``final`` (read-only). ``own`` is the caller's tag;
+    ``partial``: ``final`` is a publish target, whose ``.tmp`` files count without a root."""
     final = Path(final)
     folders = [final.parent] + ([work_dir] if work_dir is not None else [])
     result = Leftovers()
@@ -233,7 +248,7 @@ def inspect(final: Path, *, work_dir: Path | None = None, own: str | None = None
                 result.paths.append(path)
         result.paths.append(lock)
     if not result.live_runs:
-        result.tmp_files = _tmp_files(final, time.time())
+        result.tmp_files = _tmp_files(final, time.time(), partial)
     return result
 
 
@@ -245,12 +260,14 @@ def _remove(path: Path) -> None:
             path.unlink()
 
 
-def sweep(final: Path, *, work_dir: Path | None = None, own: str | None = None) -> Leftovers:
+def sweep(
+    final: Path, *, work_dir: Path | None = None, own: str | None = None, partial: bool = False
+) -> Leftovers:
     """Recover interrupted swaps and remove what dead runs left around ``final`` (see the
     module docstring); returns what was found and done. Logs each removal."""
     from cz.build.swap import recover
 
-    found = inspect(final, work_dir=work_dir, own=own)
+    found = inspect(final, work_dir=work_dir, own=own, partial=partial)
     for journal in found.swaps:  # first: it decides which store stays at the target
         found.recovered.append(recover(final, journal))
     for path in found.paths + found.tmp_files:
@@ -279,11 +296,16 @@ def sweep_publish_copies(base: Path) -> None:
 
 
 def start_run(
-    final: Path, tag: str, *, work_dir: Path | None = None, spill: Path | None = None
+    final: Path,
+    tag: str,
+    *,
+    work_dir: Path | None = None,
+    spill: Path | None = None,
+    partial: bool = False,
 ) -> RunLock:
     """What every writing run does first: sweep what dead runs left around ``final``, then take
-    its own lock (its spill folder recorded in it)."""
-    found = sweep(final, work_dir=work_dir)
+    its own lock (its spill folder recorded in it). ``partial``: see :func:`inspect`."""
+    found = sweep(final, work_dir=work_dir, partial=partial)
     for line in found.recovered:
         log.warning("%s", line)
     return RunLock.acquire(final, tag, spill=spill)

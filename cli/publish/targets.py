@@ -170,11 +170,11 @@ class DirectoryTarget(Target):
         dest = self.root.joinpath(*obj.key.split("/"))
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        fault_point("upload", obj.key)
         try:
             with open(path, "rb") as src, open(tmp, "wb") as out:
                 while block := src.read(8 << 20):
                     out.write(block)
+            fault_point("upload", obj.key)  # a kill here leaves the .tmp a sweep must remove
             os.replace(tmp, dest)  # atomic: a reader sees the old file or the new one
         finally:
             if tmp.exists():
