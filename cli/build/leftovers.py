@@ -1,8 +1,8 @@
 """A run's own files beside its target, and the sweep of what dead runs left (issue 14).
 
-A local build, an append and a publish to a directory name their temporary siblings after the
-target and a run tag: ``.NAME.building-TAG`` (the staging store), ``.NAME.composites-TAG`` (the
-spill, in ``--work-dir`` when given), ``.NAME.replaced-TAG`` (an old store being replaced),
+A local build, an append, a convert and a publish to a directory name their temporary siblings
+after the target and a run tag: ``.NAME.building-TAG`` (the staging store), ``.NAME.composites-TAG``
+(the spill, in ``--work-dir`` when given), ``.NAME.converting-TAG`` (``cz convert``'s staging), ``.NAME.replaced-TAG`` (an old store being replaced),
 ``.NAME.commit-TAG.json`` (the journal of an ``--overwrite`` swap, :mod:`cz.build.swap`).
 
 Who is alive. Every run first takes :class:`RunLock`: the file ``.NAME.run-TAG.lock`` next to the
@@ -77,7 +77,7 @@ def _tmp_min_age() -> float:
         return TMP_MIN_AGE
 
 
-KINDS = ("building", "composites", "replaced", "commit", "run")
+KINDS = ("building", "composites", "converting", "replaced", "commit", "run")
 _TAGGED = re.compile(r"^\.(?P<name>.+)\.(?P<kind>" + "|".join(KINDS) + r")-(?P<tag>[0-9a-f]{10})")
 
 
