@@ -42,7 +42,7 @@ class CountingRetry(Retry):
     said "after N attempts" with N the policy's maximum whatever happened). Each retry urllib3
     schedules is one more attempt; the last one raises instead of scheduling."""
 
-    def increment(self, *args: Any, **kwargs: Any) -> Retry:
+    def increment(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         new = super().increment(*args, **kwargs)  # raises MaxRetryError when none is left
         box = getattr(_LOCAL, "box", None)
         if box is not None:
