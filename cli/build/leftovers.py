@@ -232,8 +232,14 @@ def inspect(
         lock = final.parent / tagged_name(final, "run", tag)
         if not lock.exists():  # killed before its lock file got its name: the locked temp one
             lock = next((p for p in paths if p.name.startswith(lock.name + ".")), lock)
-        if not lock.exists():
-            result.unowned.extend(sorted(paths))
+        if not lock.exists():  # an older cz or another program; but a swap journal is ours
+            swaps = [
+                p
+                for p in paths
+                if p.name.startswith(f".{final.name}.commit-") and p.suffix == ".json"
+            ]
+            result.swaps.extend(swaps)
+            result.unowned.extend(sorted(p for p in paths if p not in swaps))
             continue
         if not _lock_free(lock):
             result.live_runs.append(tag)

@@ -14,7 +14,7 @@ from chronozarr.objects import has_root
 from cz.build.errors import BuildError
 from cz.build.leftovers import RunLock, new_tag, start_run, tagged_name
 from cz.build.options import BuildOptions
-from cz.build.swap import swap_in
+from cz.build.swap import recover, swap_in
 
 
 def is_url(text: str) -> bool:
@@ -84,12 +84,18 @@ class Target:
         after the new one is in place; a kill at any instant is recovered by the next run)."""
         if self.replace:
             parent, tag = self.final.parent, self.tag
-            swap_in(
-                self.staging,
-                self.final,
-                parent / tagged_name(self.final, "commit", tag),
-                parent / tagged_name(self.final, "replaced", tag),
-            )
+            journal = parent / tagged_name(self.final, "commit", tag)
+            try:
+                swap_in(
+                    self.staging,
+                    self.final,
+                    journal,
+                    parent / tagged_name(self.final, "replaced", tag),
+                )
+            except BaseException:  # Ctrl-C/SIGTERM mid-swap: finish it now (the journal says how)
+                if journal.exists():
+                    recover(self.final, journal)
+                raise
         else:  # a missing path, or an empty folder (POSIX rename replaces an empty folder)
             fault_point("rename", f"{self.staging.name} -> {self.final.name}")
             os.rename(self.staging, self.final)

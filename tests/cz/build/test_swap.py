@@ -125,3 +125,37 @@ def test_recovery_restores_the_old_store_when_the_new_one_is_gone(tmp_path: Path
     assert _label(final) == "old"
     assert "old one is back" in found.recovered[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.zarr"]
+
+
+def test_an_interrupt_during_the_swap_finishes_it_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C or SIGTERM between the journal and the exchange: the commit finishes the swap
+    before the interrupt goes on (no journal is left for a run that holds no lock any more)."""
+    from cz.build import swap
+    from cz.build.options import BuildOptions
+    from cz.build.target import Target
+
+    final = _stores(tmp_path)
+    target = Target.prepare(final, BuildOptions(overwrite=True))
+    import shutil
+
+    shutil.rmtree(target.staging)
+    shutil.copytree(tmp_path / ".s.zarr.building-0123456789", target.staging)
+    shutil.rmtree(tmp_path / ".s.zarr.building-0123456789")
+    real = swap.exchange
+    calls = []
+
+    def interrupted(a: Path, b: Path) -> bool:
+        if not calls:
+            calls.append(1)
+            raise KeyboardInterrupt
+        return real(a, b)
+
+    monkeypatch.setattr(swap, "exchange", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        target.commit()
+    target.abort()
+    target.close()
+    assert _label(final) == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.zarr"]
