@@ -178,6 +178,15 @@ class Leftovers:
         return bool(self.paths or self.tmp_files or self.unowned or self.swaps)
 
 
+def _is_spill_of(spill: Any, final: Path, tag: str) -> bool:
+    """Only a folder named as this run's spill is ever taken from a lock file (a garbled or
+    edited lock file must not make the sweep remove anything else)."""
+    if not isinstance(spill, str) or not spill:
+        return False
+    path = Path(spill)
+    return path.name == tagged_name(final, "composites", tag) and path.is_dir()
+
+
 def _read_owner(lock: Path) -> dict[str, Any]:
     try:
         owner = json.loads(lock.read_text(encoding="utf-8"))
@@ -246,7 +255,7 @@ def inspect(
             continue
         result.dead_runs.append(tag)
         spill = _read_owner(lock).get("spill")
-        extra = [Path(spill)] if isinstance(spill, str) and Path(spill).exists() else []
+        extra = [Path(spill)] if _is_spill_of(spill, final, tag) else []
         for path in sorted(set(paths) | set(extra)):
             if path.name.startswith(f".{final.name}.commit-") and path.suffix == ".json":
                 result.swaps.append(path)

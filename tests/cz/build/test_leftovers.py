@@ -156,3 +156,15 @@ def test_cz_validate_warns_about_a_dead_runs_staging(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert f"left by a dead run: {tmp_path / f'.s.zarr.building-{TAG}'}" in res.stderr
     assert (tmp_path / f".s.zarr.building-{TAG}").is_dir()  # validate removes nothing
+
+
+def test_a_lock_file_naming_another_folder_as_its_spill_is_not_trusted(tmp_path: Path) -> None:
+    final = tmp_path / "site" / "s.zarr"
+    _dead_run(final, tmp_path / "work")
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    lock = final.parent / f".s.zarr.run-{TAG}.lock"
+    owner = json.loads(lock.read_text())
+    lock.write_text(json.dumps({**owner, "spill": str(precious)}))
+    leftovers.sweep(final)
+    assert precious.is_dir()
