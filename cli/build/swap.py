@@ -119,11 +119,16 @@ def recover(final: Path, journal: Path) -> str:
     """Finish or undo the interrupted swap that ``journal`` describes (its run is dead);
     returns one line saying what was done."""
     parent = final.parent
+    # the folders are named from the journal's own name (its tag), never from its content: an
+    # edited or garbled journal cannot make recovery rename or remove anything else
+    tag = journal.name.removeprefix(f".{final.name}.commit-").removesuffix(".json")
+    staging = parent / f".{final.name}.building-{tag}"
+    trash = parent / f".{final.name}.replaced-{tag}"
     try:
         doc = json.loads(journal.read_text(encoding="utf-8"))
-        staging = parent / str(doc["staging"])
-        trash = parent / str(doc["trash"])
         new_store = tuple(int(v) for v in doc["new_store"])
+        if len(tag) != 10 or doc.get("staging") != staging.name or len(new_store) != 2:
+            raise ValueError("not this target's journal")
     except (OSError, ValueError, KeyError, TypeError):  # a journal cut short before its rename
         journal.unlink(missing_ok=True)
         return f"{final}: removed an unreadable swap journal {journal.name}; nothing was swapped"
