@@ -255,7 +255,7 @@ def inspect(
             continue
         result.dead_runs.append(tag)
         spill = _read_owner(lock).get("spill")
-        extra = [Path(spill)] if _is_spill_of(spill, final, tag) else []
+        extra = [Path(str(spill))] if _is_spill_of(spill, final, tag) else []
         for path in sorted(set(paths) | set(extra)):
             if path.name.startswith(f".{final.name}.commit-") and path.suffix == ".json":
                 result.swaps.append(path)
