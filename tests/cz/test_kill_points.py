@@ -36,7 +36,10 @@ from tests.cz.scenes import LOADER_WARNINGS, recipe, scenario, write_items
 
 pytestmark = LOADER_WARNINGS
 
-ALL = os.environ.get("CZ_KILL_POINTS") == "all"
+#: ``CZ_KILL_POINTS=all``: every kill point; ``CZ_KILL_POINTS=K``: every K-th and the named ones
+SWEEP = os.environ.get("CZ_KILL_POINTS", "")
+ALL = SWEEP == "all"
+STRIDE = int(SWEEP) if SWEEP.isdigit() and int(SWEEP) > 0 else 0
 #: ``CZ_KILL_REPORT=FILE``: append one JSON line per scenario (points checked, total points)
 REPORT = os.environ.get("CZ_KILL_REPORT")
 
@@ -81,6 +84,8 @@ def kill_points(trace: list[str], *wanted: str, middle: bool = True) -> list[int
     if ALL:
         return list(range(1, total + 1))
     named = {i + 1 for i, line in enumerate(trace) for w in wanted if line.startswith(w)}
+    if STRIDE:
+        return sorted(named | set(range(1, total + 1, STRIDE)))
     return sorted(named | ({total // 2 + 1} if middle else set()))
 
 
