@@ -34,12 +34,14 @@ import chronozarr
 from chronozarr.objects import walk
 from tests.cz.scenes import LOADER_WARNINGS, recipe, scenario, write_items
 
-pytestmark = LOADER_WARNINGS
 
 #: ``CZ_KILL_POINTS=all``: every kill point; ``CZ_KILL_POINTS=K``: every K-th and the named ones
 SWEEP = os.environ.get("CZ_KILL_POINTS", "")
 ALL = SWEEP == "all"
 STRIDE = int(SWEEP) if SWEEP.isdigit() and int(SWEEP) > 0 else 0
+
+#: a sweep takes minutes per scenario: no per-test timeout then (the CI sample keeps it)
+pytestmark = [*LOADER_WARNINGS, *([pytest.mark.timeout(0)] if SWEEP else [])]
 #: ``CZ_KILL_REPORT=FILE``: append one JSON line per scenario (points checked, total points)
 REPORT = os.environ.get("CZ_KILL_REPORT")
 
