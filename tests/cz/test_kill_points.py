@@ -34,7 +34,6 @@ import chronozarr
 from chronozarr.objects import walk
 from tests.cz.scenes import LOADER_WARNINGS, recipe, scenario, write_items
 
-
 #: ``CZ_KILL_POINTS=all``: every kill point; ``CZ_KILL_POINTS=K``: every K-th and the named ones
 SWEEP = os.environ.get("CZ_KILL_POINTS", "")
 ALL = SWEEP == "all"
