@@ -25,7 +25,7 @@ their target before they start:
 
 What it never touches: the target folder itself, a folder without a root ``zarr.json`` (a
 resumable cluster build keeps its partial there, with its progress under ``.cz-build/``:
-docs/decisions/0015-resumable-builds.md), and tagged siblings without a lock file (left by a
+docs/decisions/0017-resumable-builds.md), and tagged siblings without a lock file (left by a
 version before this one, or not ours): those are reported, not removed.
 
 ``cz validate`` calls :func:`inspect` (read-only) and prints what it finds as warnings.

@@ -1,7 +1,7 @@
 """The sweep of what dead runs left (cz.build.leftovers): a dead run's staging, spill and lock go,
 a live run's stay, names without a lock file are only reported, ``.tmp`` files go only from a
 complete store and only when old, and a resumable cluster partial (``.cz-build/``, no root) is
-never touched (docs/decisions/0015-resumable-builds.md)."""
+never touched (docs/decisions/0017-resumable-builds.md)."""
 
 from __future__ import annotations
 
