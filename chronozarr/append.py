@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from chronozarr import append_journal
 from chronozarr import codecs as _codecs
 from chronozarr.append_checks import UNSET, check_append, refuse, xarray_coords
 from chronozarr.cells import (
@@ -40,6 +41,7 @@ from chronozarr.grid import cell_slice
 from chronozarr.inputs import CellInput, unwrap_array
 from chronozarr.jsondoc import load_json
 from chronozarr.metadata import (
+    ArrayInfo,
     RootAttrs,
     Temporal,
     consolidated_entry,
@@ -106,7 +108,7 @@ def append(
     results0 = _write_chunks(plan, inputs, workers, _fail_after)
     if _fail_after == "chunks":
         raise RuntimeError("injected failure after the chunks")
-    new_docs = _write_coordinates(plan, results0, vol_state)
+    new_docs = _write_coordinates(plan, results0, vol_state, _fail_after)
     if _fail_after == "coords":
         raise RuntimeError("injected failure after time and volatility")
     # array zarr.json below the root
@@ -115,6 +117,7 @@ def append(
     if _fail_after == "arrays":
         raise RuntimeError("injected failure after the array zarr.json")
     target.put("zarr.json", dumps(_new_root(plan, root, new_docs, provenance)))  # the root, last
+    append_journal.finish(target)
     log.info(
         "appended %d timesteps to %s (now %d)", plan.n_new - plan.n_old, target.url, plan.n_new
     )
@@ -325,13 +328,22 @@ def _write_chunks(
 
 
 def _write_coordinates(
-    plan: _Plan, results0: list[CellResult], vol_state: str
+    plan: _Plan, results0: list[CellResult], vol_state: str, fail_after: str | None = None
 ) -> dict[str, dict[str, Any]]:
-    """volatility/c/0/0, then time/c/0 of every level (spec 14 write order); volatility first so
-    that a level-0 time/c/0 already holding these times proves the volatility final (re-run).
-    Returns the array documents to write next."""
+    """volatility/c/0/0, then time/c/0 of every level (spec 14 write order). The volatility is
+    computed from the pre-append one, which the append journal keeps until the root is written
+    (:mod:`chronozarr.append_journal`): a re-run after a kill at any point applies the new deltas
+    once. Returns the array documents to write next."""
     reader, attrs, target, n_new = plan.reader, plan.attrs, plan.target, plan.n_new
     vol_stored = reader.volatility()
+    if vol_stored is not None and attrs.volatility_path:
+        vol_key = f"{attrs.volatility_path}/c/0/0"
+        found, old_chunk = append_journal.journaled_volatility(target, plan.n_old)
+        if found:  # an interrupted run of an append onto this root: its volatility before
+            vol_stored = _decoded_volatility(reader, old_chunk, vol_stored)
+            vol_state = "old"
+        elif vol_state == "old":  # record it before it is rewritten
+            append_journal.begin(target, plan.n_old, target.get(vol_key))
     if vol_stored is not None and attrs.volatility_path and vol_state != "final":
         vol = _update_volatility(
             reader,
@@ -346,6 +358,8 @@ def _write_coordinates(
         assert vdoc is not None  # reader.volatility() read it above
         vcodec = _codecs.ChunkCodec(vdoc["codecs"], "float32", vol.shape)
         target.put(f"{attrs.volatility_path}/c/0/0", vcodec.encode(vol))
+    if fail_after == "volatility":
+        raise RuntimeError("injected failure after the volatility, before time/c/0")
     new_docs: dict[str, dict[str, Any]] = {}
     # every level's time, then the root's when the store has one (root_coordinates)
     time_paths = [f"{lv.path}/time" for lv in reader.levels] + root_time_paths(reader._doc)
@@ -515,6 +529,17 @@ def _update_volatility(
             old_sum = float(stored[r, c]) * 10000.0 * old_count
         vol[r, c] = volatility_value(old_sum + res.vol_sum, old_count + res.vol_count)
     return vol
+
+
+def _decoded_volatility(reader: Reader, chunk: bytes | None, like: np.ndarray) -> np.ndarray:
+    """The volatility array of the journal's chunk (fill when the chunk was absent)."""
+    path = reader.attrs.volatility_path
+    assert path is not None
+    info = ArrayInfo.from_json(reader._doc(path), path, allowed_dtypes=("float32",))
+    if chunk is None:
+        return np.full(like.shape, info.typed_fill(), dtype=np.float32)
+    codec = _codecs.ChunkCodec(info.codecs, info.dtype, info.chunk_shape)
+    return codec.decode(chunk)[: info.shape[0], : info.shape[1]]
 
 
 def _volatility_state(reader: Reader, all_times_ms: Sequence[int]) -> str:

@@ -24,7 +24,7 @@ import numpy as np
 
 from chronozarr.errors import CorruptStoreError
 
-__all__ = ["decode_bounded", "zstd_content_size"]
+__all__ = ["decode_at_most", "decode_bounded", "zstd_content_size"]
 
 _ZSTD_MAGIC = 0xFD2FB528
 _FCS_BYTES = (0, 2, 4, 8)  # by Frame_Content_Size_flag; flag 0 with Single_Segment means 1
@@ -111,3 +111,27 @@ def decode_bounded(codec_name: str, comp: Any, data: Any, expected: int) -> Any:
     if codec_name == "blosc":
         return _blosc(comp, data, expected)
     return comp.decode(data)  # pragma: no cover - compressor_for refuses every other name
+
+
+def decode_at_most(codec_name: str, comp: Any, data: Any, limit: int) -> bytes:
+    """Decode ``data`` whose size is not known exactly (a vlen-utf8 band coordinate, a time
+    coordinate that an unfinished append made longer than its metadata) into at most ``limit``
+    bytes; CorruptStoreError instead of more. zstd and blosc must declare their size (our
+    writer and numcodecs always do), gzip is held to ``limit`` while it streams."""
+    if codec_name == "zstd":
+        declared = zstd_content_size(data)
+        if declared is None or declared > limit:
+            raise CorruptStoreError(
+                f"zstd frame declares {declared if declared is not None else 'no'} size; "
+                f"at most {limit} bytes are accepted here"
+            )
+        return _zstd(comp, data, declared).tobytes()
+    if codec_name == "gzip":
+        return _gzip(data, limit)
+    if codec_name == "blosc":
+        buf = memoryview(data).cast("B")
+        nbytes = struct.unpack_from("<I", buf, 4)[0] if len(buf) >= 16 else 0
+        if nbytes > limit:
+            raise CorruptStoreError(f"blosc header declares {nbytes} bytes, at most {limit}")
+        return _blosc(comp, data, nbytes).tobytes()
+    return bytes(comp.decode(data))  # pragma: no cover - compressor_for refuses every other name

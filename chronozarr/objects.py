@@ -26,6 +26,7 @@ from typing import Any
 from chronozarr.errors import CorruptStoreError, StoreNotFoundError
 
 __all__ = [
+    "APPEND_JOURNAL",
     "ROOT_KEY",
     "ChunkGeometry",
     "Phase",
@@ -36,6 +37,7 @@ __all__ = [
     "consolidated",
     "consolidated_geometries",
     "has_root",
+    "is_work_file",
     "load_document",
     "read_document",
     "read_root",
@@ -145,12 +147,22 @@ class ChunkGeometry:
         return max(n - 1, 0) // self.chunk_shape[0]
 
 
+#: The journal of an append in progress (:mod:`chronozarr.append_journal`): never published.
+APPEND_JOURNAL = ".chronozarr-append.json"
+
+
+def is_work_file(name: str) -> bool:
+    """A file of a write in progress, not a store object: a ``.*.tmp`` temporary file (an
+    atomic write's, or one a killed process left) or the append journal (spec 9, 14)."""
+    return (name.startswith(".") and name.endswith(".tmp")) or name == APPEND_JOURNAL
+
+
 def walk(root: Path) -> Iterator[tuple[str, int]]:
-    """(key, size) of every regular file under ``root``, skipping in-flight temporary files."""
+    """(key, size) of every regular file under ``root``, skipping in-flight work files."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
-            if name.startswith(".") and name.endswith(".tmp"):
+            if is_work_file(name):
                 continue
             full = Path(dirpath) / name
             yield full.relative_to(root).as_posix(), full.stat().st_size

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from chronozarr import codecs as zcodecs
 from chronozarr.errors import ChronozarrError
+from chronozarr.faults import fault_point
 from chronozarr.metadata import ArrayInfo, codec_chain, consolidated_entry, dumps
 
 __all__ = [
@@ -405,5 +406,10 @@ def _store_compressor(store: Path, array: str) -> dict[str, Any] | None:
 def _atomic_write(path: Path, data: bytes) -> None:
     """Temporary file, then rename: a reader sees the old object or the new one (spec 9)."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    try:
+        tmp.write_bytes(data)
+        fault_point("put", path.name)  # a kill here leaves the .tmp a sweep must remove
+        tmp.replace(path)
+    except BaseException:  # a full disk, Ctrl-C: no temporary file left in the store
+        tmp.unlink(missing_ok=True)
+        raise

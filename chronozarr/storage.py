@@ -29,7 +29,9 @@ from chronozarr.errors import (
     StoreAccessError,
     UnsupportedError,
 )
+from chronozarr.faults import fault_point
 from chronozarr.location import location
+from chronozarr.objects import is_work_file
 
 __all__ = [
     "LocalStore",
@@ -183,12 +185,19 @@ class LocalStore:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            fault_point("put", key)  # a kill here leaves the .tmp a sweep must remove
+            os.replace(tmp, path)
+        except BaseException:  # a full disk, Ctrl-C: no temporary file left in the store
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
         self.stats.record("put", key, len(data))
 
     def delete(self, key: str) -> None:
+        fault_point("delete", key)
         with contextlib.suppress(FileNotFoundError):
             self._path(key).unlink()
 
@@ -198,7 +207,7 @@ class LocalStore:
             return
         for dirpath, _dirnames, filenames in os.walk(base):
             for name in filenames:
-                if name.startswith(".") and name.endswith(".tmp"):
+                if is_work_file(name):  # a write in progress, not an object
                     continue
                 full = Path(dirpath) / name
                 key = full.relative_to(base).as_posix()

@@ -64,6 +64,9 @@ def main() -> None:
     command turned into a message becomes one line on stderr and exit 1, with the exception type
     so it can be reported; ``CZ_DEBUG=1`` shows the traceback instead.
     """
+    from cz.signals import install
+
+    install()  # SIGTERM runs the cleanup Ctrl-C runs (issue 14)
     try:
         sys.exit(run(app))  # conventions: exit codes, --json errors, -q/-v
     except (SystemExit, KeyboardInterrupt):

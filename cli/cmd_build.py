@@ -476,6 +476,13 @@ def build_cmd(
             "--overwrite", help="Replace an existing local store once the new one is complete."
         ),
     ] = False,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty",
+            help="Write the store even when no item gives a valid pixel (else: exit 1).",
+        ),
+    ] = False,
 ) -> None:
     """Build the store of a recipe. With --dry-run: print the plan (grid, months, items, cost)."""
     try:
@@ -491,6 +498,7 @@ def build_cmd(
             overwrite=overwrite,
             work_dir=work_dir,
             worker_timeout=worker_timeout,
+            allow_empty=allow_empty,
         )
         try:
             with build_progress() as progress:

@@ -31,6 +31,7 @@ def validate_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Check a store against chronozarr v0.2. Exit 0 valid, 3 invalid, 1 runtime error."""
+    _warn_leftovers(store)
     try:
         report = _validate_with_progress(store, deep)
     except ChronozarrError as exc:
@@ -59,6 +60,31 @@ def validate_cmd(
             highlight=False,
         )
     raise typer.Exit(EXIT_OK if report.ok else EXIT_INVALID)
+
+
+def _warn_leftovers(store: str) -> None:
+    """Warn (stderr) about what dead runs left beside a local store: an interrupted
+    ``--overwrite`` swap, staging and spill folders (cz.build.leftovers; read-only here: the
+    next build, append or publish of that target recovers or removes them)."""
+    if "://" in store and not store.startswith("file://"):
+        return
+    from cz.build.leftovers import inspect
+    from cz.build.target import local_path
+
+    try:
+        found = inspect(local_path(store))
+    except OSError:  # an unreadable folder: validate itself reports the store
+        return
+    lines = [f"an interrupted --overwrite left the journal {p}" for p in found.swaps]
+    lines += [f"left by a dead run: {p}" for p in found.paths]
+    lines += [f"left by another program or an older cz: {p}" for p in found.unowned]
+    for line in lines:
+        err.print(Text.assemble(("warning:", "yellow"), " ", line), highlight=False)
+    if found.swaps:
+        err.print(
+            Text("warning: the next cz build, append or publish of this target finishes it"),
+            highlight=False,
+        )
 
 
 def _remote(store: str) -> bool:

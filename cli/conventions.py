@@ -18,12 +18,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from typing import Any
 
 import typer
 from typer.core import TyperGroup
+
+from cz.signals import EXIT_SIGINT, EXIT_SIGTERM, is_terminated, received
 
 __all__ = [
     "LOG_ENV",
@@ -143,20 +146,28 @@ def _json_error(message: str, code: int) -> None:
     sys.stdout.flush()
 
 
+def _interrupted(exc: BaseException) -> int:
+    """One line and the shell's exit code for Ctrl-C (130) or SIGTERM (143, cz.signals); the
+    commands' cleanup (staging, spill, ``.tmp``) has run on the way here."""
+    if is_terminated(exc) or received() == signal.SIGTERM:
+        sys.stderr.write("terminated (SIGTERM); temporary files removed\n")
+        return EXIT_SIGTERM
+    sys.stderr.write("aborted\n" if isinstance(exc, typer.Abort) else "interrupted\n")
+    return EXIT_SIGINT
+
+
 def run(app: typer.Typer, argv: list[str] | None = None) -> int:
     """Run the app as the console script does; returns the exit code (see the module doc)."""
     args = sys.argv[1:] if argv is None else list(argv)
     as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
     try:
         result = app(args=args, prog_name="cz", standalone_mode=False)
-    except typer.Exit as exc:  # the command chose its code
+    except typer.Exit as exc:  # the command chose its code (unless a signal stopped it)
+        if received() is not None:
+            return _interrupted(exc)
         return int(exc.exit_code or 0)
-    except typer.Abort:  # Ctrl-C at a prompt
-        sys.stderr.write("aborted\n")
-        return 130
-    except KeyboardInterrupt:  # Ctrl-C while working: no traceback, the shell's convention
-        sys.stderr.write("interrupted\n")
-        return 130
+    except (typer.Abort, KeyboardInterrupt) as exc:  # Ctrl-C or SIGTERM (cz.signals)
+        return _interrupted(exc)
     except typer.TyperException as exc:  # usage errors (exit 2): the message typer would print
         code = int(getattr(exc, "exit_code", 2))
         if as_json:
@@ -175,4 +186,6 @@ def run(app: typer.Typer, argv: list[str] | None = None) -> int:
         else:
             sys.stderr.write(f"error: {message}\n")
         return 1
+    if received() is not None:  # typer turned Ctrl-C / SIGTERM into a silent 130
+        return _interrupted(KeyboardInterrupt())
     return int(result) if isinstance(result, int) else 0

@@ -41,7 +41,7 @@ from chronozarr.location import is_url
 from cz.errors import RecipeError, SigningError, StacError
 from cz.months import month_datetime_range
 from cz.recipe import Recipe
-from cz.stac_guard import DeadlineAdapter, guarded_pages
+from cz.stac_guard import CountingRetry, DeadlineAdapter, attempts_made, guarded_pages
 
 __all__ = [
     "RETRY_STATUSES",
@@ -90,7 +90,7 @@ class RetryPolicy:
     def urllib3_retry(self) -> Retry:
         """The ``urllib3.Retry`` mounted on the session; retries POST too."""
         n = self.max_retries
-        return Retry(
+        return CountingRetry(  # a Retry that counts attempts made, for the messages
             total=n,
             connect=n,
             read=n,
@@ -211,12 +211,19 @@ def search_parameters(
 # STAC APIs
 
 
-def _api_error(what: str, url: str, exc: Exception, policy: RetryPolicy) -> StacError:
+def _api_error(
+    what: str, url: str, exc: Exception, policy: RetryPolicy, stac_io: Any = None
+) -> StacError:
+    """One line for a failed request, with the attempts it really made (the adapter counts
+    them, cz.stac_guard.CountingRetry); the policy's maximum only when nothing was counted."""
     status = getattr(exc, "status_code", None)
     text = str(exc).strip().replace("\n", " ")
     if len(text) > 300:
         text = text[:297] + "..."
-    tries = f"after {policy.max_retries + 1} attempt(s)"
+    session = getattr(stac_io, "session", None)
+    made = attempts_made(session, url) if session is not None else None
+    n = made if made is not None else policy.max_retries + 1
+    tries = f"after {n} attempt{'s' if n != 1 else ''}"
     if status is not None:
         return StacError(f"{what} {url} failed {tries}: HTTP {status}: {text}")
     return StacError(f"{what} {url} failed {tries}: {text}")
@@ -277,7 +284,7 @@ def _open_client(url: str, stac_io: Any, policy: RetryPolicy) -> tuple[Any, list
             # timeout again: Client.open(stac_io=...) calls stac_io.update(timeout=None) otherwise
             client = Client.open(url, stac_io=stac_io, timeout=stac_io.timeout)
         except APIError as exc:  # HTTP error of the API, after retries
-            raise _api_error("opening the STAC API", url, exc, policy) from None
+            raise _api_error("opening the STAC API", url, exc, policy, stac_io) from None
         except (
             pystac.STACError,
             json.JSONDecodeError,
@@ -337,7 +344,7 @@ def search_api(
             search_url, params, stac_io, method=method, client=client, on_page=on_page
         )
     except APIError as exc:  # HTTP error of the API, after retries
-        raise _api_error("searching", search_url, exc, policy) from None
+        raise _api_error("searching", search_url, exc, policy, stac_io) from None
     items = [_stac_item_dict(r, None) for r in raw]
     max_items = recipe.catalog.max_items
     truncated = max_items is not None and len(items) >= max_items

@@ -21,10 +21,43 @@ from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from cz.errors import StacError
 
-__all__ = ["MAX_PAGES", "SEARCH_DEADLINE_S", "DeadlineAdapter", "guarded_pages"]
+__all__ = [
+    "MAX_PAGES",
+    "SEARCH_DEADLINE_S",
+    "CountingRetry",
+    "DeadlineAdapter",
+    "attempts_made",
+    "guarded_pages",
+]
+
+_LOCAL = threading.local()  # the box of the request the current (worker) thread sends
+
+
+class CountingRetry(Retry):
+    """urllib3's ``Retry`` that counts the attempts a request really made (issue 14: messages
+    said "after N attempts" with N the policy's maximum whatever happened). Each retry urllib3
+    schedules is one more attempt; the last one raises instead of scheduling."""
+
+    def increment(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        new = super().increment(*args, **kwargs)  # raises MaxRetryError when none is left
+        box = getattr(_LOCAL, "box", None)
+        if box is not None:
+            box["attempts"] = box.get("attempts", 1) + 1
+        return new
+
+
+def attempts_made(session: Any, url: str) -> int | None:
+    """Attempts of the last request ``session`` sent to ``url``'s adapter (None: not counted)."""
+    try:
+        adapter = session.get_adapter(url)
+    except Exception:  # no adapter for that scheme: nothing counted
+        return None
+    return getattr(adapter, "last_attempts", None)
+
 
 #: Pages of one search: 2,000 pages of the usual 100-1,000 items is far beyond any recipe.
 MAX_PAGES = 2000
@@ -115,9 +148,11 @@ class DeadlineAdapter(HTTPAdapter):
 
     def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         kwargs["stream"] = True
-        box: dict[str, Any] = {}
+        box: dict[str, Any] = {"attempts": 1}
+        self.last_attempts = 1
 
         def work() -> None:
+            _LOCAL.box = box  # CountingRetry counts this request's retries here
             try:
                 response = HTTPAdapter.send(self, request, **kwargs)
                 box["response"] = response
@@ -128,6 +163,7 @@ class DeadlineAdapter(HTTPAdapter):
         worker = threading.Thread(target=work, name="cz-stac-request", daemon=True)
         worker.start()
         worker.join(self.deadline_s)
+        self.last_attempts = int(box["attempts"])
         if worker.is_alive():
             _abort(box.get("response"))
             raise requests.exceptions.Timeout(

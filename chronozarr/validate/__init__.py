@@ -22,7 +22,7 @@ from chronozarr.storage import Store, open_store_bytes
 from chronozarr.validate.context import Context, Stop
 from chronozarr.validate.coords import check_coords
 from chronozarr.validate.deep import check_deep
-from chronozarr.validate.hosting import check_consolidated, check_dotfiles
+from chronozarr.validate.hosting import check_consolidated, check_dotfiles, check_leftovers
 from chronozarr.validate.levels import check_levels
 from chronozarr.validate.report import Finding, Report
 from chronozarr.validate.root import check_root
@@ -46,6 +46,7 @@ def _check(ctx: Context) -> None:
     check_shard_bytes(ctx, attrs, levels)
     check_consolidated(ctx)
     check_dotfiles(ctx)
+    check_leftovers(ctx)
     if ctx.report.deep:
         if ctx.report.errors:
             ctx.add(

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from chronozarr import codecs as _codecs
+from chronozarr.bounded import decode_at_most
 from chronozarr.grid import pixel_centres
 from chronozarr.metadata import CODEC_NAMES, RootAttrs, format_time, parse_time
 from chronozarr.validate.context import Context
@@ -74,14 +75,14 @@ def _coord_values(ctx: Context, path: str, dtype: str) -> Any:
         return None
     try:
         codecs = doc.get("codecs", [])
-        if dtype == "string":
-            data = raw
-            for c in reversed(codecs[1:]):
-                data = bytes(_codecs.compressor_for(c).decode(data))
-            return _codecs.vlen_utf8_decode(data)
+        limit = _decoded_limit(path, dtype, shape, ctx)
         data = raw
-        for c in reversed(codecs[1:]):
-            data = bytes(_codecs.compressor_for(c).decode(data))
+        for c in reversed(codecs[1:]):  # bounded: a bomb is a finding, not gigabytes (issue 14)
+            data = decode_at_most(c.get("name"), _codecs.compressor_for(c), data, limit)
+        if len(data) > limit:  # no compressor: the object itself is the decoded bytes
+            raise ValueError(f"{len(data)} bytes, at most {limit} expected")
+        if dtype == "string":
+            return _codecs.vlen_utf8_decode(data)
         values = np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<"))
         if path.rsplit("/", 1)[-1] == "time" and len(values) > shape[0]:
             # spec 14 write order: time/c/0 is rewritten before the zarr.json files
@@ -97,6 +98,21 @@ def _coord_values(ctx: Context, path: str, dtype: str) -> Any:
     except Exception as exc:  # any decoding failure of stored bytes is a finding
         ctx.add("coord.decode", f"cannot decode: {exc}", f"{path}/c/0")
         return None
+
+
+#: Decoded bytes a coordinate chunk may have beyond what its metadata implies: a time chunk
+#: that an unfinished append already grew (spec 14), a band coordinate's strings (vlen-utf8).
+COORD_SLACK = 16 << 20
+
+
+def _decoded_limit(path: str, dtype: str, shape: Any, ctx: Context) -> int:
+    """The most bytes the coordinate chunk at ``path`` may decode to (spec 2.2): exactly its
+    shape for x/y; more for time (an append in progress) and for strings."""
+    n = int(shape[0]) if shape and isinstance(shape[0], int) and shape[0] >= 0 else 0
+    if dtype == "string":
+        return 8 + n * (4 + 1024) + COORD_SLACK
+    exact = n * np.dtype(dtype).itemsize
+    return exact + COORD_SLACK if path.rsplit("/", 1)[-1] == "time" else exact
 
 
 def check_coords(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]]) -> None:

@@ -1,15 +1,20 @@
 """What a host serves (spec 3.1, 9, 14): consolidated metadata equal to the zarr.json files (or
-an append in progress), and no Zarr v2 dotfiles."""
+an append in progress), no Zarr v2 dotfiles, and (local stores) no temporary file that a killed
+write left inside the store."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from chronozarr.jsondoc import load_json
+from chronozarr.objects import APPEND_JOURNAL, is_work_file
 from chronozarr.validate.context import Context
 
-__all__ = ["check_consolidated", "check_dotfiles"]
+__all__ = ["check_consolidated", "check_dotfiles", "check_leftovers"]
 
 
 def check_consolidated(ctx: Context) -> None:
@@ -68,3 +73,43 @@ def _grown_along_time(root_view: Mapping[str, Any], disk: Mapping[str, Any]) -> 
     if a.get("dimension_names") == ["time"]:  # the time coordinate is one chunk of the new length
         a["chunk_grid"] = b.get("chunk_grid")
     return bool(a == b)
+
+
+def check_leftovers(ctx: Context) -> None:
+    """``.*.tmp`` files inside a local store (an atomic write whose process died before its
+    rename: spec 9 keeps them out of the store's objects, but they take space and a publish of
+    the folder by other tools would upload them), and the append journal: an unfinished append
+    when it belongs to the current root, a stale leftover otherwise. Remote stores: not listed
+    with temporary names, nothing to check."""
+    root = getattr(ctx.store, "root", None)
+    if not isinstance(root, Path) or not root.is_dir():
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != ".cz-build")  # a cluster build's work
+        for name in sorted(filenames):
+            if not is_work_file(name):
+                continue
+            key = (Path(dirpath) / name).relative_to(root).as_posix()
+            if name == APPEND_JOURNAL and _journal_is_current(ctx, root / key):
+                ctx.add(
+                    "append.in_progress",
+                    f"{key}: the journal of an unfinished append onto this root; re-run it",
+                    key,
+                )
+            else:
+                ctx.add(
+                    "hosting.leftover",
+                    f"{key}: a temporary file left by an interrupted write; remove it "
+                    "(cz build, append and publish remove those of dead runs)",
+                    key,
+                )
+
+
+def _journal_is_current(ctx: Context, path: Path) -> bool:
+    """True when the append journal at ``path`` belongs to the root's time axis."""
+    try:
+        doc = load_json(path.read_bytes(), str(path))
+    except Exception:  # unreadable or malformed: a leftover, not an append in progress
+        return False
+    attrs = ctx.attrs
+    return isinstance(doc, dict) and attrs is not None and doc.get("n_time") == len(attrs.times)

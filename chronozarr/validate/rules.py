@@ -179,6 +179,7 @@ RULES: dict[str, Rule] = _rules(
     # 9 hosting
     ("hosting.dotfile", "9", "error", "no Zarr v2 dotfiles"),
     ("object.refused", "9", "error", "every object is served from inside the store"),
+    ("hosting.leftover", "9", "warning", "no temporary file of an interrupted write in the store"),
     # 10 reading
     ("deep.skipped", "10", "warning", "deep checks are skipped while metadata has errors"),
     ("deep.decode", "10", "error", "every chunk decodes"),

@@ -22,7 +22,9 @@ def check_volatility(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]
     if info is None:
         return
     key = f"{path}/zarr.json"
-    if info.chunk_shape == info.shape and not info.sharded:
+    grid = levels[0]["grid"] if levels[0]["path"] == ctx.level_paths[0] else None
+    fits_grid = grid is None or list(info.shape) == list(grid)  # else only the shape finding
+    if info.chunk_shape == info.shape and not info.sharded and fits_grid:
         raw = ctx.store.get(f"{path}/c/" + "/".join("0" * len(info.shape)))
         try:
             values = (

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from chronozarr import provenance
 from chronozarr.provenance import write_provenance_items
 from cz.build.errors import AppendRefusedError, BuildError, RecipeMismatchError
 from cz.build.executor import CompositeStats, Executor, run_composites
+from cz.build.leftovers import new_tag, start_run, tagged_name
 from cz.build.options import BuildOptions, BuildResult, Progress
 from cz.build.spill import History, Spill, SpillPlanes
 from cz.build.store_args import (
@@ -178,9 +178,15 @@ def append_months(
     progress.finish("plan")
     progress.plan_warnings(plan)
     ctx = composite_context(recipe, plan, options)
-    tag = uuid.uuid4().hex[:10]
+    tag = new_tag()
     work = Path(options.work_dir).expanduser().resolve() if options.work_dir else path.parent
-    spill = Spill(work / f".{path.name}.composites-{tag}")
+    spill_path = work / tagged_name(path, "composites", tag)
+    lock = start_run(path, tag, work_dir=work, spill=spill_path)  # dead runs swept (issue 14)
+    try:
+        spill = Spill(spill_path)
+    except BaseException:  # nothing of this run stays
+        lock.release()
+        raise
     try:
         executor = Executor(options)
         try:
@@ -201,6 +207,7 @@ def append_months(
         fractions = planes.fractions()
     finally:
         spill.remove()
+        lock.release()
     size = store_size(path)
     return BuildResult.of_run(
         "append",

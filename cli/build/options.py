@@ -29,6 +29,8 @@ class BuildOptions:
     ``connect_timeout``: seconds to reach the dask scheduler. ``worker_timeout``: seconds a
     cluster build waits while no worker is connected before it fails; ``retries``: dask's retries
     of a failed cluster task (a lost worker's tasks are rescheduled by dask anyway).
+    ``allow_empty``: write the store even when no item gave a single valid pixel (else the
+    build fails, issue 14).
     """
 
     scheduler: str | None = None
@@ -42,6 +44,7 @@ class BuildOptions:
     connect_timeout: float = 15.0
     worker_timeout: float = 180.0
     retries: int = 2
+    allow_empty: bool = False
 
     def threads(self) -> int:
         return max(1, self.workers or min(8, os.cpu_count() or 1))

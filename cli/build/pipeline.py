@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from chronozarr.provenance import write_provenance_items
+from cz.build.empty import check_not_empty
 from cz.build.errors import BuildError
 from cz.build.executor import Executor, run_composites
+from cz.build.leftovers import sweep_publish_copies
 from cz.build.options import BuildOptions, BuildResult, Progress
 from cz.build.spill import Spill, SpillPlanes
 from cz.build.store_args import (
@@ -59,11 +61,11 @@ def build(
     try:
         result = _build_local(recipe, target, plan, options, progress, started)
         target.commit()
-    except BaseException:  # Ctrl-C too: nothing is left at the target
+    except BaseException:  # Ctrl-C and SIGTERM too: nothing is left at the target
         target.abort()
         raise
     finally:
-        shutil.rmtree(target.spill_root, ignore_errors=True)
+        target.close()  # the spill, then the run's lock (cz.build.leftovers)
     result.store = str(target.final)
     result.seconds = time.perf_counter() - started
     return result
@@ -82,16 +84,16 @@ def _build_to_url(
     base = Path(options.work_dir or ".").expanduser().resolve()
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", url.rstrip("/").rsplit("/", 1)[-1]) or "store.zarr"
     local = base / f".cz-publish-{uuid.uuid4().hex[:10]}" / name
+    sweep_publish_copies(base)  # dead runs' copies; a copy kept after a failed publish stays
     target = Target.prepare(local, options)
     try:
         result = _build_local(recipe, target, plan, options, progress, started)
         target.commit()
-    except BaseException:  # Ctrl-C too: nothing is left at the target
+    except BaseException:  # Ctrl-C and SIGTERM too: nothing is left at the target
         target.abort()
+        target.close()
         shutil.rmtree(local.parent, ignore_errors=True)
         raise
-    finally:
-        shutil.rmtree(target.spill_root, ignore_errors=True)
     objects = [0]
 
     def uploaded(_obj: Any) -> None:
@@ -106,6 +108,8 @@ def _build_to_url(
             f"the store was built at {local} but publishing it to {url} failed: {exc}; "
             f"publish it with `cz publish {local} {url}`"
         ) from None
+    finally:  # the lock is held through the upload: a copy killed meanwhile is swept later
+        target.close()
     progress.finish("publish")
     shutil.rmtree(local.parent, ignore_errors=True)
     result.store = str(local)
@@ -144,6 +148,8 @@ def _build_local(
     progress.start("cells", grid.cells, f"{grid.cells} cells x {len(plan.months)} months")
     write_start = time.perf_counter()
     _encode(recipe, plan, planes, target.staging, provenance_block(recipe, stats.skipped), options)
+    if not options.allow_empty:  # issue 14: an all-fill store is a failed build
+        check_not_empty(planes.fractions()[0], plan, stats)
     documents = [month_document(m, stats.skipped) for m in plan.months]
     write_provenance_items(target.staging, documents, first=0, update_root=True)
     progress.finish("pyramid")

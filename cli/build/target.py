@@ -1,17 +1,20 @@
-"""Where a local build goes: staging next to the target, then one rename (spec 9)."""
+"""Where a local build goes: staging next to the target, then one rename or a journaled swap
+(spec 9; issue 14)."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from chronozarr.faults import fault_point
 from chronozarr.location import location
 from chronozarr.objects import has_root
 from cz.build.errors import BuildError
+from cz.build.leftovers import RunLock, new_tag, start_run, tagged_name
 from cz.build.options import BuildOptions
+from cz.build.swap import recover, swap_in
 
 
 def is_url(text: str) -> bool:
@@ -26,66 +29,105 @@ def local_path(text: str) -> Path:
 
 @dataclass
 class Target:
-    """A local build target: the final path, the staging folder and the spill folder."""
+    """A local build target: the final path, the staging and spill folders, the run's lock.
+
+    Every name beside the target carries the run's tag, and the run holds its
+    :class:`~cz.build.leftovers.RunLock` until it has removed them (:meth:`close`), so a later
+    run's sweep tells a dead run's leftovers from a live run's work (issue 14).
+    """
 
     final: Path
     staging: Path
     spill_root: Path
     replace: bool
+    tag: str = ""
+    lock: RunLock | None = None
 
     @classmethod
     def prepare(cls, final: Path, options: BuildOptions) -> Target:
-        """Check and reserve the target (no store is written yet): refuses an existing store
-        (unless ``overwrite``) or a non-empty folder; creates the staging folder to prove the
-        place is writable."""
-        replace = False
-        if final.exists() or final.is_symlink():
-            if not final.is_dir():
-                raise BuildError(f"{final} exists and is not a folder; choose another --out")
-            if any(final.iterdir()):
-                if not has_root(final):
-                    raise BuildError(
-                        f"{final} is a folder that is not empty and holds no store; "
-                        "choose another --out"
-                    )
-                if not options.overwrite:
-                    raise BuildError(
-                        f"{final} already holds a store; a rebuild goes to a new path (spec 9), "
-                        "or pass --overwrite to replace it once the new store is complete"
-                    )
-                replace = True
-        parent = final.parent
+        """Check and reserve the target (no store is written yet): first the sweep of what dead
+        runs left (an interrupted ``--overwrite`` is finished or undone), then refuses an
+        existing store (unless ``overwrite``) or a non-empty folder; creates the staging folder
+        to prove the place is writable."""
         try:
-            parent.mkdir(parents=True, exist_ok=True)
+            final.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # permissions, read-only disk: a build error
             raise BuildError(
-                f"cannot create the folder {parent} for {final}: {os_reason(exc)}"
+                f"cannot create the folder {final.parent} for {final}: {os_reason(exc)}"
             ) from None
-        tag = uuid.uuid4().hex[:10]
-        staging = parent / f".{final.name}.building-{tag}"
+        tag = new_tag()
+        work = Path(options.work_dir).expanduser().resolve() if options.work_dir else final.parent
+        spill = work / tagged_name(final, "composites", tag)
         try:
-            staging.mkdir()
+            lock = start_run(final, tag, work_dir=work, spill=spill)
         except OSError as exc:  # permissions, read-only disk: a build error
-            raise BuildError(f"cannot write next to {final} ({parent}): {os_reason(exc)}") from None
-        work = Path(options.work_dir).expanduser().resolve() if options.work_dir else parent
-        return cls(final, staging, work / f".{final.name}.composites-{tag}", replace)
+            raise BuildError(
+                f"cannot write next to {final} ({final.parent}): {os_reason(exc)}"
+            ) from None
+        try:
+            replace = _check_target(final, options)
+            staging = final.parent / tagged_name(final, "building", tag)
+            try:
+                staging.mkdir()
+            except OSError as exc:  # permissions, read-only disk: a build error
+                raise BuildError(
+                    f"cannot write next to {final} ({final.parent}): {os_reason(exc)}"
+                ) from None
+        except BaseException:  # refused: nothing of this run stays
+            lock.release()
+            raise
+        return cls(final, staging, spill, replace, tag, lock)
 
     def commit(self) -> None:
-        """Move the complete staging folder to the final path (an old store goes only after)."""
+        """Move the complete staging folder to the final path: one rename, or for
+        ``--overwrite`` the journaled swap of :mod:`cz.build.swap` (the old store goes only
+        after the new one is in place; a kill at any instant is recovered by the next run)."""
         if self.replace:
-            trash = self.final.parent / f".{self.final.name}.replaced-{uuid.uuid4().hex[:10]}"
-            os.rename(self.final, trash)
+            parent, tag = self.final.parent, self.tag
+            journal = parent / tagged_name(self.final, "commit", tag)
             try:
-                os.rename(self.staging, self.final)
-            except OSError:  # put the old store back, then fail
-                os.rename(trash, self.final)
+                swap_in(
+                    self.staging,
+                    self.final,
+                    journal,
+                    parent / tagged_name(self.final, "replaced", tag),
+                )
+            except BaseException:  # Ctrl-C/SIGTERM mid-swap: finish it now (the journal says how)
+                if journal.exists():
+                    recover(self.final, journal)
                 raise
-            shutil.rmtree(trash, ignore_errors=True)
         else:  # a missing path, or an empty folder (POSIX rename replaces an empty folder)
+            fault_point("rename", f"{self.staging.name} -> {self.final.name}")
             os.rename(self.staging, self.final)
 
     def abort(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
+
+    def close(self) -> None:
+        """Remove the spill, then release the run's lock (after commit or abort)."""
+        shutil.rmtree(self.spill_root, ignore_errors=True)
+        if self.lock is not None:
+            self.lock.release()
+
+
+def _check_target(final: Path, options: BuildOptions) -> bool:
+    """Whether the build replaces a store at ``final``; refuses what must not be replaced."""
+    if not (final.exists() or final.is_symlink()):
+        return False
+    if not final.is_dir():
+        raise BuildError(f"{final} exists and is not a folder; choose another --out")
+    if not any(final.iterdir()):
+        return False
+    if not has_root(final):
+        raise BuildError(
+            f"{final} is a folder that is not empty and holds no store; choose another --out"
+        )
+    if not options.overwrite:
+        raise BuildError(
+            f"{final} already holds a store; a rebuild goes to a new path (spec 9), "
+            "or pass --overwrite to replace it once the new store is complete"
+        )
+    return True
 
 
 def os_reason(exc: OSError) -> str:

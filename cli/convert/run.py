@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import shutil
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 
 import chronozarr
 from cz.build import Progress
+from cz.build.leftovers import new_tag, start_run, tagged_name
 from cz.convert.dataset import DatasetPlan, is_dataset, plan_dataset
 from cz.convert.errors import ConvertError
 from cz.convert.grid import same_crs
@@ -221,10 +221,12 @@ def convert(
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ConvertError(store, "exists and is not empty (use --append to add later dates)")
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.parent / f".{target.name}.converting-{uuid.uuid4().hex[:8]}"
+    tag = new_tag()
+    staging = target.parent / tagged_name(target, "converting", tag)
     n_time = len(_times(plan))
     progress.start("read", n_time * _cells(plan, spec.chunk_size), f"{n_time} timesteps")
     data, mask, reader = _lazy(plan, spec.chunk_size, progress)
+    lock = start_run(target, tag)  # a dead run's staging is swept (cz.build.leftovers)
     try:
         with dask.config.set(scheduler="synchronous"):  # the writer's threads are the parallelism
             chronozarr.encode(
@@ -257,6 +259,7 @@ def convert(
             reader.close()
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+        lock.release()
     size, count = _size(target)
     return ConvertResult(
         action="convert",

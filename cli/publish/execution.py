@@ -15,7 +15,7 @@ from chronozarr.objects import Phase, StoreObject
 from chronozarr.storage import RemoteStoreError
 from cz.publish.errors import PublishError
 from cz.publish.planning import PublishPlan, plan_publish
-from cz.publish.targets import Target, file_md5
+from cz.publish.targets import DirectoryTarget, Target, file_md5
 
 __all__ = ["PublishResult", "execute", "publish"]
 
@@ -81,6 +81,22 @@ def execute(
     ``attempts`` times on transient errors (exponential ``backoff`` seconds between tries, on top
     of obstore's request-level retries). The first permanent failure stops the publish before the
     next phase: the root is written only after every other upload has succeeded."""
+    lock = _directory_run(plan.target)
+    try:
+        return _execute(plan, workers, attempts, backoff, on_phase, on_uploaded)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _execute(
+    plan: PublishPlan,
+    workers: int,
+    attempts: int,
+    backoff: float,
+    on_phase: Callable[[Phase, list[StoreObject]], None] | None,
+    on_uploaded: Callable[[StoreObject], None] | None,
+) -> PublishResult:
     t0 = time.perf_counter()
     uploaded: list[str] = []
     lock = threading.Lock()
@@ -162,3 +178,14 @@ def publish(
     if dry_run:
         return PublishResult(plan, [], 0.0, 0, dry_run=True)
     return execute(plan, workers=workers, on_phase=on_phase, on_uploaded=on_uploaded)
+
+
+def _directory_run(target: Target) -> Any:
+    """For a directory target: sweep what dead publishes left there (``.tmp`` files of
+    interrupted uploads, cz.build.leftovers) and hold this run's lock; None for object storage
+    (an S3 PUT is atomic and leaves nothing behind)."""
+    if not isinstance(target, DirectoryTarget):
+        return None
+    from cz.build.leftovers import new_tag, start_run  # the toolkit's run bookkeeping
+
+    return start_run(target.root, new_tag(), partial=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from chronozarr import objects as layout
+from chronozarr.faults import fault_point
 from chronozarr.location import location
 from chronozarr.objects import StoreObject
 from chronozarr.storage import ObjectStore
@@ -173,6 +174,7 @@ class DirectoryTarget(Target):
             with open(path, "rb") as src, open(tmp, "wb") as out:
                 while block := src.read(8 << 20):
                     out.write(block)
+            fault_point("upload", obj.key)  # a kill here leaves the .tmp a sweep must remove
             os.replace(tmp, dest)  # atomic: a reader sees the old file or the new one
         finally:
             if tmp.exists():

@@ -238,7 +238,7 @@ def test_append_to_v01_store_keeps_its_form(tmp_path: Path) -> None:
     assert chronozarr.validate(store, deep=True).ok
 
 
-PHASES = ["level0", "level1", "chunks", "coords", "arrays"]
+PHASES = ["level0", "level1", "chunks", "volatility", "coords", "arrays"]
 
 
 @pytest.mark.parametrize("phase", PHASES)
@@ -358,3 +358,43 @@ def test_refuses_xarray_with_other_coordinates(tmp_path: Path) -> None:
     )
     chronozarr.append(store, good, times=times[5:6])
     np.testing.assert_array_equal(chronozarr.open_store(store).read(5), data[5])
+
+
+class _Killed(BaseException):
+    """Stands for a kill: not an Exception, so nothing on the way catches it."""
+
+
+@pytest.mark.parametrize("name", ["unsharded-none", "sharded4-star"])
+def test_append_interrupted_between_volatility_and_time_applies_deltas_once(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14: a kill after volatility/c/0/0 but before 0/time/c/0, then a re-run, used to add
+    the batch's deltas to the volatility twice (the re-run saw the old time axis, took the
+    stored volatility for the old one)."""
+    from chronozarr.storage import LocalStore
+
+    data, mask, cov, times = _inputs()
+    kw = LAYOUTS[name]
+    store, reference = tmp_path / "s", tmp_path / "ref"
+    n0, n1 = 6, 10
+    _encode(store, data[:n0], mask[:n0], cov[:n0], times[:n0], **kw)
+    shutil.copytree(store, reference)
+    batch = dict(times=times[n0:n1], mask=mask[n0:n1], coverage=cov[n0:n1])
+    real_put = LocalStore.put
+
+    def put(self: LocalStore, key: str, blob: bytes) -> None:
+        if key == "0/time/c/0":
+            raise _Killed
+        real_put(self, key, blob)
+
+    monkeypatch.setattr(LocalStore, "put", put)
+    with pytest.raises(_Killed):
+        chronozarr.append(store, data[n0:n1], **batch)
+    monkeypatch.setattr(LocalStore, "put", real_put)
+    assert chronozarr.open_store(store).n_time == n0
+    chronozarr.append(store, data[n0:n1], **batch)
+    chronozarr.append(reference, data[n0:n1], **batch)
+    np.testing.assert_array_equal(
+        chronozarr.open_store(store).volatility(), chronozarr.open_store(reference).volatility()
+    )
+    assert _hashes(store) == _hashes(reference)

@@ -101,3 +101,68 @@ def test_round_trip_and_damage(name: str, seed: int, cut: int, extra: bytes) -> 
     if name != "zstd":  # zstd ignores bytes after a complete frame of the declared size
         with pytest.raises(CorruptStoreError):
             codec.decode(data + extra)
+
+
+# --- the validator's coordinate decode (issue 14: it decoded time/band arrays without a cap) ---
+
+
+def _small_store(path, codec: str = "zstd"):
+    import chronozarr
+
+    chronozarr.encode(
+        np.arange(3 * 1 * 8 * 8, dtype=np.uint16).reshape(3, 1, 8, 8),
+        path,
+        times=["2024-01-01", "2024-02-01", "2024-03-01"],
+        bands=["b"],
+        crs="EPSG:32631",
+        transform=[10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0],
+        chunk_size=8,
+        codec=codec,
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("key", "bomb"),
+    [
+        ("0/time/c/0", lambda: zstd_bomb(256 << 20)),
+        ("0/time/c/0", lambda: zstd_bomb(256 << 20, declare_size=False)),
+        ("0/band/c/0", lambda: zstd_bomb(256 << 20)),
+        ("0/x/c/0", lambda: zstd_bomb(256 << 20)),
+    ],
+    ids=["time-declared", "time-undeclared", "band", "x"],
+)
+def test_validate_refuses_a_coordinate_bomb_cheaply(tmp_path, key: str, bomb) -> None:
+    import chronozarr
+
+    store = _small_store(tmp_path / "s.zarr")
+    (store / key).write_bytes(bomb())
+    reports = []
+    peak = _peak_of(lambda: reports.append(chronozarr.validate(store)))
+    assert peak < 64 << 20, f"validating the bomb allocated {peak >> 20} MiB"
+    assert any(f.rule == "coord.decode" and f.key == key for f in reports[0].findings)
+
+
+def test_validate_refuses_a_gzip_time_bomb_cheaply(tmp_path) -> None:
+    import chronozarr
+
+    store = _small_store(tmp_path / "s.zarr", codec="gzip")
+    (store / "0/time/c/0").write_bytes(gzip_bomb(256 << 20))
+    reports = []
+    peak = _peak_of(lambda: reports.append(chronozarr.validate(store)))
+    assert peak < 64 << 20, f"validating the bomb allocated {peak >> 20} MiB"
+    assert any(f.rule == "coord.decode" for f in reports[0].findings)
+
+
+def test_an_unfinished_appends_longer_time_chunk_still_reads(tmp_path) -> None:
+    """The cap leaves room for spec 14's in-progress state: time/c/0 already longer."""
+    import chronozarr
+    from chronozarr.codecs import ChunkCodec as Codec
+
+    store = _small_store(tmp_path / "s.zarr")
+    doc = __import__("json").loads((store / "0/time/zarr.json").read_text())
+    longer = np.array([1704067200000 + i * 2678400000 for i in range(5)], dtype="<i8")
+    (store / "0/time/c/0").write_bytes(Codec(doc["codecs"], "int64", (5,)).encode(longer))
+    report = chronozarr.validate(store)
+    assert any(f.rule == "append.in_progress" for f in report.findings)
+    assert not any(f.rule == "coord.decode" for f in report.findings)

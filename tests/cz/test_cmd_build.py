@@ -119,7 +119,7 @@ def test_unreachable_api_exits_1(cli: Any, tmp_path: Path) -> None:
     path = write_recipe(tmp_path, RECIPE_35MNM.format(catalog=f"url: {url}{extra}"))
     result = cli(str(path), "--dry-run")
     assert result.exit_code == 1
-    assert result.stderr.startswith(f"error: opening the STAC API {url} failed after 2 attempt(s)")
+    assert result.stderr.startswith(f"error: opening the STAC API {url} failed after 2 attempts")
 
 
 def test_missing_catalog_file_exits_2_located(cli: Any, tmp_path: Path) -> None:

@@ -460,9 +460,39 @@ def test_a_server_that_never_succeeds_fails_in_bounded_time(
     elapsed = time.monotonic() - started
     assert elapsed < RetryPolicy.from_recipe(recipe).bound() and elapsed < 5
     message = str(info.value)
-    assert f"searching {api.url}/search failed after 3 attempt(s): HTTP 503" in message
+    assert f"searching {api.url}/search failed after 3 attempts: HTTP 503" in message
     assert "down for maintenance" in message
     assert api.count("POST", "/search") == 3
+
+
+def test_the_message_counts_the_attempts_really_made(
+    tmp_path: Path, scripted_api: ScriptedAPI
+) -> None:
+    """Issue 14: a 400 is not retried, so one attempt was made (main said "after 3")."""
+    api = scripted_api
+    api.script[("GET", "/")] = [(200, {}, landing_page(api.url))]
+    api.script[("POST", "/search")] = [(400, {}, {"error": "bad bbox"})]
+    with pytest.raises(StacError) as info:
+        plan_recipe(api_recipe(tmp_path, api))
+    assert f"searching {api.url}/search failed after 1 attempt: HTTP 400" in str(info.value)
+    assert api.count("POST", "/search") == 1
+
+
+def test_a_retry_that_succeeds_then_fails_counts_its_own_attempts(
+    tmp_path: Path, scripted_api: ScriptedAPI
+) -> None:
+    """A 503 then a 400: two attempts of that request, counted, not the policy's maximum (5)."""
+    api = scripted_api
+    api.script[("GET", "/")] = [(200, {}, landing_page(api.url))]
+    api.script[("POST", "/search")] = [
+        (503, {}, {"error": "busy"}),
+        (400, {}, {"error": "bad bbox"}),
+    ]
+    extra = "\n  max_retries: 4\n  backoff_factor: 0.01\n  backoff_max: 0.05"
+    with pytest.raises(StacError) as info:
+        plan_recipe(api_recipe(tmp_path, api, extra))
+    assert "failed after 2 attempts: HTTP 400" in str(info.value)
+    assert api.count("POST", "/search") == 2
 
 
 def test_read_timeouts_are_retried_then_reported(tmp_path: Path, scripted_api: ScriptedAPI) -> None:
@@ -484,7 +514,7 @@ def test_nothing_listening(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     text = RECIPE_35MNM.format(catalog=f"url: {url}{FAST}")
     started = time.monotonic()
-    with pytest.raises(StacError, match=f"opening the STAC API {url} failed after 3 attempt"):
+    with pytest.raises(StacError, match=f"opening the STAC API {url} failed after 3 attempts"):
         plan_recipe(load_recipe(write_recipe(tmp_path, text)))
     assert time.monotonic() - started < 5
 

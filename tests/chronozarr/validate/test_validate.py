@@ -1648,6 +1648,22 @@ WARNINGS: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "2.2",
         "0/x/zarr.json",
     ),
+    (
+        "tmp-file-of-a-killed-write",
+        "none",
+        write_file("0/data/c/0/0/0/.0.1f2e3d4c5b6a.tmp", b"half a chunk"),
+        "hosting.leftover",
+        "9",
+        "0/data/c/0/0/0/.0.1f2e3d4c5b6a.tmp",
+    ),
+    (
+        "stale-append-journal",
+        "none",
+        write_file(".chronozarr-append.json", b'{"n_time": 1, "volatility_chunk": null}'),
+        "hosting.leftover",
+        "9",
+        ".chronozarr-append.json",
+    ),
 ]
 
 
