@@ -186,12 +186,13 @@ def percentile_composite(
     q: float,
 ) -> np.ndarray:
     """Per-band ``q``-th percentile (0..100) of the valid observations, numpy's ``linear``
-    method: the virtual index ``(c - 1) q / 100`` between the order statistics of ``c`` values."""
+    method: the virtual index ``(c - 1) q / 100`` (computed as numpy does: ``(c - 1) * (q / 100)``;
+    the algebraically equal ``c q + (1 - q) - 1`` rounds differently) between the order statistics of ``c`` values."""
     ranked, count = _sorted_with_count(obs_values, obs_valid)
     has = np.asarray(count > 0)
     n = np.maximum(count, 1).astype(np.float64)
     frac = float(q) / 100.0
-    virtual = (n * frac + (1 - frac)) - 1  # numpy's _compute_virtual_index, alpha = beta = 1
+    virtual = (n - 1) * frac  # numpy's get_virtual_index of method 'linear', to the bit
     below = np.floor(virtual)
     gamma = virtual - below
     last = (n - 1).astype(np.int64)

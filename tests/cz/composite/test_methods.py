@@ -107,6 +107,16 @@ def test_min_and_max_are_numpy_nanmin_nanmax(case: tuple, method: str) -> None:
     np.testing.assert_array_equal(out, _to_store(ref, count, dt, nodata))
 
 
+def test_percentile_rounds_like_numpy_at_a_half() -> None:
+    """1 and 246 at q 90: numpy's virtual index (n - 1) q is exactly 0.9, so 221.5 rounds to 222;
+    the algebraically equal n q + (1 - q) - 1 is 0.8999999999999999 and gave 221 (CI found it)."""
+    values = np.array([1, 246], dtype=work_dtype("uint16")).reshape(2, 1, 1, 1)
+    valid = np.ones((2, 1, 1), dtype=bool)
+    out, _ = _run(values, valid, "uint16", 0, method="percentile", q=90.0)
+    assert out.ravel().tolist() == [222]
+    assert np.round(np.percentile([1.0, 246.0], 90.0)) == 222
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     observations(), st.one_of(st.sampled_from([0.0, 25.0, 50.0, 90.0, 100.0]), st.floats(0, 100))
