@@ -172,7 +172,11 @@ def test_build_killed_anywhere(catalog: Path, tmp_path: Path) -> None:
     record("build", points, total, time.monotonic() - started)
 
 
-def test_overwrite_killed_anywhere_keeps_old_or_new(catalog: Path, tmp_path: Path) -> None:
+def _on_a_built_store(
+    catalog: Path, tmp_path: Path, args: Callable[[Path], list[str]]
+) -> tuple[Path, Path, Path, Scenario]:
+    """(folder, target, seed store, scenario): each run starts from a copy of the store that
+    two.yaml builds, at ``folder/s.zarr``; ``args(target)`` is the cz command line."""
     folder = tmp_path / "w"
     folder.mkdir()
     target = folder / "s.zarr"
@@ -180,12 +184,18 @@ def test_overwrite_killed_anywhere_keeps_old_or_new(catalog: Path, tmp_path: Pat
     seed.mkdir()
     _build(catalog, "two.yaml", seed / "s.zarr")
     sc = Scenario(
-        folder,
-        lambda f: shutil.copytree(seed / "s.zarr", f / "s.zarr"),
-        ["build", str(catalog / "three.yaml"), "--out", str(target), "--overwrite"],
-        target,
+        folder, lambda f: shutil.copytree(seed / "s.zarr", f / "s.zarr"), args(target), target
     )
-    old = objects(seed / "s.zarr")
+    return folder, target, seed / "s.zarr", sc
+
+
+def test_overwrite_killed_anywhere_keeps_old_or_new(catalog: Path, tmp_path: Path) -> None:
+    folder, target, seed_store, sc = _on_a_built_store(
+        catalog,
+        tmp_path,
+        lambda t: ["build", str(catalog / "three.yaml"), "--out", str(t), "--overwrite"],
+    )
+    old = objects(seed_store)
     new, trace = sc.reference()
     total, started = len(trace), time.monotonic()
     points = kill_points(trace, "journal", "rename", middle=False)
@@ -201,19 +211,12 @@ def test_overwrite_killed_anywhere_keeps_old_or_new(catalog: Path, tmp_path: Pat
 
 
 def test_append_killed_anywhere(catalog: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "w"
-    folder.mkdir()
-    target = folder / "s.zarr"
-    seed = tmp_path / "old"
-    seed.mkdir()
-    _build(catalog, "two.yaml", seed / "s.zarr")
-    sc = Scenario(
-        folder,
-        lambda f: shutil.copytree(seed / "s.zarr", f / "s.zarr"),
-        ["append", str(catalog / "three.yaml"), "--store", str(target), "--month", "2024-03"],
-        target,
+    folder, target, seed_store, sc = _on_a_built_store(
+        catalog,
+        tmp_path,
+        lambda t: ["append", str(catalog / "three.yaml"), "--store", str(t), "--month", "2024-03"],
     )
-    before = chronozarr.open_store(seed / "s.zarr")
+    before = chronozarr.open_store(seed_store)
     new, trace = sc.reference()
     total, started = len(trace), time.monotonic()
     points = kill_points(trace, "put volatility", "delete", middle=False)
