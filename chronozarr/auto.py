@@ -12,7 +12,15 @@ from chronozarr.grid import grid_shape
 from chronozarr.inputs import CellInput
 from chronozarr.temporal import residual
 
-__all__ = ["AUTO_THRESHOLD", "choose_encoding", "sample_cells", "sample_window"]
+__all__ = [
+    "AUTO_THRESHOLD",
+    "choose_encoding",
+    "encode_sample",
+    "sample_cells",
+    "sample_ratio",
+    "sample_tasks",
+    "sample_window",
+]
 
 AUTO_THRESHOLD = 0.85  # spec 4.3
 
@@ -35,6 +43,55 @@ def sample_window(n_time: int, anchor_interval: int) -> range:
     return range(start, start + width)
 
 
+SampleTask = tuple[tuple[int, int], range]
+
+
+def sample_tasks(
+    layout_sd: Layout, height: int, width: int, workers: int, anchor_interval: int
+) -> tuple[list[tuple[int, int]], list[SampleTask]]:
+    """The sampled cells and the (cell, timesteps) tasks that encode them both ways."""
+    rows, cols = grid_shape(height, width, layout_sd.cs)
+    cells = sample_cells(rows, cols)
+    window = sample_window(layout_sd.n_time, anchor_interval)
+    return cells, split_tasks(cells, window, None, workers)
+
+
+def encode_sample(
+    layout_sd: Layout, inp: CellInput, height: int, width: int, task: SampleTask
+) -> tuple[int, int, dict[int, bytes], dict[int, bytes]]:
+    """One sample task: its chunks encoded plain and as star-delta residuals (spec 4.2, 4.3)."""
+    cs = layout_sd.cs
+    (r, c), times = task
+    ys = slice(r * cs, min((r + 1) * cs, height))
+    xs = slice(c * cs, min((c + 1) * cs, width))
+    get = inp.cell(ys, xs, times)
+    plain: dict[int, bytes] = {}
+    delta: dict[int, bytes] = {}
+    anchor_cache: dict[int, np.ndarray] = {}
+    for t in times:
+        src = np.asarray(get(t), dtype=layout_sd.dtype)
+        plain[t] = layout_sd.data_codec.encode(layout_sd.pad(src, layout_sd.fill))
+        ref = layout_sd.ref(t)
+        if ref is None:
+            delta[t] = plain[t]
+        else:
+            if ref not in anchor_cache:
+                anchor_cache.clear()
+                anchor_cache[ref] = np.asarray(get(ref), dtype=layout_sd.dtype)
+            delta[t] = layout_sd.data_codec.encode(
+                layout_sd.pad(residual(src, anchor_cache[ref]), 0)
+            )
+    return r, c, plain, delta
+
+
+def sample_ratio(sizes: list[tuple[int, int]]) -> float:
+    """star-delta bytes / plain bytes over every sampled chunk, from per-task (plain, delta)
+    byte totals: integer sums, so the ratio does not depend on how the sample was split."""
+    plain_total = sum(p for p, _ in sizes)
+    delta_total = sum(d for _, d in sizes)
+    return delta_total / plain_total if plain_total else 1.0
+
+
 def choose_encoding(
     layout_sd: Layout, inp: CellInput, height: int, width: int, workers: int, anchor_interval: int
 ) -> tuple[
@@ -42,40 +99,16 @@ def choose_encoding(
 ]:
     """Encode the sampled cells both ways (spec 4.3); returns the ratio, the sample count and the
     chunk bytes of both encodings (the chosen one is reused by the writer, not encoded twice)."""
-    cs = layout_sd.cs
-    rows, cols = grid_shape(height, width, cs)
-    cells = sample_cells(rows, cols)
-    tasks = split_tasks(cells, sample_window(layout_sd.n_time, anchor_interval), None, workers)
-
-    def one(
-        task: tuple[tuple[int, int], range],
-    ) -> tuple[int, int, dict[int, bytes], dict[int, bytes]]:
-        (r, c), times = task
-        ys = slice(r * cs, min((r + 1) * cs, height))
-        xs = slice(c * cs, min((c + 1) * cs, width))
-        get = inp.cell(ys, xs, times)
-        plain: dict[int, bytes] = {}
-        delta: dict[int, bytes] = {}
-        anchor_cache: dict[int, np.ndarray] = {}
-        for t in times:
-            src = np.asarray(get(t), dtype=layout_sd.dtype)
-            plain[t] = layout_sd.data_codec.encode(layout_sd.pad(src, layout_sd.fill))
-            ref = layout_sd.ref(t)
-            if ref is None:
-                delta[t] = plain[t]
-            else:
-                if ref not in anchor_cache:
-                    anchor_cache.clear()
-                    anchor_cache[ref] = np.asarray(get(ref), dtype=layout_sd.dtype)
-                delta[t] = layout_sd.data_codec.encode(
-                    layout_sd.pad(residual(src, anchor_cache[ref]), 0)
-                )
-        return r, c, plain, delta
-
-    results = parallel(one, tasks, workers)
-    plain_total = sum(len(b) for _, _, p, _ in results for b in p.values())
-    delta_total = sum(len(b) for _, _, _, d in results for b in d.values())
-    ratio = delta_total / plain_total if plain_total else 1.0
+    cells, tasks = sample_tasks(layout_sd, height, width, workers, anchor_interval)
+    results = parallel(
+        lambda task: encode_sample(layout_sd, inp, height, width, task), tasks, workers
+    )
+    ratio = sample_ratio(
+        [
+            (sum(len(b) for b in p.values()), sum(len(b) for b in d.values()))
+            for _, _, p, d in results
+        ]
+    )
     plains: dict[tuple[int, int], dict[int, bytes]] = {}
     deltas: dict[tuple[int, int], dict[int, bytes]] = {}
     for r, c, p, d in results:

@@ -22,7 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from chronozarr.auto import AUTO_THRESHOLD, choose_encoding
+from chronozarr.auto import (
+    AUTO_THRESHOLD,
+    SampleTask,
+    choose_encoding,
+    encode_sample,
+    sample_cells,
+    sample_ratio,
+    sample_window,
+)
 from chronozarr.cell_tasks import (
     ArrayInput,
     Level0Context,
@@ -246,14 +254,13 @@ def _sample_input(args: _Args) -> Any:
     return CellInput(args.data, args.dtype)
 
 
-def _auto_task(ctx: tuple[Layout, _Args, int], _task: Any) -> tuple[float, int]:
-    """The auto sample on a worker (a cell source produces its planes there): ratio and count."""
-    layout, args, threads = ctx
+def _auto_task(ctx: tuple[Layout, _Args], task: SampleTask) -> tuple[int, int]:
+    """One sampled cell of the auto choice on a worker (a cell source produces its planes
+    there): the (plain, star-delta) byte totals of its chunks, not the chunks."""
+    layout, args = ctx
     h, w = args.shape[2:]
-    ratio, n, _plains, _deltas = choose_encoding(
-        layout, _sample_input(args), h, w, threads, args.anchor_interval
-    )
-    return ratio, n
+    _r, _c, plain, delta = encode_sample(layout, _sample_input(args), h, w, task)
+    return sum(len(b) for b in plain.values()), sum(len(b) for b in delta.values())
 
 
 def _choose(
@@ -269,7 +276,14 @@ def _choose(
             return float(saved["ratio"]), int(saved["sampled_cells"]), {}, {}
     h, w = args.shape[2:]
     if runner.remote and is_cell_source(args.data):
-        [(ratio, n)] = runner.run(_auto_task, (layout, args, 1), [None], name="cz-auto")
+        # one task per sampled cell, so the workers share the sample (issue 13: one task held
+        # every other worker idle while it composited all three cells); whole time series per
+        # cell, as a time split would composite anchor and gap-fill months twice
+        cells = sample_cells(*grid_shape(h, w, layout.cs))
+        window = sample_window(layout.n_time, args.anchor_interval)
+        tasks = [(cell, window) for cell in cells]
+        sizes = runner.run(_auto_task, (layout, args), tasks, name="cz-auto")
+        ratio, n = sample_ratio(sizes), len(cells)
         plains: dict[tuple[int, int], dict[int, bytes]] = {}
         deltas: dict[tuple[int, int], dict[int, bytes]] = {}
     else:
