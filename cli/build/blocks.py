@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -12,8 +13,13 @@ from cz.plan import GridPlan, MonthPlan, project_lonlat
 from cz.recipe import Recipe
 
 
-def item_refs(month: MonthPlan, recipe: Recipe) -> list[ItemRef]:
-    """The month's items as :class:`ItemRef`, only the assets read, signed when needed."""
+def item_refs(month: MonthPlan, recipe: Recipe, *, sign: bool = True) -> list[ItemRef]:
+    """The month's items as :class:`ItemRef`, only the assets read, signed when needed.
+
+    ``sign=False`` leaves the hrefs unsigned (with the token-request bounds in
+    :attr:`ItemRef.signing`): a cluster build signs them on the worker when it reads them
+    (:func:`sign_refs`), so a token never ages between the client's plan and the read.
+    """
     from cz.stac import sign_items
 
     refs = []
@@ -26,7 +32,7 @@ def item_refs(month: MonthPlan, recipe: Recipe) -> list[ItemRef]:
         stac["assets"] = {k: v for k, v in (p.stac.get("assets") or {}).items() if k in keys}
         stac["links"] = []
         trimmed_items.append(stac)
-    if recipe.catalog.sign != "none" and trimmed_items:
+    if sign and recipe.catalog.sign != "none" and trimmed_items:
         import pystac
 
         signed = sign_items(
@@ -43,6 +49,34 @@ def item_refs(month: MonthPlan, recipe: Recipe) -> list[ItemRef]:
     for p, stac in zip(month.items, trimmed_items, strict=True):
         refs.append(ItemRef(p.id, stac, dict(p.assets), int(p.correction), p.solar_day, signing))
     return refs
+
+
+def sign_refs(refs: Sequence[ItemRef]) -> tuple[ItemRef, ...]:
+    """``refs`` with their hrefs signed now, for a read that starts now: each token has at least
+    :data:`cz.signing.MIN_TOKEN_LIFETIME_S` left (the process's token source re-requests one
+    with less), so a long build on a cluster never reads with a token signed hours ago on the
+    client (issue 13). Refs without :attr:`ItemRef.signing` are returned as they are."""
+    if not any(ref.signing is not None for ref in refs):
+        return tuple(refs)
+    from cz.errors import SigningError
+    from cz.signing import import_planetary_computer, sign_item_dicts, token_source
+    from cz.stac import RetryPolicy
+
+    try:
+        import_planetary_computer()
+    except ImportError:  # the optional package, missing on this worker
+        raise SigningError(
+            "catalog.sign is planetary-computer but the 'planetary-computer' package is not "
+            "installed on this worker: pip install planetary-computer"
+        ) from None
+    out = []
+    for ref in refs:
+        if ref.signing is None:
+            out.append(ref)
+            continue
+        [stac] = sign_item_dicts([ref.stac], token_source(RetryPolicy(*ref.signing)))
+        out.append(dataclasses.replace(ref, stac=stac))
+    return tuple(out)
 
 
 def grid_blocks(grid: GridPlan) -> list[tuple[int, int, tuple[int, int, int, int]]]:

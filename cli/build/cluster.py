@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from chronozarr.location import location
-from cz.build.blocks import blocks_touched, grid_blocks, item_refs
+from cz.build.blocks import blocks_touched, grid_blocks, item_refs, sign_refs
 from cz.build.errors import BuildError
 from cz.build.executor import CompositeStats, Executor
 from cz.build.headers import HeaderedStore
@@ -133,8 +133,10 @@ class _CellPlanes:
 class CompositeSource:
     """The build's cell source for ``chronozarr.encode`` (picklable; scattered once).
 
-    ``refs[t]`` are month t's item references (trimmed, signed STAC dicts: each item once, not
-    once per task); ``members[(t, row, col)]`` the indices of those touching the block.
+    ``refs[t]`` are month t's item references (trimmed STAC dicts: each item once, not once
+    per task), unsigned: :meth:`task` signs a block's items on the worker as it reads them
+    (issue 13: a token signed on the client at plan time expires on a long build);
+    ``members[(t, row, col)]`` the indices of those touching the block.
     """
 
     ctx: CompositeContext
@@ -168,7 +170,8 @@ class CompositeSource:
         return next(i for i, ref in enumerate(self.refs[t]) if ref.id == item_id)
 
     def task(self, t: int, row: int, col: int) -> BlockTask:
-        items = tuple(self.refs[t][i] for i in self.members[(t, row, col)])
+        """The composite task of (month, block), its items signed now (read time)."""
+        items = sign_refs([self.refs[t][i] for i in self.members[(t, row, col)]])
         return BlockTask(t, self.months[t], row, col, self.windows[(row, col)], items)
 
     def open_cell(
@@ -195,14 +198,14 @@ class _SourceArray:
 
 
 def make_source(recipe: Recipe, plan: Plan, options: BuildOptions) -> CompositeSource:
-    """The cell source of a plan: item-to-block assignment by an STRtree (blocks_touched), each
-    month's items signed once."""
+    """The cell source of a plan: item-to-block assignment by an STRtree (blocks_touched); the
+    items unsigned (the workers sign them at read time)."""
     grid = plan.grid
     refs: list[tuple[ItemRef, ...]] = []
     members: dict[tuple[int, int, int], tuple[int, ...]] = {}
     for t, month in enumerate(plan.months):
         touched = blocks_touched(month, grid) if month.items else {}
-        refs.append(tuple(item_refs(month, recipe)) if touched else ())
+        refs.append(tuple(item_refs(month, recipe, sign=False)) if touched else ())
         for (row, col), idx in touched.items():
             members[(t, row, col)] = tuple(idx)
     return CompositeSource(

@@ -236,6 +236,44 @@ def test_build_signs_real_items_per_month_late(tmp_path: Path, pc_settings: Toke
     assert set(pc_settings.paths) == {"/token/sentinel2l2a01/sentinel2-l2"}
 
 
+def test_a_cluster_build_signs_on_the_worker_at_read_time(
+    tmp_path: Path, pc_settings: TokenEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 13: the cell source a cluster build scatters holds unsigned hrefs (no token
+    request on the client); a worker signs a block's items when it reads them, and asks for a
+    new token once the cached one has less than 20 minutes left (tokens expire after an hour
+    here; the clock of the endpoint and of the worker's token source jumps ahead)."""
+    import pickle
+
+    import cz.signing
+    from cz.build.cluster import make_source
+    from cz.build.options import BuildOptions
+
+    monkeypatch.setattr(cz.signing, "_SOURCES", {})  # this "worker" has no token yet
+    rec = _pc_recipe(tmp_path)
+    plan = plan_recipe(rec)
+    source = make_source(rec, plan, BuildOptions())
+    hrefs = [a["href"] for refs in source.refs for r in refs for a in r.stac["assets"].values()]
+    assert hrefs and all("sig=" not in h for h in hrefs)
+    assert pc_settings.paths == []  # nothing signed on the client
+    on_worker = pickle.loads(pickle.dumps(source))  # as a worker receives it
+    now = [time.time()]
+    pc_settings.clock = lambda: now[0]
+    t, row, col = next(iter(on_worker.members))
+
+    def signed_tokens() -> set[str]:
+        items = on_worker.task(t, row, col).items
+        return {a["href"].rsplit("sig=", 1)[-1] for r in items for a in r.stac["assets"].values()}
+
+    assert signed_tokens() == {"token1"}
+    cz.signing.token_source(RetryPolicy.from_recipe(rec)).clock = lambda: now[0]
+    now[0] += 30 * 60  # 30 min left: still used
+    assert signed_tokens() == {"token1"}
+    now[0] += 15 * 60  # 15 min left, under the 20 min a read should have: signed again
+    assert signed_tokens() == {"token2"}
+    assert pc_settings.paths == ["/token/sentinel2l2a01/sentinel2-l2"] * 2
+
+
 def test_sign_items_uses_the_recipe_retry_policy(
     tmp_path: Path, pc_settings: TokenEndpoint
 ) -> None:
