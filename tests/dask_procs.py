@@ -82,6 +82,9 @@ def dask_cluster(
             [
                 _dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", str(port),
                 "--no-dashboard", "--no-show",
+                # its HTTP endpoints (health, metrics) default to 0.0.0.0:8787, taken by any
+                # other scheduler on the machine: a random port on 127.0.0.1 instead
+                "--dashboard-address", "127.0.0.1:0",
             ],
             stdout=log, stderr=subprocess.STDOUT, env=full_env, start_new_session=True,
         )  # fmt: skip
