@@ -18,7 +18,16 @@ through read/write syscalls (``rchar + wchar`` of /proc/self/io: files and socke
 byte through the client), and each worker's peak RSS (VmHWM read before it is stopped). The
 stores of the three runs are compared object by object (they must be identical).
 
+Where the time goes (issue 13), per cluster run: the CPU seconds of each worker process, of
+the scheduler and of the client (/proc/PID/stat, getrusage), each worker's CPU per Python
+thread (task threads, event loop; the rest of its process CPU is native threads: GDAL, blosc,
+OpenMP), dask's task stream (per task family: tasks, compute seconds, wall span; idle worker
+time; the serial time outside every phase of two tasks or more, and its Amdahl bound), and the
+pickled bytes of the shared cell source and of one task. These CPU figures hold under load,
+when the wall-time ratios do not.
+
 Usage: python bench/bench_cluster.py [--size 512] [--months 4] [--chunk 256] [--no-doc]
+       [--no-worker-profile]
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ from bench.common import update_section  # noqa: E402
 CLIENT = """
 import time
 start = time.perf_counter()
+epoch = time.time()
 import json, sys
 sys.path.insert(0, {root!r})
 from cz.recipe import load_recipe
@@ -56,8 +66,11 @@ seconds = time.perf_counter() - start
 status = open("/proc/self/status").read().splitlines()
 hwm = next(int(l.split()[1]) for l in status if l.startswith("VmHWM"))
 io = dict(l.split(": ") for l in open("/proc/self/io").read().splitlines())
+import resource
+use = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({{"seconds": seconds, "rss_kb": hwm, "bytes": result.bytes,
-                  "write": result.write_seconds,
+                  "write": result.write_seconds, "cpu": use.ru_utime + use.ru_stime,
+                  "epoch0": epoch, "epoch1": time.time(),
                   "io": int(io["rchar"]) + int(io["wchar"])}}))
 """
 
@@ -75,6 +88,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _thread_cpu() -> dict[str, float]:
+    """On a worker: CPU seconds of each Python thread (by name) and of the whole process; the
+    difference is native threads Python does not know (GDAL, blosc, OpenMP pools)."""
+    import threading
+
+    out = {"process": time.process_time()}
+    for th in threading.enumerate():
+        if th.ident is None:
+            continue
+        try:
+            clock = time.pthread_getcpuclockid(th.ident)
+        except (OSError, AttributeError):
+            continue
+        name = "task threads" if th.name.startswith("Dask-Default-Threads") else "other python"
+        if th is threading.main_thread():
+            name = "event loop"
+        out[name] = out.get(name, 0.0) + time.clock_gettime(clock)
+    return out
+
+
 def _warm() -> None:
     """Import what a build task imports (odc-stac, rasterio, the toolkit) on a worker."""
     import odc.stac  # noqa: F401
@@ -87,13 +120,18 @@ def _warm() -> None:
 class Cluster:
     """A dask scheduler and ``n`` single-thread worker processes on 127.0.0.1."""
 
-    def __init__(self, n: int, work: Path) -> None:
+    def __init__(self, n: int, work: Path, profile: bool = True) -> None:
         self.address = f"tcp://127.0.0.1:{free_port()}"
         port = self.address.rsplit(":", 1)[1]
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        if not profile:  # dask's statistical profiler samples the task thread every 10 ms
+            env["DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"] = "False"
         self.scheduler = subprocess.Popen(
-            [dask_exe(), "scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard"],
+            [
+                dask_exe(), "scheduler", "--host", "127.0.0.1", "--port", port, "--no-dashboard",
+                "--dashboard-address", "127.0.0.1:0",  # its HTTP endpoints: not 0.0.0.0:8787
+            ],
             start_new_session=True, env=env, **quiet,
         )  # fmt: skip
         self.workers = [
@@ -121,9 +159,13 @@ class Cluster:
         ]
         from distributed import Client
 
-        with Client(self.address, timeout="30s", set_as_default=False) as client:
-            client.wait_for_workers(n, timeout=120)
-            client.run(_warm)  # imports once, untimed: a long build amortizes them
+        try:
+            with Client(self.address, timeout="30s", set_as_default=False) as client:
+                client.wait_for_workers(n, timeout=120)
+                client.run(_warm)  # imports once, untimed: a long build amortizes them
+        except BaseException:  # no process left behind
+            self.stop()
+            raise
 
     def worker_rss_kb(self) -> list[int]:
         out = []
@@ -132,14 +174,16 @@ class Cluster:
             out.append(next(int(ln.split()[1]) for ln in status if ln.startswith("VmHWM")))
         return out
 
+    def worker_cpus(self) -> list[float]:
+        """CPU seconds (user + system, every thread) each worker process has used so far."""
+        return [process_cpu(proc.pid) for proc in self.workers]
+
     def worker_cpu(self) -> float:
         """CPU seconds (user + system) the worker processes have used so far."""
-        tick = os.sysconf("SC_CLK_TCK")
-        total = 0.0
-        for proc in self.workers:
-            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-        return total
+        return sum(self.worker_cpus())
+
+    def scheduler_cpu(self) -> float:
+        return process_cpu(self.scheduler.pid)
 
     def stop(self) -> None:
         for proc in [*self.workers, self.scheduler]:
@@ -150,6 +194,87 @@ class Cluster:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:  # a stuck process: kill it
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system of every thread) of process ``pid`` so far (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timeline(records: list[dict], n_workers: int, t0: float, t1: float) -> dict:
+    """What dask's task stream says of one run (``records`` from ``get_task_stream``; ``t0``,
+    ``t1`` the client's start and end, epoch seconds).
+
+    ``busy``: the workers' compute seconds; ``idle``: worker seconds between the first task's
+    start and the last task's end that no task used (n_workers x span - busy); ``phases``: per
+    task family (``cz-auto``, ``cz-level0``, ``cz-level1``...) its task count, compute seconds
+    and wall span; ``serial``: seconds of the client's wall time outside any phase of at least
+    two tasks (imports, plan, the one-task auto sample, the gaps between levels, the metadata):
+    the part more workers cannot shorten.
+    """
+    phases: dict[str, dict] = {}
+    busy = 0.0
+    first, last = t1, t0
+    for rec in records:
+        key = str(rec.get("key", ""))
+        family = key.split("-")[0] + "-" + key.split("-")[1] if key.count("-") >= 2 else key
+        if "-context-" in key:
+            family = "context"
+        for ss in rec.get("startstops", ()):
+            if ss.get("action") != "compute":
+                continue
+            start, stop = float(ss["start"]), float(ss["stop"])
+            busy += stop - start
+            first, last = min(first, start), max(last, stop)
+            ph = phases.setdefault(family, {"tasks": 0, "busy": 0.0, "start": start, "stop": stop})
+            ph["tasks"] += 1
+            ph["busy"] += stop - start
+            ph["start"], ph["stop"] = min(ph["start"], start), max(ph["stop"], stop)
+    span = max(0.0, last - first)
+    # the wall time covered by phases of two tasks or more (the context is one tiny task per
+    # run, fetched by every task: not a phase)
+    spans = sorted(
+        (ph["start"], ph["stop"])
+        for name, ph in phases.items()
+        if ph["tasks"] >= 2 and name != "context"
+    )
+    parallel, reach = 0.0, t0
+    for start, stop in spans:
+        start = max(start, reach)
+        if stop > start:
+            parallel += stop - start
+            reach = stop
+    return {
+        "busy": busy,
+        "span": span,
+        "idle": max(0.0, n_workers * span - busy),
+        "serial": max(0.0, (t1 - t0) - parallel),
+        "phases": {k: {**v, "span": v["stop"] - v["start"]} for k, v in sorted(phases.items())},
+    }
+
+
+def payloads(recipe: Path) -> dict:
+    """Pickled bytes of what a cluster build sends: the cell source (the level-0 context every
+    worker fetches once; it holds every month's item references) and one level-0 task."""
+    from distributed.protocol import pickle
+
+    from chronozarr.cell_tasks import level0_task
+    from cz.build.cluster import make_source
+    from cz.build.options import BuildOptions
+    from cz.plan import plan_recipe
+    from cz.recipe import load_recipe
+
+    rec = load_recipe(recipe)
+    plan = plan_recipe(rec)
+    source = make_source(rec, plan, BuildOptions())
+    return {
+        "context": len(pickle.dumps(source)),
+        "refs": len(pickle.dumps(source.refs)),
+        "members": len(pickle.dumps(source.members)) + len(pickle.dumps(source.windows)),
+        "items": sum(len(refs) for refs in source.refs),
+        "task": len(pickle.dumps((level0_task, ((0, 0), range(len(plan.months)))))),
+    }
 
 
 def folder_bytes(folder: Path) -> int:
@@ -207,6 +332,11 @@ def main() -> None:
     ap.add_argument("--months", type=int, default=4)
     ap.add_argument("--chunk", type=int, default=256)
     ap.add_argument("--no-doc", action="store_true")
+    ap.add_argument(
+        "--no-worker-profile",
+        action="store_true",
+        help="workers without dask's statistical profiler (distributed.worker.profile.enabled)",
+    )
     args = ap.parse_args()
     cat = catalog(args.size, args.months)
     layout = layout_for(args.size, args.months)
@@ -224,6 +354,7 @@ def main() -> None:
             )
             recipes[scale] = base / f"recipe-{scale}.yaml"
             recipes[scale].write_text(text.replace("chunk_size: 512", f"chunk_size: {args.chunk}"))
+        sizes = {scale: payloads(recipes[scale]) for scale in ("1x", "4x")}
         for scale in ("1x", "4x"):
             out = base / f"local-{scale}.zarr"
             rows[(scale, "local")] = run_client(
@@ -232,13 +363,29 @@ def main() -> None:
             rows[(scale, "local")]["digest"] = digest(out)
             print(scale, "local", rows[(scale, "local")], file=sys.stderr)
         for n in (1, 2):
-            cluster = Cluster(n, base)
+            cluster = Cluster(n, base, profile=not args.no_worker_profile)
             try:
                 for scale in ("1x", "4x"):
                     out = base / f"cluster{n}-{scale}.zarr"
-                    cpu0 = cluster.worker_cpu()
-                    row = run_client(recipes[scale], out, base / f"w-{n}-{scale}", cluster.address)
-                    row["worker_cpu"] = cluster.worker_cpu() - cpu0
+                    from distributed import Client, get_task_stream
+
+                    with Client(cluster.address, timeout="30s", set_as_default=False) as mon:
+                        cpus0, sched0 = cluster.worker_cpus(), cluster.scheduler_cpu()
+                        threads0 = mon.run(_thread_cpu)
+                        with get_task_stream(client=mon) as stream:
+                            row = run_client(
+                                recipes[scale], out, base / f"w-{n}-{scale}", cluster.address
+                            )
+                        cpus = [b - a for a, b in zip(cpus0, cluster.worker_cpus(), strict=True)]
+                        row["scheduler_cpu"] = cluster.scheduler_cpu() - sched0
+                        threads1 = mon.run(_thread_cpu)
+                        row["threads"] = {
+                            w: {k: v - threads0[w].get(k, 0.0) for k, v in per.items()}
+                            for w, per in threads1.items()
+                        }
+                        row["timeline"] = timeline(stream.data, n, row["epoch0"], row["epoch1"])
+                    row["worker_cpus"] = cpus
+                    row["worker_cpu"] = sum(cpus)
                     row["objects"] = sum(1 for p in out.rglob("*") if p.is_file())
                     row["level0_bytes"] = sum(
                         p.stat().st_size for p in (out / "0").rglob("*") if p.is_file()
@@ -289,8 +436,54 @@ def main() -> None:
         s: rows[(s, "1w")]["level0_bytes"] / rows[(s, "1w")]["bytes"] for s in ("1x", "4x")
     }
     speedup = {s: rows[(s, "1w")]["write"] / rows[(s, "2w")]["write"] for s in ("1x", "4x")}
+    # throughput of the cluster itself: first task's start to last task's end
+    spans = {
+        s: rows[(s, "1w")]["timeline"]["span"] / rows[(s, "2w")]["timeline"]["span"]
+        for s in ("1x", "4x")
+    }
+    cpu_lines = [
+        "| AOI | run | task CPU per cell-month | worker event loops | native threads | "
+        "scheduler CPU | client CPU | worker cores used (CPU / wall) | idle worker time | "
+        "serial time (share of wall) | Amdahl bound for 2 workers |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for scale in ("1x", "4x"):
+        for mode, n in (("1w", 1), ("2w", 2)):
+            r = rows[(scale, mode)]
+            per = list(r["threads"].values())
+            tasks = sum(t.get("task threads", 0.0) for t in per)
+            loops = sum(t.get("event loop", 0.0) for t in per)
+            native = sum(t["process"] - sum(v for k, v in t.items() if k != "process") for t in per)
+            share = r["timeline"]["serial"] / r["seconds"]
+            cores = ", ".join(f"{c / r['seconds']:.2f}" for c in r["worker_cpus"])
+            cpu_lines.append(
+                f"| {scale} | {n} worker{'s' if n > 1 else ''} | "
+                f"{tasks / (cells[scale] * args.months):.3f} s | {loops:.1f} s | "
+                f"{native:.1f} s | {r['scheduler_cpu']:.1f} s | {r['cpu']:.1f} s | {cores} | "
+                f"{r['timeline']['idle']:.1f} s | {r['timeline']['serial']:.1f} s ({share:.0%}) | "
+                f"{1 / (share + (1 - share) / 2):.2f}x |"
+            )
+    # a 2-core machine cannot finish the 2-worker run faster than all its CPU seconds / 2
+    cpu_bound = {}
+    for scale in ("1x", "4x"):
+        r2 = rows[(scale, "2w")]
+        total = r2["worker_cpu"] + r2["scheduler_cpu"] + r2["cpu"]
+        cpu_bound[scale] = rows[(scale, "1w")]["seconds"] / (total / 2)
+    phase_lines = [
+        "| AOI | run | phase | tasks | compute | wall span |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for scale in ("1x", "4x"):
+        for mode, n in (("1w", 1), ("2w", 2)):
+            for name, ph in rows[(scale, mode)]["timeline"]["phases"].items():
+                if name == "context":
+                    continue
+                phase_lines.append(
+                    f"| {scale} | {n} | {name} | {ph['tasks']} | {ph['busy']:.2f} s | "
+                    f"{ph['span']:.2f} s |"
+                )
     body = f"""
-Command: `python bench/bench_cluster.py --size {args.size} --months {args.months} --chunk {args.chunk}`
+Command: `python bench/bench_cluster.py --size {args.size} --months {args.months} --chunk {args.chunk}{" --no-worker-profile" if args.no_worker_profile else ""}`
 
 Input: the demo catalog of "Build from a recipe" (two overlapping tiles, clouds, 4 bands at
 10 m, SCL at 20 m), {args.months} months from 2023-04, gap-fill carry-forward 2, chunk
@@ -303,8 +496,8 @@ client process's `rchar + wchar` (/proc/self/io: every byte it read or wrote, fi
 sockets, including reading the source GeoTIFFs in the local run).
 
 Machine load: load average {load_before[0]:.1f} before, {load_after[0]:.1f} after, on 2
-cores shared with five other engineers' jobs: the wall-time ratios are disturbed by that load;
-rerun the command on an idle machine for the scaling figure.
+cores; the scheduler, the client and the workers share them (and, at a load above 2, other
+jobs do too): the wall-time ratios depend on that load, the CPU figures below much less.
 
 {chr(10).join(lines)}
 
@@ -325,9 +518,38 @@ which level 0 is {level0_share["4x"]:.0%} and level 0's data array (no mask, cov
 {rows[("4x", "1w")]["level0_data_bytes"] / rows[("4x", "1w")]["bytes"]:.0%};
 {rows[("4x", "1w")]["objects"]} objects at 4x.
 
+Where the time goes (CPU seconds per process from /proc/PID/stat and, on each worker, per
+Python thread from `time.pthread_getcpuclockid`; task phases from dask's task stream):
+"task CPU" is the CPU of the workers' task threads per level-0 cell-month (everything a task
+does: composite, encode, write, its share of the auto sample and of the upper levels);
+"native threads" is a worker's process CPU that no Python thread accounts for (GDAL, blosc or
+OpenMP pools: zero means a single-thread worker uses one core at most); "idle worker time" is
+worker seconds between the first task's start and the last one's end with no task running;
+"serial time" is the client's wall time outside every phase of two tasks or more (interpreter
+start and imports, plan, connecting, the gaps between levels, the metadata written last):
+more workers cannot shorten it, so 1 / (s + (1 - s) / 2) bounds 2 workers against 1.
+
+{chr(10).join(cpu_lines)}
+
+{chr(10).join(phase_lines)}
+
+CPU bound on this machine: the 2-worker run needs its workers', scheduler's and client's CPU
+seconds on 2 cores, so it cannot beat 1 worker by more than (1-worker wall) / (that CPU / 2):
+{cpu_bound["1x"]:.2f}x at 1x, {cpu_bound["4x"]:.2f}x at 4x in this run.
+
+Payload (pickled with distributed's pickle): the level-0 cell source every worker fetches once
+per build is {sizes["1x"]["context"] / 1024:.1f} kB at 1x and {sizes["4x"]["context"] / 1024:.1f} kB
+at 4x ({sizes["4x"]["context"] / sizes["1x"]["context"]:.2f}x): item references
+{sizes["1x"]["refs"] / 1024:.1f} kB for {sizes["1x"]["items"]} items (the same at 4x: the tiles
+cover both AOIs) and the block memberships and windows {sizes["1x"]["members"] / 1024:.1f} kB ->
+{sizes["4x"]["members"] / 1024:.1f} kB (the part that grows with the area); a level-0 task
+itself is {sizes["4x"]["task"]} bytes (the function by reference and (cell, months)).
+
 Targets (issue 13): client RSS and disk flat (<= 1.1x) at 4x AOI; 2 workers >= 1.7x one on an
-idle machine (measured here under that load, build phase 1 worker / 2 workers:
-{speedup["1x"]:.2f}x at 1x, {speedup["4x"]:.2f}x at 4x).
+idle machine (1 worker / 2 workers in this run, the tasks' span from the first task's start to
+the last one's end: {spans["1x"]:.2f}x at 1x, {spans["4x"]:.2f}x at 4x; build phase after the
+plan: {speedup["1x"]:.2f}x at 1x, {speedup["4x"]:.2f}x at 4x; whole command: {rows[("1x", "1w")]["seconds"] / rows[("1x", "2w")]["seconds"]:.2f}x
+and {rows[("4x", "1w")]["seconds"] / rows[("4x", "2w")]["seconds"]:.2f}x).
 """
     print(body)
     if not args.no_doc:
