@@ -1,9 +1,9 @@
 """CPU time of chronozarr.encode in two source trees, interleaved (a refactor's regression check).
 
-The same 12 x 4 x 1024 x 1024 uint16 series is encoded (star-delta and none, workers=1, zstd 5)
-by the chronozarr of OLD and of NEW in alternating subprocesses, three times each; process CPU
-time is less sensitive than wall time to other work on a shared machine. Prints the medians and
-the new/old ratio.
+The same 12 x 4 x 1024 x 1024 uint16 series is encoded (star-delta, none and auto, workers=1,
+zstd 5) by the chronozarr of OLD and of NEW in alternating subprocesses, three times each;
+process CPU time is less sensitive than wall time to other work on a shared machine. Prints the
+medians and the new/old ratio.
 
 Usage: git archive COMMIT | tar -x -C /tmp/old && python bench/compare_trees.py /tmp/old [NEW]
 """
@@ -23,7 +23,7 @@ rng = np.random.default_rng(0)
 t = np.arange(12)[:, None, None, None]
 data = (1000 + 400*np.sin(2*np.pi*t/12) + rng.normal(0, 30, (12, 4, 1024, 1024))).astype("uint16")
 out = {}
-for enc in ("star-delta", "none"):
+for enc in ("star-delta", "none", "auto"):
     with tempfile.TemporaryDirectory() as d:
         c0 = time.process_time(); w0 = time.perf_counter()
         chronozarr.encode(data, d + "/s", times=[f"2024-{m+1:02d}-01" for m in range(12)],
@@ -42,7 +42,7 @@ for _ in range(3):
         )
         res[name].append(json.loads(r.stdout.strip().splitlines()[-1]))
         print(name, res[name][-1], flush=True)
-for enc in ("star-delta", "none"):
+for enc in ("star-delta", "none", "auto"):
     for name in ("old", "new"):
         cpu = sorted(x[enc][0] for x in res[name])
         wall = sorted(x[enc][1] for x in res[name])
