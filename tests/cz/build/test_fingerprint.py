@@ -148,10 +148,11 @@ def test_every_differing_field_is_named_at_once(built: tuple[Path, Path]) -> Non
     assert "filters.max_cloud_cover" in str(caught.value) and "mask.keep" in str(caught.value)
 
 
-class MaskWithDilation(MaskSpec):
-    """A field added to the mask model (as the composites work does): covered automatically."""
+class MaskWithClosing(MaskSpec):
+    """A field added to the mask model after the store was built (a hypothetical ``closing``; the
+    name must not be a real MaskSpec field): covered automatically."""
 
-    dilate: int = Field(default=0, ge=0)
+    closing: int = Field(default=0, ge=0)
 
 
 def test_a_field_added_to_a_section_model_is_covered(built: tuple[Path, Path]) -> None:
@@ -160,23 +161,23 @@ def test_a_field_added_to_a_section_model_is_covered(built: tuple[Path, Path]) -
     assert rec.mask is not None
     before = listing(store)
     # the store was built before the field existed: its default is what it used ...
-    at_default = rec.model_copy(update={"mask": MaskWithDilation(**rec.mask.model_dump())})
-    assert recipe_fingerprint(at_default)["mask.dilate"] == 0
+    at_default = rec.model_copy(update={"mask": MaskWithClosing(**rec.mask.model_dump())})
+    assert recipe_fingerprint(at_default)["mask.closing"] == 0
     # ... so another value is refused, naming the field
-    dilated = rec.model_copy(update={"mask": MaskWithDilation(**rec.mask.model_dump(), dilate=3)})
-    with pytest.raises(RecipeMismatchError, match=r"mask\.dilate: recipe 3, the store recorded"):
-        append_months(dilated, ["2024-04"], store=str(store))
+    closed = rec.model_copy(update={"mask": MaskWithClosing(**rec.mask.model_dump(), closing=3)})
+    with pytest.raises(RecipeMismatchError, match=r"mask\.closing: recipe 3, the store recorded"):
+        append_months(closed, ["2024-04"], store=str(store))
     assert listing(store) == before
     # a store built with the field records it, and a different value is refused
     folder = store.parent
-    with_field = folder / "dilated.zarr"
-    build(dilated, out=str(with_field), options=BuildOptions(workers=1))
+    with_field = folder / "closed.zarr"
+    build(closed, out=str(with_field), options=BuildOptions(workers=1))
     fields = chronozarr.open_store(with_field).attrs.provenance["fingerprint"]["fields"]
-    assert fields["mask.dilate"] == 3
-    other = rec.model_copy(update={"mask": MaskWithDilation(**rec.mask.model_dump(), dilate=2)})
-    with pytest.raises(RecipeMismatchError, match=r"mask\.dilate: recipe 2, store built with 3"):
+    assert fields["mask.closing"] == 3
+    other = rec.model_copy(update={"mask": MaskWithClosing(**rec.mask.model_dump(), closing=2)})
+    with pytest.raises(RecipeMismatchError, match=r"mask\.closing: recipe 2, store built with 3"):
         append_months(other, ["2024-04"], store=str(with_field))
-    append_months(dilated, ["2024-04"], store=str(with_field))
+    append_months(closed, ["2024-04"], store=str(with_field))
     assert chronozarr.open_store(with_field).n_time == 4
 
 
