@@ -43,7 +43,11 @@ const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
 const reps = opt("--reps", 5);
 const RTT = opt("--rtt", 80);
-const write = !args.includes("--no-write");
+const write = !args.includes("--no-write") && !args.includes("--first-only");
+// --first-only: the first-frame half alone (no display rates, nothing written); --trace: print
+// every request of each first-frame run (start, connection reused or new, response end).
+const firstOnly = args.includes("--first-only");
+const trace = args.includes("--trace");
 // --baseline DIR: a viewer folder built from another commit (e.g. main), measured in the same run,
 // interleaved with this one, so a busy shared machine slows both alike (before/after ratios).
 const baseline = args.includes("--baseline") ? path.resolve(args[args.indexOf("--baseline") + 1]) : null;
@@ -98,6 +102,8 @@ http {
 async function startDelayProxy(targetPort, rtt) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const server = http.createServer((req, res) => {
+    const t0 = performance.now();
+    if (process.env.CZ_PROXY_LOG) res.on("finish", () => console.log(`proxy ${t0.toFixed(0)} +${(performance.now() - t0).toFixed(0)} ${req.url}`));
     setTimeout(() => {
       const up = http.request({ host: "127.0.0.1", port: targetPort, method: req.method, path: req.url, headers: req.headers, agent }, (r) => {
         res.writeHead(r.statusCode, r.headers);
@@ -162,16 +168,23 @@ try {
   const firstFrame = async (dir) => {
     const ctx = await browser.newContext({ viewport });
     const page = await ctx.newPage();
+    if (trace) {
+      await page.addInitScript(() => {
+        window.__czLongTasks = [];
+        new PerformanceObserver((l) => window.__czLongTasks.push(...l.getEntries())).observe({ type: "longtask", buffered: true });
+      });
+    }
     await page.goto(`${proxy.url}/${dir}/index.html?style=style.json&store=../store.zarr/`, { waitUntil: "commit" });
     await page.waitForFunction(() => window.viewer?.firstFrameAt, null, { timeout: 60000 });
     const out = await page.evaluate(async () => {
-        // The root and the first chunks may be fetched by the page's early Worker: its Resource
-        // Timing entries come with its time origin (waited for up to 1 s; a build without it has none).
+        // The root and the first chunks may be fetched by the page's early Worker (builds before
+        // decision 0021): its Resource Timing entries come with its time origin (waited for up
+        // to 1 s). Since 0021 the page fetches them itself (early.inPage): its own entries.
         const t0 = performance.now();
-        while (!window.CHRONOZARR_VIEWER?.early?.timing && performance.now() - t0 < 1000) await new Promise((r) => setTimeout(r, 20));
+        while (!window.CHRONOZARR_VIEWER?.early?.inPage && !window.CHRONOZARR_VIEWER?.early?.timing && performance.now() - t0 < 1000) await new Promise((r) => setTimeout(r, 20));
         const et = window.CHRONOZARR_VIEWER?.early?.timing;
         const shift = et ? et.timeOrigin - performance.timeOrigin : 0;
-        const fromWorker = (et?.entries ?? []).map((e) => ({ ...e, startTime: e.startTime + shift, responseEnd: e.responseEnd + shift, encodedBodySize: 0 }));
+        const fromWorker = (et?.entries ?? []).map((e) => ({ ...e, startTime: e.startTime + shift, responseEnd: e.responseEnd + shift, requestStart: (e.requestStart ?? 0) + shift, responseStart: (e.responseStart ?? 0) + shift, encodedBodySize: 0 }));
         const nav = performance.getEntriesByType("navigation")[0];
         const res = [...performance.getEntriesByType("resource"), ...fromWorker];
         const end = (re) => Math.max(...res.filter((r) => re.test(r.name)).map((r) => r.responseEnd));
@@ -200,9 +213,23 @@ try {
           frame: window.viewer.firstFrameAt,
           afterChunks: window.viewer.firstFrameAt - Math.max(...chunks.map((r) => r.responseEnd)),
           requests: res.length + 1,
+          earlyMarks: window.CHRONOZARR_VIEWER?.early?.marks ?? {},
+          longTasks: (window.__czLongTasks ?? []).map((e) => [Math.round(e.startTime), Math.round(e.duration)]),
+          trace: res.map((r) => ({ name: r.name.replace(/^.*\/\/[^/]+/, ""), start: r.startTime, newConnection: r.connectEnd > r.connectStart, requestStart: r.requestStart, responseStart: r.responseStart, end: r.responseEnd, priority: r.renderBlockingStatus })),
         };
     });
     await ctx.close();
+    if (trace) {
+      console.log(`${dir}: frame ${out.frame.toFixed(0)} ms; codeStart ${out.codeStart.toFixed(0)} storeOpen ${out.storeOpen.toFixed(0)} styleLoaded ${out.styleLoaded.toFixed(0)}`);
+      console.log(`  early marks: ${Object.entries(out.earlyMarks).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(", ")}`);
+      console.log(`  main-thread long tasks [start, ms]: ${JSON.stringify(out.longTasks)}`);
+      for (const r of [...out.trace].sort((a, b) => a.start - b.start)) {
+        console.log(`  ${r.start.toFixed(0).padStart(5)} req ${r.requestStart.toFixed(0).padStart(5)} ttfb ${r.responseStart.toFixed(0).padStart(5)} end ${r.end.toFixed(0).padStart(5)} ${r.newConnection ? "new-conn" : "reused  "} ${r.name}`);
+      }
+    }
+    delete out.trace;
+    delete out.earlyMarks;
+    delete out.longTasks;
     return out;
   };
   const first = [];
@@ -220,7 +247,21 @@ try {
   }
   const f = Object.fromEntries(Object.keys(first[0]).map((k) => [k, median(first.map((r) => r[k]))]));
   const rt = (ms) => (ms / RTT).toFixed(1);
+  if (firstOnly) {
+    const ms = (v) => `${v.toFixed(0)} ms = ${rt(v)} RTT`;
+    const show = (label, r) =>
+      console.log(
+        `${label}: first frame ${ms(r.frame)}; page ${rt(r.page)}, code ${rt(r.code)}, root ${rt(r.root)}, first chunk requested ${rt(r.chunkStart)}, chunks ${rt(r.chunks)} RTT; ` +
+          `after the last chunk ${r.afterChunks.toFixed(0)} ms; module starts ${r.codeStart.toFixed(0)}, store open ${r.storeOpen.toFixed(0)}, style loaded ${r.styleLoaded.toFixed(0)} ms; ` +
+          `${r.chunkRequests} chunk GETs (${r.earlyChunks} early, ${r.earlyDecoded} decoded early); read/upload/render ${r.frameRead.toFixed(0)}/${r.frameUpload.toFixed(0)}/${r.frameRender.toFixed(0)} ms`,
+      );
+    show(`this build, median of ${reps}`, f);
+    if (baseline) show(`baseline, median of ${reps}`, Object.fromEntries(Object.keys(firstBase[0]).map((k) => [k, median(firstBase.map((r) => r[k]))])));
+    console.log(`bare reader: ${ms(median(bare))}; load average ${loadBefore.toFixed(1)} before, ${os.loadavg()[0].toFixed(1)} after`);
+    process.exitCode = 0;
+  }
 
+  if (!firstOnly) {
   // --- display rates, direct to nginx ------------------------------------------------------------
   /** Display rates of the viewer folder `dir`, direct to nginx. */
   const display = async (dir) => {
@@ -464,6 +505,7 @@ try {
       doc = `${doc.replace(/\s*$/, "\n\n")}${section}`;
     }
     writeFileSync(file, doc);
+  }
   }
 } finally {
   await browser?.close();

@@ -1,8 +1,9 @@
 // `npm run build:viewer`: the viewer as a self-contained static folder, js/dist/viewer/:
 //
-//   index.html             the page: inline config, the two stylesheets inlined (no request of
-//                          their own, so the store's chunks get the browser's 6 connections per
-//                          host), and the early script (root, style, MapLibre worker, chunks)
+//   index.html             the page: inline config, the two stylesheets and the offline style
+//                          (as the function below) inlined (no request of their own, so the
+//                          store's chunks get the browser's 6 connections per host), and the
+//                          early script (root, then the first view's chunks; MapLibre worker)
 //   viewer.js              one ESM bundle: viewer, chronozarr reader and map layer, zarrita,
 //                          proj4, MapLibre GL JS; no WASM codecs (below)
 //   numcodecs-{zstd,blosc,lz4}.js  the WASM codecs, loaded by viewer.js only if the page decodes
@@ -107,7 +108,13 @@ export async function buildViewer(out = OUT) {
     if (!sources[f]) throw new Error(`index.html links an unknown stylesheet ${f}`);
     return readFileSync(sources[f], "utf8");
   });
-  writeFileSync(path.join(out, "index.html"), html);
+  // The offline style as a function in the page (the early script calls it instead of fetching
+  // style.json: one request fewer while the store's chunks need the connections). It is the
+  // function that writes style.json below, so the page and the file hold the same JSON.
+  const marker = "<!-- build: offline style (build-viewer.mjs writes window.CHRONOZARR_OFFLINE_STYLE here) -->";
+  if (!html.includes(marker)) throw new Error("index.html lost its offline-style marker");
+  const withStyle = html.replace(marker, () => `<script>window.CHRONOZARR_OFFLINE_STYLE = ${offlineStyle.toString()};</script>`);
+  writeFileSync(path.join(out, "index.html"), withStyle);
   copyFileSync(path.join(MAPLIBRE, "maplibre-gl-worker.mjs"), path.join(out, "maplibre-gl-worker.mjs"));
   writeFileSync(path.join(out, "style.json"), `${JSON.stringify(offlineStyle())}\n`);
   const files = readdirSync(out).sort();
