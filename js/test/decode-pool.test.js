@@ -23,6 +23,8 @@ if (!existsSync(CHROMIUM)) {
   else console.log(`# SKIP decode pool tests: ${skip}`);
 }
 
+const { buildViewer } = await import("../tools/build-viewer.mjs");
+
 describe("chunks decoded in a Worker pool", { skip, timeout: 170_000 }, () => {
   const { dir, manifest } = fixtures();
   let server;
@@ -36,7 +38,9 @@ describe("chunks decoded in a Worker pool", { skip, timeout: 170_000 }, () => {
     const { build } = await import("esbuild");
     bundleDir = mkdtempSync(path.join(os.tmpdir(), "chronozarr-pool-"));
     const common = { bundle: true, format: "esm", target: "es2022", logLevel: "error" };
-    await build({ ...common, entryPoints: [path.join(HERE, "..", "chronozarr", "map", "decode-worker.js")], outfile: path.join(bundleDir, "decode-worker.js") });
+    // The decode worker as the viewer ships it (build-viewer.mjs: zstd inlined, blosc and lz4
+    // imported from their sibling numcodecs-*.js files on first use).
+    await buildViewer(bundleDir);
     await build({
       ...common,
       stdin: {
