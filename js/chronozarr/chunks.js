@@ -61,6 +61,10 @@ export class ChunkReader {
   /** {bytes, where} of the inner chunk at `coords`; bytes null when it is fill (absent, empty). */
   async chunkBytes(array, coords, signal) {
     const loc = locateChunk(array, coords);
+    // The decoder (its codec's WebAssembly compiled on first use) is built while the GET is in
+    // flight, not after the bytes arrive (issue 10: the first frame's path). Its failure (an
+    // unsupported codec) is still raised by decode(), only for a chunk that has bytes.
+    Promise.resolve(this.decoder(array)).catch(() => {});
     const { url } = this.source;
     if (!loc.sharded) {
       this.source.stats.chunkReads++;

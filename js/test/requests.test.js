@@ -49,6 +49,30 @@ describe("requests", () => {
     assert.ok(store.levels.length > 1);
   });
 
+  test("a chunk's decoder is built while its GET is in flight, not after the bytes arrive", async () => {
+    const entry = byName["uint16-star-delta-shard4-zstd"];
+    const events = [];
+    const slow = async (url, init) => {
+      const r = await fetch(url, init);
+      if (/\/c\//.test(url)) {
+        events.push(`got ${new URL(url).pathname.split("/c/")[1]}`);
+        await new Promise((res) => setTimeout(res, 30)); // the body still on the wire
+      }
+      return r;
+    };
+    const store = await openStore(urlOf(entry), {
+      fetch: slow,
+      makeDecoder: (array, fallback) => {
+        events.push(`decoder ${array.path}`);
+        return fallback(array);
+      },
+    });
+    await store.readCell({ t: 0, row: 0, col: 0 });
+    const first = events.findIndex((e) => e.startsWith("got "));
+    const dec = events.indexOf(`decoder ${store.levels[0].data.path}`);
+    assert.ok(dec >= 0 && first >= 0 && dec < first, `decoder requested before the first chunk response: ${events.join(", ")}`);
+  });
+
   test("without consolidated metadata the reader falls back to per-array zarr.json", async () => {
     const entry = byName["nocons-uint8"];
     const f = countingFetch();
