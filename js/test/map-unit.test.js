@@ -158,3 +158,48 @@ test("decode-ahead: after a frame the layer reads the next timestep in the direc
   assert.deepEqual(reads, [4, 4]);
   assert.equal(new ChronozarrLayer(store, { mode: "band", band: 0, readAhead: false }).readAhead, false);
 });
+
+test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata and masked pixels left out", async () => {
+  const { ChronozarrLayer } = await import("../chronozarr/map/layer.js");
+  const store = {
+    crs: "EPSG:32631",
+    levels: [{ path: "0" }],
+    nTime: 1,
+    nBands: 2,
+    nodata: 0,
+    bands: [
+      { name: "B04", common_name: "red", scale: 0.0001, offset: -0.1 },
+      { name: "B08", common_name: "nir", scale: 0.0001, offset: -0.1 },
+    ],
+    hasMask: false,
+    bounds: () => ({ x0: 500000, x1: 510000, y0: 4640000, y1: 4650000 }),
+  };
+  // Deterministic pseudo-random cells (LCG), some nodata; one cell with a mask that hides half.
+  let seed = 12345;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const cell = (h, w, withMask) => {
+    const n = h * w;
+    const data = new Uint16Array(2 * n).map(() => (rand() < 0.05 ? 0 : 1 + Math.floor(rand() * 9000)));
+    const mask = withMask ? new Uint8Array(n).map((_, i) => (i % 2 ? 1 : 0)) : null;
+    return { data: { height: h, width: w, data }, mask };
+  };
+  const datas = [cell(37, 41, false), cell(50, 30, true)];
+  const layer = new ChronozarrLayer(store, { mode: "band", band: 1 });
+  // The rule restated (not the layer's code): every pixel when a cell has at most 20000, band 1,
+  // leaving out nodata (no mask) and mask != 1; nearest rank at p * (n - 1).
+  const want = [];
+  for (const { data, mask } of datas) {
+    const n = data.height * data.width;
+    for (let i = 0; i < n; i++) {
+      const v = data.data[n + i];
+      if (mask ? mask[i] !== 1 : v === 0) continue;
+      want.push(v * 0.0001 - 0.1);
+    }
+  }
+  want.sort((a, b) => a - b);
+  const at = (p) => want[Math.round(p * (want.length - 1))];
+  assert.deepEqual(layer._autoStretch(datas), { min: at(0.02), max: at(0.98) });
+  const flat = [{ data: { height: 2, width: 2, data: new Uint16Array([5, 5, 5, 5, 7, 7, 7, 7]) }, mask: null }];
+  const s = layer._autoStretch(flat);
+  assert.ok(s.max > s.min && s.min === 7 * 0.0001 - 0.1, `a constant frame still gets a range: ${JSON.stringify(s)}`);
+});
