@@ -51,6 +51,9 @@ const trace = args.includes("--trace");
 // --baseline DIR: a viewer folder built from another commit (e.g. main), measured in the same run,
 // interleaved with this one, so a busy shared machine slows both alike (before/after ratios).
 const baseline = args.includes("--baseline") ? path.resolve(args[args.indexOf("--baseline") + 1]) : null;
+// --baseline-reader SRC: the bare reader built from another source tree (e.g. `git archive main`),
+// measured interleaved with this tree's.
+const baselineReader = args.includes("--baseline-reader") ? path.resolve(args[args.indexOf("--baseline-reader") + 1]) : null;
 const CHROMIUM = "/usr/bin/chromium";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
@@ -138,26 +141,31 @@ try {
   if (made.status !== 0) throw new Error(`make_store.py failed:\n${made.stdout}${made.stderr}`);
   await buildViewer(path.join(work, "viewer"));
   if (baseline) cpSync(baseline, path.join(work, "baseline"), { recursive: true });
-  // The bare reader: one bundled page that opens the store and reads the 4 cells of timestep 0.
-  mkdirSync(path.join(work, "reader"));
-  await build({
-    stdin: {
-      contents: `import { openStore } from "./js/chronozarr/decoder.js";
-        const t0 = performance.now();
-        const s = await openStore(new URL("../store.zarr/", location.href).href);
-        await Promise.all([0, 1].flatMap((row) => [0, 1].map((col) => s.readCell({ t: 0, row, col }))));
-        window.firstFrame = performance.now();`,
-      resolveDir: REPO,
-      loader: "js",
-    },
-    bundle: true,
-    format: "esm",
-    minify: true,
-    outfile: path.join(work, "reader", "reader.js"),
-    nodePaths: [path.join(REPO, "js", "node_modules")],
-    logLevel: "error",
-  });
-  writeFileSync(path.join(work, "reader", "index.html"), `<!doctype html><meta charset="utf-8"><script type="module" src="reader.js"></script>`);
+  // The bare reader: one bundled page that opens the store and reads the 4 cells of timestep 0,
+  // from this tree's reader (and, with --baseline-reader SRC, from another source tree's).
+  const buildReader = async (src, name) => {
+    mkdirSync(path.join(work, name));
+    await build({
+      stdin: {
+        contents: `import { openStore } from "./js/chronozarr/decoder.js";
+          const t0 = performance.now();
+          const s = await openStore(new URL("../store.zarr/", location.href).href);
+          await Promise.all([0, 1].flatMap((row) => [0, 1].map((col) => s.readCell({ t: 0, row, col }))));
+          window.firstFrame = performance.now();`,
+        resolveDir: src,
+        loader: "js",
+      },
+      bundle: true,
+      format: "esm",
+      minify: true,
+      outfile: path.join(work, name, "reader.js"),
+      nodePaths: [path.join(REPO, "js", "node_modules")],
+      logLevel: "error",
+    });
+    writeFileSync(path.join(work, name, "index.html"), `<!doctype html><meta charset="utf-8"><script type="module" src="reader.js"></script>`);
+  };
+  await buildReader(REPO, "reader");
+  if (baselineReader) await buildReader(baselineReader, "reader-base");
   nginx = await startNginx(work);
   proxy = await startDelayProxy(nginx.port, RTT);
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
@@ -235,15 +243,18 @@ try {
   const first = [];
   const firstBase = [];
   const bare = [];
+  const bareBase = [];
   for (let i = 0; i < reps; i++) {
     first.push(await firstFrame("viewer"));
     if (baseline) firstBase.push(await firstFrame("baseline"));
-    const ctx2 = await browser.newContext({ viewport });
-    const p2 = await ctx2.newPage();
-    await p2.goto(`${proxy.url}/reader/index.html`, { waitUntil: "commit" });
-    await p2.waitForFunction(() => window.firstFrame, null, { timeout: 60000 });
-    bare.push(await p2.evaluate(() => window.firstFrame));
-    await ctx2.close();
+    for (const [dir, into] of [["reader", bare], ...(baselineReader ? [["reader-base", bareBase]] : [])]) {
+      const ctx2 = await browser.newContext({ viewport });
+      const p2 = await ctx2.newPage();
+      await p2.goto(`${proxy.url}/${dir}/index.html`, { waitUntil: "commit" });
+      await p2.waitForFunction(() => window.firstFrame, null, { timeout: 60000 });
+      into.push(await p2.evaluate(() => window.firstFrame));
+      await ctx2.close();
+    }
   }
   const f = Object.fromEntries(Object.keys(first[0]).map((k) => [k, median(first.map((r) => r[k]))]));
   const rt = (ms) => (ms / RTT).toFixed(1);
@@ -257,6 +268,7 @@ try {
       );
     show(`this build, median of ${reps}`, f);
     if (baseline) show(`baseline, median of ${reps}`, Object.fromEntries(Object.keys(firstBase[0]).map((k) => [k, median(firstBase.map((r) => r[k]))])));
+    if (baselineReader) console.log(`bare reader, baseline source: ${ms(median(bareBase))}`);
     console.log(`bare reader: ${ms(median(bare))}; load average ${loadBefore.toFixed(1)} before, ${os.loadavg()[0].toFixed(1)} after`);
     process.exitCode = 0;
   }
