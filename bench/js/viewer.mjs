@@ -223,6 +223,7 @@ try {
           requests: res.length + 1,
           earlyMarks: window.CHRONOZARR_VIEWER?.early?.marks ?? {},
           longTasks: (window.__czLongTasks ?? []).map((e) => [Math.round(e.startTime), Math.round(e.duration)]),
+          chunksOnNewConnections: chunks.filter((r) => r.connectEnd > r.connectStart).length,
           trace: res.map((r) => ({ name: r.name.replace(/^.*\/\/[^/]+/, ""), start: r.startTime, newConnection: r.connectEnd > r.connectStart, requestStart: r.requestStart, responseStart: r.responseStart, end: r.responseEnd, priority: r.renderBlockingStatus })),
         };
     });
@@ -264,7 +265,7 @@ try {
       console.log(
         `${label}: first frame ${ms(r.frame)}; page ${rt(r.page)}, code ${rt(r.code)}, root ${rt(r.root)}, first chunk requested ${rt(r.chunkStart)}, chunks ${rt(r.chunks)} RTT; ` +
           `after the last chunk ${r.afterChunks.toFixed(0)} ms; module starts ${r.codeStart.toFixed(0)}, store open ${r.storeOpen.toFixed(0)}, style loaded ${r.styleLoaded.toFixed(0)} ms; ` +
-          `${r.chunkRequests} chunk GETs (${r.earlyChunks} early, ${r.earlyDecoded} decoded early); read/upload/render ${r.frameRead.toFixed(0)}/${r.frameUpload.toFixed(0)}/${r.frameRender.toFixed(0)} ms`,
+          `${r.chunkRequests} chunk GETs (${r.earlyChunks} early, ${r.earlyDecoded} decoded early, ${r.chunksOnNewConnections} on a new connection); read/upload/render ${r.frameRead.toFixed(0)}/${r.frameUpload.toFixed(0)}/${r.frameRender.toFixed(0)} ms`,
       );
     show(`this build, median of ${reps}`, f);
     if (baseline) show(`baseline, median of ${reps}`, Object.fromEntries(Object.keys(firstBase[0]).map((k) => [k, median(firstBase.map((r) => r[k]))])));
