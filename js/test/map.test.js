@@ -362,10 +362,19 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
       earlyDecoded: window.viewer.marks.earlyDecoded ?? 0,
       decodedInWorkers: window.viewer.pool?.stats.decoded ?? 0,
       requests: window.viewer.store.stats.requests,
-      // Decision 0021: the page's early script fetches the root and the first chunks itself.
+      // Decision 0021: the page names the first chunks when the root parses; its chunk
+      // fetcher Worker GETs them (its Resource Timing entries, on its own time origin, come in
+      // early.timing). Both timelines are counted, so a chunk fetched twice shows.
       planned: window.CHRONOZARR_VIEWER.early.planned ?? 0,
-      chunks: performance.getEntriesByType("resource").filter((r) => /\/c\/0\//.test(r.name)).map((r) => r.name),
-      chunksAt: performance.getEntriesByType("resource").filter((r) => /\/c\/0\//.test(r.name)).map((r) => r.startTime),
+      ...(() => {
+        const et = window.CHRONOZARR_VIEWER.early.timing;
+        const shift = et ? et.timeOrigin - performance.timeOrigin : 0;
+        const all = [
+          ...performance.getEntriesByType("resource").map((r) => ({ name: r.name, at: r.startTime, worker: false })),
+          ...(et?.entries ?? []).map((r) => ({ name: r.name, at: r.startTime + shift, worker: true })),
+        ].filter((r) => /\/c\/0\//.test(r.name));
+        return { chunks: all.map((r) => r.name), chunksAt: all.map((r) => r.at), fromWorker: all.filter((r) => r.worker).length };
+      })(),
       requestedAt: window.CHRONOZARR_VIEWER.early.marks?.["chunks requested"] ?? null,
       files: performance.getEntriesByType("resource").map((r) => r.name).filter((u) => !/\/(mapfx|fixtures)\//.test(u)),
     }));
@@ -373,7 +382,8 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     // them; the stylesheets are inlined (no request) and the main thread never loaded a WASM codec.
     assert.ok(got.earlyDecoded > 0, `no early decode was used (${JSON.stringify(got)})`);
     assert.ok(got.planned > 0 && got.early === got.planned, `the reader took every chunk the early script named (${JSON.stringify(got)})`);
-    // The first timestep-0 GETs are the early script's (made when the root parsed), not the bundle's.
+    // The timestep-0 GETs are the fetcher's, made once the page named them (when the root parsed).
+    assert.equal(got.fromWorker, got.planned, `the early chunks came from the page's chunk fetcher (${JSON.stringify(got)})`);
     assert.ok(got.requestedAt !== null && Math.min(...got.chunksAt) >= got.requestedAt - 1, JSON.stringify(got));
     assert.ok(got.decodedInWorkers + got.earlyDecoded >= got.early, JSON.stringify(got));
     assert.ok(got.files.some((u) => /\/viewer\.js$/.test(u)), `the page's own files are listed: ${got.files.join(", ")}`);
