@@ -395,6 +395,37 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await page.close();
   });
 
+  test("with its decode Workers failing to load, the page still draws its first frame at once (no wait on early decodes) and fetches each chunk once", async () => {
+    const s = mapManifest.stores.utm;
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 760 } });
+    await ctx.route(/\/decode-worker\.js$/, (route) => route.fulfill({ status: 404, body: "" }));
+    const page = await ctx.newPage();
+    page.on("pageerror", (err) => pageErrors.push(err.message));
+    await page.goto(`${server.url}/index.html?style=style.json&store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+    await page.waitForFunction(() => document.body.dataset.state !== "loading", null, { timeout: 30000 });
+    const got = await page.evaluate(async () => {
+      const t0 = performance.now();
+      while (!window.CHRONOZARR_VIEWER.early.timing && performance.now() - t0 < 3000) await new Promise((r) => setTimeout(r, 20));
+      const et = window.CHRONOZARR_VIEWER.early.timing;
+      const names = [...performance.getEntriesByType("resource"), ...(et?.entries ?? [])].map((r) => r.name).filter((u) => /\/c\/0\//.test(u));
+      return {
+        state: document.body.dataset.state,
+        frameAt: window.viewer.firstFrameAt,
+        earlyDecoded: window.viewer.marks.earlyDecoded ?? 0,
+        early: window.viewer.marks.earlyChunks ?? 0,
+        broken: window.viewer.pool?.broken ?? null,
+        names,
+      };
+    });
+    await ctx.close();
+    assert.equal(got.state, "ready", JSON.stringify(got));
+    assert.equal(got.earlyDecoded, 0, "no early decode can have come from a Worker that never started");
+    assert.ok(got.early > 0, `the fetcher's chunks were still used (${JSON.stringify(got)})`);
+    // The pool waits up to 10 s for an early decode it was promised; none may be left pending.
+    assert.ok(got.frameAt < 8000, `first frame after ${Math.round(got.frameAt)} ms: something waited on a decode that never came`);
+    assert.equal(new Set(got.names).size, got.names.length, `a timestep-0 chunk was fetched twice: ${got.names.join(", ")}`);
+  });
+
   const banners = (closedPort) => [
     ["an unreachable host", `http://127.0.0.1:${closedPort}/none.zarr`, /Store unreachable/, /failed|fetch/i],
     ["a host without CORS", `http://127.0.0.1:${plainServer.address().port}/map/utm.zarr`, /blocked by CORS/, /Access-Control-Allow-Origin/],

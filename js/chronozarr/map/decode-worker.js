@@ -5,7 +5,10 @@
 // Protocol (decode-pool.js and the viewer's early script speak it):
 //   in:  {id, path, doc, bytes}   doc = the array's zarr.json, bytes = the inner chunk (transferred)
 //        {id, warm: true, port?}  load zstd and compile its WebAssembly now (answers {id, ok});
-//                                 jobs that arrive on `port` are answered to the page as well
+//                                 jobs that arrive on `port` are answered to the page as well,
+//                                 and the warm-up's answer goes to `port` too ({id, ok, ready:
+//                                 true}), so whoever holds the port (the viewer's chunk fetcher)
+//                                 sends chunks only to a decoder that is ready
 //   out: {id, ok: true, data, n}  data: the decoded chunk as a typed array (its buffer
 //                                 transferred), n: the compressed length
 //        {id, ok: false, name, message}
@@ -59,8 +62,13 @@ async function handle(msg, reply) {
 const toPage = (m, transfer) => globalThis.postMessage(m, transfer ?? []);
 
 globalThis.onmessage = (ev) => {
-  // A port (sent with the warm-up) lets another Worker (the page's early fetcher) hand chunks
+  // A port (sent with the warm-up) lets another Worker (the page's chunk fetcher) hand chunks
   // straight to this one; the answers still go to the page.
-  if (ev.data?.port) ev.data.port.onmessage = (e) => handle(e.data, toPage);
-  handle(ev.data, toPage);
+  const port = ev.data?.port;
+  if (!port) return handle(ev.data, toPage);
+  port.onmessage = (e) => handle(e.data, toPage);
+  handle(ev.data, (m, transfer) => {
+    toPage(m, transfer);
+    port.postMessage({ id: m.id, ok: m.ok, ready: true });
+  });
 };
