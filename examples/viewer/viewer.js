@@ -40,6 +40,9 @@ const state = { store: null, url: null, layer: null, map: null, selected: null, 
  */
 function startDecodePool() {
   try {
+    // A decoder that failed before this pool could listen (its script did not load) would
+    // never answer: the early script saw the failure, so decode on this thread instead.
+    if (early.decodersFailed) return null;
     if (early.workers?.length) return new DecodePool(early.workers, { early: early.decoded });
     if (typeof Worker === "undefined") return null;
     const pool = new DecodePool(new URL("decode-worker.js", import.meta.url));
