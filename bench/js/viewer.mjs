@@ -2,6 +2,12 @@
 // scrubbing and playing, in headless Chromium (SwiftShader WebGL).
 //
 //   cd js && npm ci && node ../bench/js/viewer.mjs [--reps 5] [--rtt 80] [--no-write] [--baseline DIR]
+//       [--baseline-reader SRC] [--first-only] [--trace]
+//
+// --first-only measures the first frames alone (nothing written); --trace prints, per cold load,
+// every request (start, request sent, first byte, end, new or reused connection), the page's early
+// marks (CHRONOZARR_VIEWER.early.marks) and the main thread's long tasks; --baseline-reader SRC
+// measures the bare reader of another source tree (its js/chronozarr) interleaved with this one's.
 //
 // --baseline DIR measures another viewer build in the same run, interleaved (before/after on a
 // shared machine). A build of main, from js/:
