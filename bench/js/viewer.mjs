@@ -43,7 +43,9 @@ const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
 const reps = opt("--reps", 5);
 const RTT = opt("--rtt", 80);
-const write = !args.includes("--no-write");
+// --display-only: the display rates alone (no first frames, nothing written), for iterating.
+const displayOnly = args.includes("--display-only");
+const write = !args.includes("--no-write") && !displayOnly;
 // --baseline DIR: a viewer folder built from another commit (e.g. main), measured in the same run,
 // interleaved with this one, so a busy shared machine slows both alike (before/after ratios).
 const baseline = args.includes("--baseline") ? path.resolve(args[args.indexOf("--baseline") + 1]) : null;
@@ -208,7 +210,7 @@ try {
   const first = [];
   const firstBase = [];
   const bare = [];
-  for (let i = 0; i < reps; i++) {
+  for (let i = 0; i < (displayOnly ? 0 : reps); i++) {
     first.push(await firstFrame("viewer"));
     if (baseline) firstBase.push(await firstFrame("baseline"));
     const ctx2 = await browser.newContext({ viewport });
@@ -218,7 +220,7 @@ try {
     bare.push(await p2.evaluate(() => window.firstFrame));
     await ctx2.close();
   }
-  const f = Object.fromEntries(Object.keys(first[0]).map((k) => [k, median(first.map((r) => r[k]))]));
+  const f = displayOnly ? null : Object.fromEntries(Object.keys(first[0]).map((k) => [k, median(first.map((r) => r[k]))]));
   const rt = (ms) => (ms / RTT).toFixed(1);
 
   // --- display rates, direct to nginx ------------------------------------------------------------
@@ -333,7 +335,7 @@ try {
     steps.push(async () => {
       await page.evaluate(() => {
         const { layer, map } = window.viewer;
-        const gl = map.painter.context.gl;
+        const gl = layer._gl ?? map.painter.context.gl; // the overlay's context in overlay rendering
         const prog = gl.createProgram();
         const src = [
           [gl.VERTEX_SHADER, "#version 300 es\nuniform mat4 u_matrix; in vec2 a_pos; void main() { gl_Position = u_matrix * vec4(a_pos, 0.0, 1.0); }"],
@@ -373,7 +375,7 @@ try {
 
   const chrome = browser.version();
   const loadAfter = os.loadavg()[0];
-  const rows = [
+  const firstRows = displayOnly ? [] : [
     ["First frame, viewer (bundled), 2 x 2 cells, cold cache: navigation to frame drawn", `${f.frame.toFixed(0)} ms = ${rt(f.frame)} RTT`],
     ["  page (index.html received)", `${f.page.toFixed(0)} ms = ${rt(f.page)} RTT`],
     ["  code (viewer.js received; root zarr.json and style fetched in parallel)", `${f.code.toFixed(0)} ms = ${rt(f.code)} RTT`],
@@ -385,6 +387,9 @@ try {
     ["  decode + upload + render after the last chunk", `${f.afterChunks.toFixed(0)} ms`],
     ["  first frame's read (request to decoded, 4 cells) / texture upload / wait until MapLibre drew it", `${f.frameRead.toFixed(0)} / ${f.frameUpload.toFixed(0)} / ${f.frameRender.toFixed(0)} ms`],
     ["First frame, bare reader (bundled page: open + 4 cells), cold cache", `${median(bare).toFixed(0)} ms = ${rt(median(bare))} RTT`],
+  ];
+  const rows = [
+    ...firstRows,
     ["Display fps scrubbing, 2 x 2 cells of 512, anchors and deltas resident", `${all.displayFps.toFixed(1)} fps`],
     ["Display fps scrubbing, 2 x 2 cells of 512, anchors resident (4 delta GETs per timestep, loopback)", `${anchors.displayFps.toFixed(1)} fps`],
     ["  requests / bytes per timestep, anchors resident", `${anchors.requestsPerFrame.toFixed(1)} / ${Math.round(anchors.bytesPerFrame).toLocaleString("en-US")} B`],
@@ -397,11 +402,12 @@ try {
   ];
   let comparison = "";
   if (base) {
-    const b = Object.fromEntries(Object.keys(base.first[0]).map((k) => [k, median(base.first.map((r) => r[k]))]));
+    const b = displayOnly ? null : Object.fromEntries(Object.keys(base.first[0]).map((k) => [k, median(base.first.map((r) => r[k]))]));
     const pair = (label, x, y, fmt) => [label, fmt(y), fmt(x), (x / y).toFixed(2)];
     const ms = (v) => `${v.toFixed(0)} ms = ${rt(v)} RTT`;
     const fps = (v) => `${v.toFixed(1)} fps`;
     const cmp = [
+      ...(displayOnly ? [] : [
       pair("first frame drawn", f.frame, b.frame, ms),
       pair("code received", f.code, b.code, ms),
       pair("root received", f.root, b.root, ms),
@@ -409,6 +415,7 @@ try {
       pair("after the last chunk (decode, upload, render)", f.afterChunks, b.afterChunks, (v) => `${v.toFixed(0)} ms`),
       pair("bundle evaluated (module starts)", f.codeStart, b.codeStart, (v) => `${v.toFixed(0)} ms`),
       pair("first chunk requested", f.chunkStart, b.chunkStart, (v) => `${v.toFixed(0)} ms`),
+      ]),
       pair("display fps scrubbing, all resident", all.displayFps, base.all.displayFps, fps),
       pair("display fps scrubbing, anchors resident", anchors.displayFps, base.anchors.displayFps, fps),
       pair("repaint, nothing changing: basemap + layer", idle, base.idle, fps),

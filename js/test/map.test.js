@@ -98,6 +98,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
       c.height = src.height;
       const ctx = c.getContext("2d");
       ctx.drawImage(src, 0, 0);
+      if (window.viewer.layer.canvas) ctx.drawImage(window.viewer.layer.canvas, 0, 0); // overlay rendering: the layer's canvas, stacked as on screen
       const cx = Math.round(src.width / 2);
       const cy = Math.round(src.height / 2);
       const h = Array.from(ctx.getImageData(cx - n, cy, 2 * n, 1).data);
@@ -133,6 +134,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
             c.height = src.height;
             const ctx = c.getContext("2d");
             ctx.drawImage(src, 0, 0);
+      if (window.viewer.layer.canvas) ctx.drawImage(window.viewer.layer.canvas, 0, 0); // overlay rendering: the layer's canvas, stacked as on screen
             const cx = Math.round(src.width / 2);
             const cy = Math.round(src.height / 2);
             return { h: Array.from(ctx.getImageData(cx - n, cy + dy, 2 * n, 1).data), v: Array.from(ctx.getImageData(cx + dx, cy - n, 1, 2 * n).data) };
@@ -323,6 +325,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
         c.height = src.height;
         const ctx = c.getContext("2d");
         ctx.drawImage(src, 0, 0);
+      if (window.viewer.layer.canvas) ctx.drawImage(window.viewer.layer.canvas, 0, 0); // overlay rendering: the layer's canvas, stacked as on screen
         // Mean colour of 24 x 24 px blocks: the same view draws the same blocks; a shifted time,
         // band, stretch, colormap or centre does not (sub-pixel rounding of the centre may move
         // single edge pixels, so blocks, not pixels, are compared).

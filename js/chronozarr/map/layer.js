@@ -34,8 +34,15 @@ const TEX = {
  * options: id ("chronozarr"), beforeId, t (0), mode ("rgb" | "band" | "ndvi" | "formula"),
  * band (index, for "band"), rgb ([r, g, b] band indices; default by common_name), formula (text
  * over common_name, for "formula"), stretch ({min, max}; default: 2-98 % of the first frame),
- * colormap ("viridis"), opacity (1), level ("auto" or an index), and callbacks onFrame({t,
- * level, cells, ms}), onLoading(bool), onError(err), onStretch({min, max}).
+ * colormap ("viridis"), opacity (1), level ("auto" or an index), rendering ("overlay" |
+ * "interleaved"; default "overlay", or "interleaved" when beforeId is given), and callbacks
+ * onFrame({t, level, cells, ms}), onLoading(bool), onError(err), onStretch({min, max}).
+ *
+ * rendering "overlay" draws the layer in a WebGL canvas of its own above the map's, redrawn with
+ * the map's camera whenever MapLibre renders: a new timestep repaints that canvas only, not the
+ * basemap (MapLibre's software repaint of the whole map is what bounds scrubbing in SwiftShader).
+ * The layer is then above every map layer (labels included). "interleaved" draws in MapLibre's
+ * own context at its place in the style (beforeId), so each timestep repaints the whole map.
  */
 export function addChronozarrLayer(map, store, options = {}) {
   const layer = new ChronozarrLayer(store, options);
@@ -60,6 +67,12 @@ export class ChronozarrLayer {
     this.onError = options.onError ?? null;
     this.onStretch = options.onStretch ?? null;
     this.readAhead = options.readAhead ?? true;
+    this.rendering = options.rendering ?? (options.beforeId ? "interleaved" : "overlay");
+    if (this.rendering !== "overlay" && this.rendering !== "interleaved") {
+      throw new RangeError(`rendering must be "overlay" or "interleaved", not ${JSON.stringify(this.rendering)}`);
+    }
+    /** The overlay canvas while the layer is on a map in "overlay" rendering, else null. */
+    this.canvas = null;
     this._setDisplay(options);
     const b = store.bounds(0);
     const [lon, lat] = this.projection.forward([(b.x0 + b.x1) / 2, (b.y0 + b.y1) / 2]);
@@ -122,19 +135,19 @@ export class ChronozarrLayer {
 
   setStretch(min, max) {
     this.stretch = { min, max };
-    this._map?.triggerRepaint();
+    this._repaint();
   }
 
   setColormap(name) {
     if (!COLORMAPS[name]) throw new RangeError(`unknown colormap ${JSON.stringify(name)}`);
     this.colormap = name;
     this._lutDirty = true;
-    this._map?.triggerRepaint();
+    this._repaint();
   }
 
   setOpacity(value) {
     this.opacity = Math.max(0, Math.min(1, value));
-    this._map?.triggerRepaint();
+    this._repaint();
   }
 
   setLevel(level) {
@@ -382,7 +395,7 @@ export class ChronozarrLayer {
     const datas = await Promise.all(info.cells.map((c) => this._cellData(info.level, info.t, c)));
     this.stretch = this._autoStretch(datas);
     this.onStretch?.(this.stretch);
-    this._map?.triggerRepaint();
+    this._repaint();
     return this.stretch;
   }
 
@@ -421,7 +434,7 @@ export class ChronozarrLayer {
       this._lastT = t;
       await new Promise((resolve) => {
         this._waiters.push(resolve);
-        map.triggerRepaint();
+        this._repaint();
       });
       this.stats.frames++;
       this.stats.renderWaitMs = performance.now() - uploaded;
@@ -448,7 +461,9 @@ export class ChronozarrLayer {
   onAdd(map, gl) {
     this._map = map;
     this._gl = gl;
-    this._lutTex = gl.createTexture();
+    if (this.rendering === "overlay") this._gl = this._addOverlay(map, gl) ?? gl;
+    const own = this._gl;
+    this._lutTex = own.createTexture();
     this._lutDirty = true;
     this._onMove = () => this._request();
     map.on("moveend", this._onMove);
@@ -457,15 +472,104 @@ export class ChronozarrLayer {
   }
 
   onRemove(map, gl) {
+    const own = this._gl ?? gl;
     map.off("moveend", this._onMove);
     map.off("resize", this._onMove);
     this._want?.ctrl.abort();
-    for (const c of this._cells.values()) this._freeCell(gl, c);
+    for (const c of this._cells.values()) this._freeCell(own, c);
     this._cells.clear();
     this._shown = [];
-    if (this._program) gl.deleteProgram(this._program.program);
-    gl.deleteTexture(this._lutTex);
+    if (this._program) own.deleteProgram(this._program.program);
+    this._program = null;
+    own.deleteTexture(this._lutTex);
+    if (this.canvas) {
+      map.off("render", this._onMapRender);
+      this.canvas.remove();
+      this.canvas = null;
+    }
+    for (const w of this._waiters.splice(0)) w();
     this._map = null;
+    this._gl = null;
+  }
+
+  /**
+   * "overlay" rendering: a WebGL2 canvas of the layer's own, stacked on the map's canvas (same
+   * device-pixel size, no pointer events), with the map's context attributes for
+   * preserveDrawingBuffer (so a page that reads the map's pixels can read the layer's). Returns
+   * its context, or null (then the layer draws interleaved) where a second context is refused.
+   */
+  _addOverlay(map, mapGl) {
+    const mapCanvas = map.getCanvas();
+    const canvas = document.createElement("canvas");
+    canvas.className = "chronozarr-overlay";
+    canvas.style.cssText = "position:absolute;left:0;top:0;pointer-events:none;";
+    const preserve = mapGl.getContextAttributes?.()?.preserveDrawingBuffer ?? false;
+    // No depth, stencil or antialiasing: the layer draws flat meshes, and the software
+    // rasterizer (SwiftShader) then clears and resolves one colour buffer only.
+    const gl = canvas.getContext("webgl2", { alpha: true, premultipliedAlpha: true, antialias: false, depth: false, stencil: false, preserveDrawingBuffer: preserve });
+    if (!gl) {
+      this.rendering = "interleaved";
+      return null;
+    }
+    mapCanvas.after(canvas);
+    this.canvas = canvas;
+    this._renderedThisFrame = false;
+    this._hiddenInMap = false;
+    // After each map frame: a layer MapLibre did not render (hidden, outside its zoom range,
+    // removed from the style) is cleared from the overlay, as it would be from the map.
+    this._onMapRender = () => {
+      if (!this._renderedThisFrame && !this._hiddenInMap) {
+        this._hiddenInMap = true;
+        this._drawOverlay();
+      }
+      this._renderedThisFrame = false;
+    };
+    map.on("render", this._onMapRender);
+    return gl;
+  }
+
+  /** Ask for the layer to be drawn again: its overlay alone, or the whole map when interleaved. */
+  _repaint() {
+    if (!this._map) return;
+    if (!this.canvas) {
+      this._map.triggerRepaint();
+      return;
+    }
+    if (this._overlayFrame) return;
+    // One overlay draw per animation frame, however many changes ask for it.
+    this._overlayFrame = requestAnimationFrame(() => {
+      this._overlayFrame = 0;
+      this._drawOverlay();
+    });
+  }
+
+  /** Draw the overlay canvas with the camera of the map's last render (or clear it when hidden). */
+  _drawOverlay() {
+    const gl = this._gl;
+    const canvas = this.canvas;
+    if (!gl || !canvas) return;
+    const src = this._map.getCanvas();
+    if (canvas.width !== src.width || canvas.height !== src.height) {
+      canvas.width = src.width;
+      canvas.height = src.height;
+    }
+    if (canvas.style.width !== src.style.width || canvas.style.height !== src.style.height) {
+      canvas.style.width = src.style.width || `${src.clientWidth}px`;
+      canvas.style.height = src.style.height || `${src.clientHeight}px`;
+    }
+    gl.bindFramebuffer(gl.FRAMEBUFFER, null);
+    gl.viewport(0, 0, canvas.width, canvas.height);
+    gl.clearColor(0, 0, 0, 0);
+    gl.clear(gl.COLOR_BUFFER_BIT);
+    if (this._hiddenInMap || !this._matrix) {
+      this._resolveWaiters();
+      return;
+    }
+    this._draw(gl, this._matrix);
+  }
+
+  _resolveWaiters() {
+    for (const w of this._waiters.splice(0)) w();
   }
 
   _compile(gl) {
@@ -656,10 +760,26 @@ export class ChronozarrLayer {
     c.content = content;
   }
 
+  /** MapLibre's render call: the camera of this map frame. */
   render(gl, options) {
+    const matrix = translated(options.defaultProjectionData?.mainMatrix ?? options.modelViewProjectionMatrix, this.origin);
+    if (!this.canvas) {
+      this._draw(gl, matrix);
+      return;
+    }
+    // Overlay: redraw now, in the map's frame, so basemap and layer show the same camera.
+    this._matrix = matrix;
+    this._renderedThisFrame = true;
+    this._hiddenInMap = false;
+    if (this._overlayFrame) {
+      cancelAnimationFrame(this._overlayFrame);
+      this._overlayFrame = 0;
+    }
+    this._drawOverlay();
+  }
+
+  _draw(gl, matrix) {
     const started = performance.now();
-    const waiters = this._waiters;
-    this._waiters = [];
     try {
       if (!this._shown.length || !this.stretch) return;
       if (!this._program) this._program = this._compile(gl);
@@ -674,7 +794,7 @@ export class ChronozarrLayer {
         this._lutDirty = false;
       }
       gl.useProgram(program);
-      gl.uniformMatrix4fv(u.u_matrix, false, translated(options.defaultProjectionData?.mainMatrix ?? options.modelViewProjectionMatrix, this.origin));
+      gl.uniformMatrix4fv(u.u_matrix, false, matrix);
       gl.uniform1fv(u.u_scale, scale);
       gl.uniform1fv(u.u_offset, offset);
       gl.uniform1f(u.u_min, this.stretch.min);
@@ -712,7 +832,7 @@ export class ChronozarrLayer {
       gl.activeTexture(gl.TEXTURE0);
     } finally {
       this.stats.drawMs = performance.now() - started;
-      for (const w of waiters) w();
+      this._resolveWaiters();
     }
   }
 }
