@@ -500,7 +500,7 @@ export class ChronozarrLayer {
    */
   _addOverlay(map, mapGl) {
     const mapCanvas = map.getCanvas();
-    const canvas = document.createElement("canvas");
+    const canvas = mapCanvas.ownerDocument.createElement("canvas");
     canvas.className = "chronozarr-overlay";
     canvas.style.cssText = "position:absolute;left:0;top:0;pointer-events:none;";
     const preserve = mapGl.getContextAttributes?.()?.preserveDrawingBuffer ?? false;
@@ -537,7 +537,7 @@ export class ChronozarrLayer {
     }
     if (this._overlayFrame) return;
     // One overlay draw per animation frame, however many changes ask for it.
-    this._overlayFrame = requestAnimationFrame(() => {
+    this._overlayFrame = globalThis.requestAnimationFrame(() => {
       this._overlayFrame = 0;
       this._drawOverlay();
     });
@@ -772,7 +772,7 @@ export class ChronozarrLayer {
     this._renderedThisFrame = true;
     this._hiddenInMap = false;
     if (this._overlayFrame) {
-      cancelAnimationFrame(this._overlayFrame);
+      globalThis.cancelAnimationFrame(this._overlayFrame);
       this._overlayFrame = 0;
     }
     this._drawOverlay();
