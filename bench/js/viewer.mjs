@@ -225,10 +225,10 @@ try {
 
   // --- display rates, direct to nginx ------------------------------------------------------------
   /** Display rates of the viewer folder `dir`, direct to nginx. */
-  const display = async (dir) => {
+  const display = async (dir, query = "") => {
     const ctx = await browser.newContext({ viewport });
     const page = await ctx.newPage();
-    await page.goto(`${nginx.url}/${dir}/index.html?style=style.json&store=../store.zarr/`);
+    await page.goto(`${nginx.url}/${dir}/index.html?style=style.json&store=../store.zarr/${query}`);
     await page.waitForFunction(() => document.body.dataset.prefetched, null, { timeout: 120000 });
     const scrub = (frames, dropDeltas) =>
       page.evaluate(
@@ -318,6 +318,20 @@ try {
           }),
       );
     steps.push(async () => (out.idle = await repaint()));
+    // Overlay rendering: the layer's own canvas redrawn every animation frame, map untouched.
+    steps.push(async () => {
+      out.overlay = await page.evaluate(
+        () =>
+          new Promise((resolve) => {
+            const { layer } = window.viewer;
+            if (!layer.canvas) return resolve(NaN);
+            let n = 0;
+            const t0 = performance.now();
+            const f = () => (++n < 90 ? (layer._drawOverlay(), requestAnimationFrame(f)) : resolve((n * 1000) / (performance.now() - t0)));
+            requestAnimationFrame(f);
+          }),
+      );
+    });
     steps.push(async () => {
       await page.evaluate(() => window.viewer.map.setLayoutProperty("chronozarr", "visibility", "none"));
       out.basemapOnly = await repaint();
@@ -365,12 +379,15 @@ try {
   // With a baseline, both viewers are open at once and every display step (each scrub, each
   // playback rate, each repaint variant) runs for this build, then for the baseline, so a burst
   // of load on the shared machine falls on both sides of a ratio.
-  const runs = [await display("viewer")];
+  // This build runs twice: as the viewer draws (overlay rendering) and with
+  // ?rendering=interleaved (the layer in MapLibre's context, every timestep repaints the map).
+  const runs = [await display("viewer"), await display("viewer", "&rendering=interleaved")];
   if (baseline) runs.push(await display("baseline"));
-  for (let i = 0; i < runs[0].steps.length; i++) for (const r of runs) await r.steps[i]();
+  for (let i = 0; i < runs[0].steps.length; i++) for (const r of runs) if (r.steps[i]) await r.steps[i]();
   const mine = runs[0].out;
-  const theirs = runs[1]?.out ?? null;
-  const { all, anchors, playback, idle, basemapOnly, layerOnly, flat, empty } = mine;
+  const inter = runs[1].out;
+  const theirs = runs[2]?.out ?? null;
+  const { all, anchors, playback, idle, overlay, basemapOnly, layerOnly, flat, empty } = mine;
   const base = baseline ? { first: firstBase, ...theirs } : null;
 
   const chrome = browser.version();
@@ -399,6 +416,9 @@ try {
     ["Map repaint rate with nothing changing: basemap + layer / basemap only / layer only (SwiftShader, 1280 x 800)", `${idle.toFixed(1)} / ${basemapOnly.toFixed(1)} / ${layerOnly.toFixed(1)} fps`],
     ["  layer only with a constant-colour shader (same meshes) / empty map, every layer hidden (the ceiling)", `${flat.toFixed(1)} / ${empty.toFixed(1)} fps`],
     ["Display fps playing at a set rate of 12 / 24 / 30 fps (all resident)", `${playback[12].toFixed(1)} / ${playback[24].toFixed(1)} / ${playback[30].toFixed(1)} fps`],
+    ["Overlay rendering: the layer's own canvas redrawn every frame, map untouched (nothing changing)", `${overlay.toFixed(1)} fps`],
+    ["Interleaved rendering (?rendering=interleaved, the layer in MapLibre's context): display fps scrubbing all resident / anchors resident", `${inter.all.displayFps.toFixed(1)} / ${inter.anchors.displayFps.toFixed(1)} fps`],
+    ["  interleaved: playing at a set 12 / 24 / 30 fps / repaint, nothing changing (basemap + layer)", `${inter.playback[12].toFixed(1)} / ${inter.playback[24].toFixed(1)} / ${inter.playback[30].toFixed(1)} / ${inter.idle.toFixed(1)} fps`],
   ];
   let comparison = "";
   if (base) {

@@ -14,6 +14,7 @@
 import { COLORMAPS } from "./colormaps.js";
 import { lonLatOfMercator, mercatorOf, storeProjection } from "./crs.js";
 import { PRESETS, parseExpression, toFunction, toGlsl } from "./expression.js";
+import { buildValueLut, VALUE_LUT_DTYPES } from "./value-lut.js";
 
 const SUBDIV = 16; // mesh quads per cell side: sub-millimetre error against the exact reprojection
 const MAX_LAYERS = 8; // bands one display may use
@@ -67,6 +68,9 @@ export class ChronozarrLayer {
     this.onError = options.onError ?? null;
     this.onStretch = options.onStretch ?? null;
     this.readAhead = options.readAhead ?? true;
+    this.aheadSteps = options.aheadSteps ?? 3;
+    // false: colour one-band integer displays per fragment instead of through a value table.
+    this.valueLut = options.valueLut ?? true;
     this.rendering = options.rendering ?? (options.beforeId ? "interleaved" : "overlay");
     if (this.rendering !== "overlay" && this.rendering !== "interleaved") {
       throw new RangeError(`rendering must be "overlay" or "interleaved", not ${JSON.stringify(this.rendering)}`);
@@ -350,8 +354,14 @@ export class ChronozarrLayer {
     const n = this.store.nTime;
     if (n < 2 || this._lastT === undefined || this._lastT === t) return;
     const dir = (t - this._lastT + n) % n <= n / 2 ? 1 : -1;
-    const next = (t + dir + n) % n;
-    for (const c of cells) this._cellData(level, next, c, undefined, true).catch(() => {});
+    // Several timesteps ahead: a delta that must be fetched (anchors resident) takes longer than
+    // a display frame, so one read in flight would bound the rate by its latency; with
+    // `aheadSteps` in flight the reads overlap (bounded by AHEAD_ENTRIES).
+    const steps = Math.max(1, Math.min(this.aheadSteps, n - 1, Math.floor(AHEAD_ENTRIES / Math.max(1, cells.length)) - 1));
+    for (let k = 1; k <= steps; k++) {
+      const next = (((t + dir * k) % n) + n) % n;
+      for (const c of cells) this._cellData(level, next, c, undefined, true).catch(() => {});
+    }
   }
 
   /** Stretch of a frame: 2-98 % of the display values of valid pixels (sampled). */
@@ -482,6 +492,9 @@ export class ChronozarrLayer {
     if (this._program) own.deleteProgram(this._program.program);
     this._program = null;
     own.deleteTexture(this._lutTex);
+    if (this._vlutTex) own.deleteTexture(this._vlutTex);
+    this._vlutTex = null;
+    this._vlutKey = null;
     if (this.canvas) {
       map.off("render", this._onMapRender);
       this.canvas.remove();
@@ -572,8 +585,86 @@ export class ChronozarrLayer {
     for (const w of this._waiters.splice(0)) w();
   }
 
+  /** A one-band display of an integer store draws through a table of every value's colour. */
+  _usesValueLut() {
+    const spec = this._display;
+    return spec.kind === "scalar" && spec.bands.length === 1 && this.valueLut !== false && VALUE_LUT_DTYPES[this.store.dtype] !== undefined;
+  }
+
+  _compileValueLut(gl) {
+    const s = this.store;
+    const tex = TEX[s.dtype];
+    const base = VALUE_LUT_DTYPES[s.dtype].base;
+    const vs = `#version 300 es
+      uniform mat4 u_matrix;
+      in vec2 a_pos;
+      in vec2 a_uv;
+      out vec2 v_uv;
+      void main() { v_uv = a_uv; gl_Position = u_matrix * vec4(a_pos, 0.0, 1.0); }`;
+    // Two fetches per fragment: the stored value, then its colour (value-lut.js); validity,
+    // scale/offset, band math, stretch, colour map and opacity are in the table. The mask test
+    // (spec 2.3) is compiled in only for a store that has a mask.
+    const fs = `#version 300 es
+      precision highp float;
+      precision highp int;
+      precision highp ${tex.sampler};
+      precision highp usampler2D;
+      uniform highp ${tex.sampler} u_data;
+      uniform highp usampler2D u_mask;
+      uniform sampler2D u_vlut;
+      uniform ivec2 u_size;
+      in vec2 v_uv;
+      out vec4 outColor;
+      void main() {
+        ivec2 p = min(ivec2(v_uv), u_size - 1);
+        ${s.hasMask ? "if (texelFetch(u_mask, p, 0).r != 1u) discard;" : ""}
+        int v = int(texelFetch(u_data, ivec3(p, 0), 0).r) + ${base};
+        vec4 c = texelFetch(u_vlut, ivec2(v & 255, v >> 8), 0);
+        if (c.a == 0.0) discard;
+        outColor = c;
+      }`;
+    const program = linkProgram(gl, vs, fs);
+    const u = {};
+    for (const name of ["u_matrix", "u_data", "u_mask", "u_vlut", "u_size"]) u[name] = gl.getUniformLocation(program, name);
+    return { program, u, valueLut: true };
+  }
+
+  /** The value table for the current display, stretch, colour map and opacity (rebuilt on change). */
+  _bindValueLut(gl) {
+    const s = this.store;
+    const b = this._display.bands[0];
+    const key = `${this._displayKey}|${this.stretch.min}|${this.stretch.max}|${this.colormap}|${this.opacity}`;
+    if (!this._vlutTex) this._vlutTex = gl.createTexture();
+    gl.activeTexture(gl.TEXTURE2);
+    gl.bindTexture(gl.TEXTURE_2D, this._vlutTex);
+    if (this._vlutKey === key) return;
+    const phys = new Array(s.nBands).fill(0);
+    const fn = this._display.fn;
+    const lut = buildValueLut({
+      dtype: s.dtype,
+      nodata: s.nodata,
+      hasMask: s.hasMask,
+      scale: s.bands[b].scale,
+      offset: s.bands[b].offset,
+      fn: (v) => {
+        phys[b] = v;
+        return fn(phys);
+      },
+      min: this.stretch.min,
+      max: this.stretch.max,
+      colormap: COLORMAPS[this.colormap].lut,
+      opacity: this.opacity,
+    });
+    gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
+    gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA8, lut.width, lut.height, 0, gl.RGBA, gl.UNSIGNED_BYTE, lut.data);
+    gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
+    gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
+    this._vlutKey = key;
+  }
+
   _compile(gl) {
     const s = this.store;
+    if (this._usesValueLut()) return this._compileValueLut(gl);
     const tex = TEX[s.dtype];
     const spec = this._display;
     const nd = s.nodata;
@@ -623,19 +714,7 @@ export class ChronozarrLayer {
         if (u_hasMask && texelFetch(u_mask, p, 0).r != 1u) discard;
         ${body}
       }`;
-    const program = gl.createProgram();
-    for (const [type, src] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, fs]]) {
-      const sh = gl.createShader(type);
-      gl.shaderSource(sh, src);
-      gl.compileShader(sh);
-      if (!gl.getShaderParameter(sh, gl.COMPILE_STATUS)) throw new Error(`chronozarr layer shader: ${gl.getShaderInfoLog(sh)}`);
-      gl.attachShader(program, sh);
-      gl.deleteShader(sh);
-    }
-    gl.bindAttribLocation(program, 0, "a_pos");
-    gl.bindAttribLocation(program, 1, "a_uv");
-    gl.linkProgram(program);
-    if (!gl.getProgramParameter(program, gl.LINK_STATUS)) throw new Error(`chronozarr layer program: ${gl.getProgramInfoLog(program)}`);
+    const program = linkProgram(gl, vs, fs);
     const u = {};
     for (const name of ["u_matrix", "u_data", "u_mask", "u_lut", "u_hasMask", "u_size", "u_scale", "u_offset", "u_min", "u_max", "u_opacity"]) {
       u[name] = gl.getUniformLocation(program, name);
@@ -778,34 +857,46 @@ export class ChronozarrLayer {
     this._drawOverlay();
   }
 
+  /** Uniforms and colour map of the per-fragment path (scale, offset, band math, stretch). */
+  _bindStretchUniforms(gl, u, scale, offset) {
+    if (this._lutDirty) {
+      gl.bindTexture(gl.TEXTURE_2D, this._lutTex);
+      gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
+      gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA8, 256, 1, 0, gl.RGBA, gl.UNSIGNED_BYTE, COLORMAPS[this.colormap].lut);
+      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
+      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
+      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
+      this._lutDirty = false;
+    }
+    gl.uniform1fv(u.u_scale, scale);
+    gl.uniform1fv(u.u_offset, offset);
+    gl.uniform1f(u.u_min, this.stretch.min);
+    gl.uniform1f(u.u_max, this.stretch.max);
+    gl.uniform1f(u.u_opacity, this.opacity);
+    gl.uniform1i(u.u_data, 0);
+    gl.uniform1i(u.u_mask, 1);
+    gl.uniform1i(u.u_lut, 2);
+    gl.uniform1i(u.u_hasMask, this.store.hasMask ? 1 : 0);
+    gl.activeTexture(gl.TEXTURE2);
+    gl.bindTexture(gl.TEXTURE_2D, this._lutTex);
+  }
+
   _draw(gl, matrix) {
     const started = performance.now();
     try {
       if (!this._shown.length || !this.stretch) return;
       if (!this._program) this._program = this._compile(gl);
       const { program, u, scale, offset } = this._program;
-      if (this._lutDirty) {
-        gl.bindTexture(gl.TEXTURE_2D, this._lutTex);
-        gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
-        gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA8, 256, 1, 0, gl.RGBA, gl.UNSIGNED_BYTE, COLORMAPS[this.colormap].lut);
-        gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
-        gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
-        gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
-        this._lutDirty = false;
-      }
       gl.useProgram(program);
       gl.uniformMatrix4fv(u.u_matrix, false, matrix);
-      gl.uniform1fv(u.u_scale, scale);
-      gl.uniform1fv(u.u_offset, offset);
-      gl.uniform1f(u.u_min, this.stretch.min);
-      gl.uniform1f(u.u_max, this.stretch.max);
-      gl.uniform1f(u.u_opacity, this.opacity);
-      gl.uniform1i(u.u_data, 0);
-      gl.uniform1i(u.u_mask, 1);
-      gl.uniform1i(u.u_lut, 2);
-      gl.uniform1i(u.u_hasMask, this.store.hasMask ? 1 : 0);
-      gl.activeTexture(gl.TEXTURE2);
-      gl.bindTexture(gl.TEXTURE_2D, this._lutTex);
+      if (this._program.valueLut) {
+        gl.uniform1i(u.u_data, 0);
+        gl.uniform1i(u.u_mask, 1);
+        gl.uniform1i(u.u_vlut, 2);
+        this._bindValueLut(gl);
+      } else {
+        this._bindStretchUniforms(gl, u, scale, offset);
+      }
       // Opaque (opacity 1): every fragment is either written with alpha 1 or discarded, so
       // blending would give the same pixels; without it the software rasterizer (SwiftShader)
       // does not read the framebuffer back per fragment.
@@ -835,6 +926,23 @@ export class ChronozarrLayer {
       this._resolveWaiters();
     }
   }
+}
+
+function linkProgram(gl, vs, fs) {
+  const program = gl.createProgram();
+  for (const [type, src] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, fs]]) {
+    const sh = gl.createShader(type);
+    gl.shaderSource(sh, src);
+    gl.compileShader(sh);
+    if (!gl.getShaderParameter(sh, gl.COMPILE_STATUS)) throw new Error(`chronozarr layer shader: ${gl.getShaderInfoLog(sh)}`);
+    gl.attachShader(program, sh);
+    gl.deleteShader(sh);
+  }
+  gl.bindAttribLocation(program, 0, "a_pos");
+  gl.bindAttribLocation(program, 1, "a_uv");
+  gl.linkProgram(program);
+  if (!gl.getProgramParameter(program, gl.LINK_STATUS)) throw new Error(`chronozarr layer program: ${gl.getProgramInfoLog(program)}`);
+  return program;
 }
 
 function cellKey(level, c) {
