@@ -549,7 +549,15 @@ export class ChronozarrLayer {
       return;
     }
     if (this._overlayFrame) return;
-    // One overlay draw per animation frame, however many changes ask for it.
+    // One overlay draw per animation frame, however many changes ask for it: the first change
+    // since the last frame draws now (it is shown in the next frame, and a playback tick that
+    // asked for it inside an animation frame is shown in that one), later ones wait for the next
+    // frame. The document timeline's time is the latest frame's, constant between frames.
+    const frame = this.canvas.ownerDocument.timeline?.currentTime;
+    if (frame != null && frame !== this._drawnInFrame) {
+      this._drawOverlay();
+      return;
+    }
     this._overlayFrame = globalThis.requestAnimationFrame(() => {
       this._overlayFrame = 0;
       this._drawOverlay();
@@ -561,6 +569,7 @@ export class ChronozarrLayer {
     const gl = this._gl;
     const canvas = this.canvas;
     if (!gl || !canvas) return;
+    this._drawnInFrame = canvas.ownerDocument.timeline?.currentTime;
     const src = this._map.getCanvas();
     if (canvas.width !== src.width || canvas.height !== src.height) {
       canvas.width = src.width;
