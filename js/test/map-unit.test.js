@@ -157,20 +157,27 @@ test("decode-ahead: after a frame the layer reads the next timestep in the direc
   await settle();
   assert.deepEqual(reads, [4, 4]);
   assert.equal(new ChronozarrLayer(store, { mode: "band", band: 0, readAhead: false }).readAhead, false);
-  // The default reads 3 timesteps ahead (overlapping fetches when deltas are not resident),
+  // The default reads 5 timesteps ahead (overlapping fetches when deltas are not resident),
   // wrapping around the series in the direction of travel, each once.
   reads.length = 0;
   const deep = new ChronozarrLayer(store, { mode: "band", band: 0 });
-  assert.equal(deep.aheadSteps, 3);
-  deep._lastT = 4;
-  deep._readAhead(0, cells, 5); // forward from 5: 0, 1, 2
-  deep._readAhead(0, cells, 5);
+  assert.equal(deep.aheadSteps, 5);
+  const three = new ChronozarrLayer(store, { mode: "band", band: 0, aheadSteps: 3 });
+  three._lastT = 4;
+  three._readAhead(0, cells, 5); // forward from 5: 0, 1, 2
+  three._readAhead(0, cells, 5);
   await settle();
   assert.deepEqual(reads, [0, 1, 2]);
-  deep._lastT = 1;
-  deep._readAhead(0, cells, 0); // backwards from 0: 5, 4, 3
+  three._lastT = 1;
+  three._readAhead(0, cells, 0); // backwards from 0: 5, 4, 3
   await settle();
   assert.deepEqual(reads, [0, 1, 2, 5, 4, 3]);
+  // Never more than the series minus the timestep shown: 6 timesteps, 5 ahead reads the 5 others.
+  reads.length = 0;
+  deep._lastT = 2;
+  deep._readAhead(0, cells, 3);
+  await settle();
+  assert.deepEqual(reads, [4, 5, 0, 1, 2]);
 });
 
 test("value table: every stored value's colour is the per-fragment path's (validity, scale, band math, stretch, colour map, opacity)", async () => {

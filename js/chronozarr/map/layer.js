@@ -68,7 +68,7 @@ export class ChronozarrLayer {
     this.onError = options.onError ?? null;
     this.onStretch = options.onStretch ?? null;
     this.readAhead = options.readAhead ?? true;
-    this.aheadSteps = options.aheadSteps ?? 3;
+    this.aheadSteps = options.aheadSteps ?? 5;
     // false: colour one-band integer displays per fragment instead of through a value table.
     this.valueLut = options.valueLut ?? true;
     this.rendering = options.rendering ?? (options.beforeId ? "interleaved" : "overlay");
