@@ -120,7 +120,7 @@ try {
       running = false;
       return ((stamps.length - 1) * 1000) / (stamps.at(-1) - stamps[0]);
     }, setup);
-  const restore = "layer._program = null; layer.valueLut = true; layer.onFrame = layer._onFrame ?? layer.onFrame;";
+  const restore = "layer._program = null; layer.valueLut = true; layer.onFrame = layer._onFrame ?? layer.onFrame; layer._frameBudget ??= layer.frameCache.maxBytes; layer.frameCache.maxBytes = layer._frameBudget;";
   const rows = [
     ["requestAnimationFrame alone (the display's rate)", () => frames("", "")],
     ["a plain 1280 x 800 WebGL2 canvas cleared every frame", () => frames("", "if (i === 0) { window.__c = document.createElement('canvas'); __c.width = 1280; __c.height = 800; __c.style.cssText = 'position:absolute;left:0;top:0;pointer-events:none'; document.body.append(__c); window.__g = __c.getContext('webgl2', {antialias: false, depth: false, stencil: false}); } __g.clearColor(i % 2, 0.5, 0.5, 1); __g.clear(__g.COLOR_BUFFER_BIT); if (i === 89) __c.remove();")],
@@ -130,8 +130,9 @@ try {
     ["overlay redrawn: constant colour on the same meshes", () => frames("layer._program = window.__program('o = vec4(0.2, 0.5, 0.3, 1.0);');", "layer._drawOverlay()")],
     ["overlay redrawn: one data fetch, no colour table", () => frames("layer._program = window.__program('uint v = texelFetch(u_data, ivec3(ivec2(v_uv), 0), 0).r; o = vec4(vec3(float(v & 255u) / 255.0), 1.0);');", "layer._drawOverlay()")],
     ["overlay redrawn + the 4 cells' textures uploaded again (value table)", () => frames(restore, "const gl = layer._gl; for (const c of layer._shown) layer._upload(gl, c.level, c, layer._kept.get(c.key), c.content); layer._drawOverlay()")],
-    ["scrub steps (setTime), all resident, with the viewer's onFrame", () => scrub(restore)],
-    ["scrub steps (setTime), all resident, onFrame off", () => scrub(`${restore} layer._onFrame = layer.onFrame; layer.onFrame = null;`)],
+    ["scrub steps (setTime), all resident, decoded frames kept, with the viewer's onFrame", () => scrub(restore)],
+    ["scrub steps (setTime), all resident, decoded frames kept, onFrame off", () => scrub(`${restore} layer._onFrame = layer.onFrame; layer.onFrame = null;`)],
+    ["scrub steps (setTime), all resident, every delta decoded per timestep (frameCacheBytes 0)", () => scrub(`${restore} layer.frameCache.clear(); layer.frameCache.maxBytes = 0;`)],
   ];
   await page.evaluate(() => window.viewer.store.prefetch({ level: window.viewer.layer.currentLevel(), cells: window.viewer.layer.visibleCells() }));
   const rounds = 3;

@@ -15,11 +15,13 @@ import { COLORMAPS } from "./colormaps.js";
 import { lonLatOfMercator, mercatorOf, storeProjection } from "./crs.js";
 import { PRESETS, parseExpression, toFunction, toGlsl } from "./expression.js";
 import { buildValueLut, VALUE_LUT_DTYPES } from "./value-lut.js";
+import { LRUCache } from "../lru.js";
 
 const SUBDIV = 16; // mesh quads per cell side: sub-millimetre error against the exact reprojection
 const MAX_LAYERS = 8; // bands one display may use
 const AHEAD_ENTRIES = 48; // decoded cell-timesteps kept for playback read-ahead
 const GL_CELLS = 96; // GL cells (mesh + textures) kept before the least recently used is freed
+const FRAME_CACHE_BYTES = 128 * 1024 * 1024; // decoded cell-timesteps kept (scrubbing back and forth)
 
 const TEX = {
   uint8: { sampler: "usampler2DArray", internal: "R8UI", format: "RED_INTEGER", type: "UNSIGNED_BYTE" },
@@ -69,6 +71,9 @@ export class ChronozarrLayer {
     this.onStretch = options.onStretch ?? null;
     this.readAhead = options.readAhead ?? true;
     this.aheadSteps = options.aheadSteps ?? 5;
+    // Decoded cell-timesteps, kept like a video player's frames: the reader keeps deltas
+    // compressed (spec 10), so without this every pass over a series decodes every delta again.
+    this.frameCache = new LRUCache(options.frameCacheBytes ?? FRAME_CACHE_BYTES);
     // false: colour one-band integer displays per fragment instead of through a value table.
     this.valueLut = options.valueLut ?? true;
     this.rendering = options.rendering ?? (options.beforeId ? "interleaved" : "overlay");
@@ -320,6 +325,8 @@ export class ChronozarrLayer {
    */
   async _cellData(level, t, cell, signal, ahead = false) {
     const key = `${level}/${cell.row}/${cell.col}/${t}`;
+    const kept = this.frameCache.get(key);
+    if (kept) return kept;
     const hit = this._ahead.get(key);
     if (hit) {
       if (!ahead) this._ahead.delete(key);
@@ -334,7 +341,11 @@ export class ChronozarrLayer {
     const read = Promise.all([
       s.readCell({ t, level, row: cell.row, col: cell.col, signal }),
       s.hasMask ? s.readPlane("mask", { t, level, row: cell.row, col: cell.col, signal }) : null,
-    ]).then(([data, mask]) => ({ data, mask }));
+    ]).then(([data, mask]) => {
+      const frame = { data, mask };
+      this.frameCache.set(key, frame, data.data.byteLength + (mask?.byteLength ?? 0));
+      return frame;
+    });
     if (ahead) {
       this._ahead.set(key, read);
       read.catch(() => {
