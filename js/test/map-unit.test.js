@@ -141,7 +141,7 @@ test("decode-ahead: after a frame the layer reads the next timestep in the direc
       return { t, row, col, data: new Uint16Array([t]) };
     },
   };
-  const layer = new ChronozarrLayer(store, { mode: "band", band: 0, aheadSteps: 1 });
+  const layer = new ChronozarrLayer(store, { mode: "band", band: 0, aheadSteps: 1, frameCacheBytes: 0 });
   const cells = [{ row: 0, col: 0 }];
   const settle = () => new Promise((r) => setTimeout(r, 0));
   layer._readAhead(0, cells, 2); // no previous frame: nothing to infer a direction from
@@ -160,9 +160,9 @@ test("decode-ahead: after a frame the layer reads the next timestep in the direc
   // The default reads 5 timesteps ahead (overlapping fetches when deltas are not resident),
   // wrapping around the series in the direction of travel, each once.
   reads.length = 0;
-  const deep = new ChronozarrLayer(store, { mode: "band", band: 0 });
+  const deep = new ChronozarrLayer(store, { mode: "band", band: 0, frameCacheBytes: 0 });
   assert.equal(deep.aheadSteps, 5);
-  const three = new ChronozarrLayer(store, { mode: "band", band: 0, aheadSteps: 3 });
+  const three = new ChronozarrLayer(store, { mode: "band", band: 0, aheadSteps: 3, frameCacheBytes: 0 });
   three._lastT = 4;
   three._readAhead(0, cells, 5); // forward from 5: 0, 1, 2
   three._readAhead(0, cells, 5);
@@ -178,6 +178,19 @@ test("decode-ahead: after a frame the layer reads the next timestep in the direc
   deep._readAhead(0, cells, 3);
   await settle();
   assert.deepEqual(reads, [4, 5, 0, 1, 2]);
+  // The frame cache (default budget): a decoded cell-timestep is read once, however often a
+  // frame or a read-ahead asks for it again; over budget, the least recently used goes.
+  reads.length = 0;
+  const kept = new ChronozarrLayer(store, { mode: "band", band: 0 });
+  await kept._cellData(0, 1, cells[0]);
+  await kept._cellData(0, 1, cells[0]);
+  kept._lastT = 0;
+  kept._readAhead(0, cells, 0); // same t: no direction, nothing read
+  await settle();
+  assert.deepEqual(reads, [1]);
+  const small = new ChronozarrLayer(store, { mode: "band", band: 0, frameCacheBytes: 4 }); // two 1-value uint16 frames
+  for (const t of [1, 2, 3, 1]) await small._cellData(0, t, cells[0]);
+  assert.deepEqual(reads, [1, 1, 2, 3, 1], "t=1 was evicted by 2 and 3");
 });
 
 test("value table: every stored value's colour is the per-fragment path's (validity, scale, band math, stretch, colour map, opacity)", async () => {
