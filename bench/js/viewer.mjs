@@ -488,10 +488,11 @@ try {
     "once the root is in, requests the first view's chunks and hands each to a Worker as it arrives; the stylesheets are inlined, so",
     "those requests have the 6 HTTP/1.1 connections to themselves. What follows the last chunk is the main thread (bundle evaluation,",
     "MapLibre's map and style, texture upload, the first SwiftShader render), stretched by the machine's load; compare with the bare",
-    "reader of the same run, which decodes on its main thread. Display: the layer decodes the next timestep in the direction of travel",
-    "in the Workers while the current one is drawn, so a scrub frame costs a texture upload; the rate is then bounded by MapLibre's",
-    "software repaint (the repaint rows: nothing changing, basemap only, layer only, the layer's meshes with a constant colour, and an",
-    "empty map with every layer hidden, the ceiling at this canvas size).",
+    "reader of the same run, which decodes on its main thread. Display: the layer decodes the next 5 timesteps in the direction of travel",
+    "in the Workers and keeps decoded frames, and draws in a canvas of its own above the map (overlay rendering, decision 0021), so a",
+    "scrub frame costs a texture upload and a redraw of the layer's canvas, not a MapLibre repaint of the basemap (the interleaved rows",
+    "draw in MapLibre's context as before; the repaint rows give MapLibre's own rates: nothing changing, basemap only, layer only, the",
+    "layer's meshes with a constant colour, and an empty map with every layer hidden).",
     "",
   ].join("\n");
   if (write) {
