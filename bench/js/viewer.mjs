@@ -49,11 +49,13 @@ const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
 const reps = opt("--reps", 5);
 const RTT = opt("--rtt", 80);
-const write = !args.includes("--no-write") && !args.includes("--first-only");
 // --first-only: the first-frame half alone (no display rates, nothing written); --trace: print
 // every request of each first-frame run (start, connection reused or new, response end).
 const firstOnly = args.includes("--first-only");
 const trace = args.includes("--trace");
+// --display-only: the display rates alone (no first frames, nothing written), for iterating.
+const displayOnly = args.includes("--display-only");
+const write = !args.includes("--no-write") && !firstOnly && !displayOnly;
 // --baseline DIR: a viewer folder built from another commit (e.g. main), measured in the same run,
 // interleaved with this one, so a busy shared machine slows both alike (before/after ratios).
 const baseline = args.includes("--baseline") ? path.resolve(args[args.indexOf("--baseline") + 1]) : null;
@@ -251,7 +253,7 @@ try {
   const firstBase = [];
   const bare = [];
   const bareBase = [];
-  for (let i = 0; i < reps; i++) {
+  for (let i = 0; i < (displayOnly ? 0 : reps); i++) {
     first.push(await firstFrame("viewer"));
     if (baseline) firstBase.push(await firstFrame("baseline"));
     for (const [dir, into] of [["reader", bare], ...(baselineReader ? [["reader-base", bareBase]] : [])]) {
@@ -263,7 +265,7 @@ try {
       await ctx2.close();
     }
   }
-  const f = Object.fromEntries(Object.keys(first[0]).map((k) => [k, median(first.map((r) => r[k]))]));
+  const f = displayOnly ? null : Object.fromEntries(Object.keys(first[0]).map((k) => [k, median(first.map((r) => r[k]))]));
   const rt = (ms) => (ms / RTT).toFixed(1);
   if (firstOnly) {
     const ms = (v) => `${v.toFixed(0)} ms = ${rt(v)} RTT`;
@@ -283,16 +285,24 @@ try {
   if (!firstOnly) {
   // --- display rates, direct to nginx ------------------------------------------------------------
   /** Display rates of the viewer folder `dir`, direct to nginx. */
-  const display = async (dir) => {
+  const display = async (dir, query = "") => {
     const ctx = await browser.newContext({ viewport });
     const page = await ctx.newPage();
-    await page.goto(`${nginx.url}/${dir}/index.html?style=style.json&store=../store.zarr/`);
+    await page.goto(`${nginx.url}/${dir}/index.html?style=style.json&store=../store.zarr/${query}`);
     await page.waitForFunction(() => document.body.dataset.prefetched, null, { timeout: 120000 });
     const scrub = (frames, dropDeltas) =>
       page.evaluate(
         async ({ frames, dropDeltas }) => {
           const { layer, store } = window.viewer;
-          if (dropDeltas) {
+          // The layer's decoded frames (frameCache, where the build has one): kept for "all
+          // resident", none when every delta is to be fetched or decoded per timestep.
+          const keepFrames = dropDeltas === false;
+          if (layer.frameCache) {
+            layer._frameBudget ??= layer.frameCache.maxBytes;
+            layer.frameCache.clear();
+            layer.frameCache.maxBytes = keepFrames ? layer._frameBudget : 0;
+          }
+          if (dropDeltas === true) {
             store.rawCache.clear();
             store.rawCache.maxBytes = 0; // anchors stay resident; every delta is fetched again
           } else {
@@ -345,10 +355,14 @@ try {
     const out = { playback: {} };
     const steps = [];
     steps.push(async () => (out.all = await scrub(72, false)));
+    // All resident, but the layer keeps no decoded frame: every delta is decoded per timestep.
+    steps.push(async () => (out.decodeEach = await scrub(72, "decode")));
     steps.push(async () => {
       out.anchors = await scrub(48, true);
       await page.evaluate(() => {
-        window.viewer.store.rawCache.maxBytes = 64 * 1024 * 1024;
+        const { layer, store } = window.viewer;
+        store.rawCache.maxBytes = 64 * 1024 * 1024;
+        if (layer.frameCache) layer.frameCache.maxBytes = layer._frameBudget;
       });
       await page.evaluate(() => window.viewer.store.prefetch({ level: window.viewer.layer.currentLevel(), cells: window.viewer.layer.visibleCells() }));
     });
@@ -376,6 +390,20 @@ try {
           }),
       );
     steps.push(async () => (out.idle = await repaint()));
+    // Overlay rendering: the layer's own canvas redrawn every animation frame, map untouched.
+    steps.push(async () => {
+      out.overlay = await page.evaluate(
+        () =>
+          new Promise((resolve) => {
+            const { layer } = window.viewer;
+            if (!layer.canvas) return resolve(NaN);
+            let n = 0;
+            const t0 = performance.now();
+            const f = () => (++n < 90 ? (layer._drawOverlay(), requestAnimationFrame(f)) : resolve((n * 1000) / (performance.now() - t0)));
+            requestAnimationFrame(f);
+          }),
+      );
+    });
     steps.push(async () => {
       await page.evaluate(() => window.viewer.map.setLayoutProperty("chronozarr", "visibility", "none"));
       out.basemapOnly = await repaint();
@@ -393,7 +421,7 @@ try {
     steps.push(async () => {
       await page.evaluate(() => {
         const { layer, map } = window.viewer;
-        const gl = map.painter.context.gl;
+        const gl = layer._gl ?? map.painter.context.gl; // the overlay's context in overlay rendering
         const prog = gl.createProgram();
         const src = [
           [gl.VERTEX_SHADER, "#version 300 es\nuniform mat4 u_matrix; in vec2 a_pos; void main() { gl_Position = u_matrix * vec4(a_pos, 0.0, 1.0); }"],
@@ -423,17 +451,20 @@ try {
   // With a baseline, both viewers are open at once and every display step (each scrub, each
   // playback rate, each repaint variant) runs for this build, then for the baseline, so a burst
   // of load on the shared machine falls on both sides of a ratio.
-  const runs = [await display("viewer")];
+  // This build runs twice: as the viewer draws (overlay rendering) and with
+  // ?rendering=interleaved (the layer in MapLibre's context, every timestep repaints the map).
+  const runs = [await display("viewer"), await display("viewer", "&rendering=interleaved")];
   if (baseline) runs.push(await display("baseline"));
-  for (let i = 0; i < runs[0].steps.length; i++) for (const r of runs) await r.steps[i]();
+  for (let i = 0; i < runs[0].steps.length; i++) for (const r of runs) if (r.steps[i]) await r.steps[i]();
   const mine = runs[0].out;
-  const theirs = runs[1]?.out ?? null;
-  const { all, anchors, playback, idle, basemapOnly, layerOnly, flat, empty } = mine;
+  const inter = runs[1].out;
+  const theirs = runs[2]?.out ?? null;
+  const { all, decodeEach, anchors, playback, idle, overlay, basemapOnly, layerOnly, flat, empty } = mine;
   const base = baseline ? { first: firstBase, ...theirs } : null;
 
   const chrome = browser.version();
   const loadAfter = os.loadavg()[0];
-  const rows = [
+  const firstRows = displayOnly ? [] : [
     ["First frame, viewer (bundled), 2 x 2 cells, cold cache: navigation to frame drawn", `${f.frame.toFixed(0)} ms = ${rt(f.frame)} RTT`],
     ["  page (index.html received)", `${f.page.toFixed(0)} ms = ${rt(f.page)} RTT`],
     ["  code (viewer.js received; root zarr.json and style fetched in parallel)", `${f.code.toFixed(0)} ms = ${rt(f.code)} RTT`],
@@ -445,7 +476,11 @@ try {
     ["  decode + upload + render after the last chunk", `${f.afterChunks.toFixed(0)} ms`],
     ["  first frame's read (request to decoded, 4 cells) / texture upload / wait until MapLibre drew it", `${f.frameRead.toFixed(0)} / ${f.frameUpload.toFixed(0)} / ${f.frameRender.toFixed(0)} ms`],
     ["First frame, bare reader (bundled page: open + 4 cells), cold cache", `${median(bare).toFixed(0)} ms = ${rt(median(bare))} RTT`],
-    ["Display fps scrubbing, 2 x 2 cells of 512, anchors and deltas resident", `${all.displayFps.toFixed(1)} fps`],
+  ];
+  const rows = [
+    ...firstRows,
+    ["Display fps scrubbing, 2 x 2 cells of 512, anchors and deltas resident (72 steps, 3 passes over the series; the layer keeps decoded frames)", `${all.displayFps.toFixed(1)} fps`],
+    ["  the same with no decoded frame kept (every delta decoded per timestep, frameCacheBytes 0)", `${decodeEach.displayFps.toFixed(1)} fps`],
     ["Display fps scrubbing, 2 x 2 cells of 512, anchors resident (4 delta GETs per timestep, loopback)", `${anchors.displayFps.toFixed(1)} fps`],
     ["  requests / bytes per timestep, anchors resident", `${anchors.requestsPerFrame.toFixed(1)} / ${Math.round(anchors.bytesPerFrame).toLocaleString("en-US")} B`],
     ["  requests per timestep, all resident", `${all.requestsPerFrame.toFixed(1)}`],
@@ -454,14 +489,18 @@ try {
     ["Map repaint rate with nothing changing: basemap + layer / basemap only / layer only (SwiftShader, 1280 x 800)", `${idle.toFixed(1)} / ${basemapOnly.toFixed(1)} / ${layerOnly.toFixed(1)} fps`],
     ["  layer only with a constant-colour shader (same meshes) / empty map, every layer hidden (the ceiling)", `${flat.toFixed(1)} / ${empty.toFixed(1)} fps`],
     ["Display fps playing at a set rate of 12 / 24 / 30 fps (all resident)", `${playback[12].toFixed(1)} / ${playback[24].toFixed(1)} / ${playback[30].toFixed(1)} fps`],
+    ["Overlay rendering: the layer's own canvas redrawn every frame, map untouched (nothing changing)", `${overlay.toFixed(1)} fps`],
+    ["Interleaved rendering (?rendering=interleaved, the layer in MapLibre's context): display fps scrubbing all resident / anchors resident", `${inter.all.displayFps.toFixed(1)} / ${inter.anchors.displayFps.toFixed(1)} fps`],
+    ["  interleaved: playing at a set 12 / 24 / 30 fps / repaint, nothing changing (basemap + layer)", `${inter.playback[12].toFixed(1)} / ${inter.playback[24].toFixed(1)} / ${inter.playback[30].toFixed(1)} / ${inter.idle.toFixed(1)} fps`],
   ];
   let comparison = "";
   if (base) {
-    const b = Object.fromEntries(Object.keys(base.first[0]).map((k) => [k, median(base.first.map((r) => r[k]))]));
+    const b = displayOnly ? null : Object.fromEntries(Object.keys(base.first[0]).map((k) => [k, median(base.first.map((r) => r[k]))]));
     const pair = (label, x, y, fmt) => [label, fmt(y), fmt(x), (x / y).toFixed(2)];
     const ms = (v) => `${v.toFixed(0)} ms = ${rt(v)} RTT`;
     const fps = (v) => `${v.toFixed(1)} fps`;
     const cmp = [
+      ...(displayOnly ? [] : [
       pair("first frame drawn", f.frame, b.frame, ms),
       pair("code received", f.code, b.code, ms),
       pair("root received", f.root, b.root, ms),
@@ -469,7 +508,9 @@ try {
       pair("after the last chunk (decode, upload, render)", f.afterChunks, b.afterChunks, (v) => `${v.toFixed(0)} ms`),
       pair("bundle evaluated (module starts)", f.codeStart, b.codeStart, (v) => `${v.toFixed(0)} ms`),
       pair("first chunk requested", f.chunkStart, b.chunkStart, (v) => `${v.toFixed(0)} ms`),
+      ]),
       pair("display fps scrubbing, all resident", all.displayFps, base.all.displayFps, fps),
+      pair("display fps scrubbing, all resident, every delta decoded per timestep", decodeEach.displayFps, base.decodeEach.displayFps, fps),
       pair("display fps scrubbing, anchors resident", anchors.displayFps, base.anchors.displayFps, fps),
       pair("repaint, nothing changing: basemap + layer", idle, base.idle, fps),
       pair("repaint, layer only", layerOnly, base.layerOnly, fps),
@@ -507,10 +548,11 @@ try {
     "once the root is in, requests the first view's chunks and hands each to a Worker as it arrives; the stylesheets are inlined, so",
     "those requests have the 6 HTTP/1.1 connections to themselves. What follows the last chunk is the main thread (bundle evaluation,",
     "MapLibre's map and style, texture upload, the first SwiftShader render), stretched by the machine's load; compare with the bare",
-    "reader of the same run, which decodes on its main thread. Display: the layer decodes the next timestep in the direction of travel",
-    "in the Workers while the current one is drawn, so a scrub frame costs a texture upload; the rate is then bounded by MapLibre's",
-    "software repaint (the repaint rows: nothing changing, basemap only, layer only, the layer's meshes with a constant colour, and an",
-    "empty map with every layer hidden, the ceiling at this canvas size).",
+    "reader of the same run, which decodes on its main thread. Display: the layer decodes the next 5 timesteps in the direction of travel",
+    "in the Workers and keeps decoded frames, and draws in a canvas of its own above the map (overlay rendering, decision 0021), so a",
+    "scrub frame costs a texture upload and a redraw of the layer's canvas, not a MapLibre repaint of the basemap (the interleaved rows",
+    "draw in MapLibre's context as before; the repaint rows give MapLibre's own rates: nothing changing, basemap only, layer only, the",
+    "layer's meshes with a constant colour, and an empty map with every layer hidden).",
     "",
   ].join("\n");
   if (write) {

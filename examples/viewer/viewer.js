@@ -402,14 +402,19 @@ function play() {
   el.play.setAttribute("aria-label", "Pause");
   playAhead = new AbortController();
   let busy = false;
-  let last = -Infinity;
+  let due = -Infinity;
   const n = state.store.nTime;
   const tick = (now) => {
     if (!state.playing) return;
-    const rate = Number(el.speed.value);
-    if (!busy && now - last >= 1000 / rate - 4) {
+    const period = 1000 / Number(el.speed.value);
+    // Due times advance by the period, not from the frame that showed the last timestep, so a rate
+    // that is not a divisor of the display's (24 fps at 60 Hz) alternates 3 and 2 frames and
+    // averages the set rate instead of rounding down to every 3rd frame (20 fps). A tick within
+    // 4 ms of its due time shows it (rAF timestamps jitter); once late by a period, the schedule
+    // restarts from now rather than bursting to catch up.
+    if (!busy && now >= due - 4) {
       busy = true;
-      last = now;
+      due = now - due > period ? now + period : due + period;
       const next = (state.layer.t + 1) % n;
       setTime(next).then(() => {
         busy = false;
@@ -471,11 +476,34 @@ function pixelFootprint({ row, col }) {
   return { type: "Feature", properties: {}, geometry: { type: "Polygon", coordinates: [ring] } };
 }
 
+// The selected pixel's outline is an SVG polygon over the map and the layer (the layer's overlay
+// canvas is above every map layer, so a map line layer would be hidden under it), placed again
+// after every map frame.
+let outline = null;
+function drawSelection() {
+  if (!state.selected || !state.map) return;
+  if (!outline) {
+    const ns = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("class", "cz-selected");
+    svg.style.cssText = "position:absolute;inset:0;width:100%;height:100%;pointer-events:none;overflow:visible";
+    const poly = document.createElementNS(ns, "polygon");
+    poly.setAttribute("fill", "none");
+    poly.setAttribute("stroke", "#fbbf24");
+    poly.setAttribute("stroke-width", "2");
+    svg.append(poly);
+    state.map.getCanvasContainer().append(svg);
+    outline = poly;
+  }
+  const ring = pixelFootprint(state.selected).geometry.coordinates[0].slice(0, 4);
+  outline.setAttribute("points", ring.map((ll) => state.map.project(ll)).map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" "));
+}
+
 function select(row, col) {
   const L0 = state.store.levels[0];
   if (row < 0 || col < 0 || row >= L0.height || col >= L0.width) return;
   state.selected = { row, col };
-  state.map.getSource("cz-selected")?.setData({ type: "FeatureCollection", features: [pixelFootprint(state.selected)] });
+  drawSelection();
   updateInspector();
   loadSeries();
 }
@@ -884,6 +912,8 @@ async function open(url) {
     layer = new ChronozarrLayer(store, {
       t: t0,
       ...display,
+      // ?rendering=interleaved draws in MapLibre's context (for comparison; default: overlay).
+      rendering: params.get("rendering") === "interleaved" ? "interleaved" : "overlay",
       colormap: display.colormap ?? (display.mode === "ndvi" ? "rdylgn" : "viridis"),
       onLoading: (on) => setLoading(on ? "Reading…" : null),
       onError: (err) => {
@@ -924,10 +954,9 @@ async function open(url) {
   map.on("style.load", () => {
     marks.styleLoaded ??= performance.now();
     map.addLayer(layer); // again after a style fallback
-    map.addSource("cz-selected", { type: "geojson", data: { type: "FeatureCollection", features: state.selected ? [pixelFootprint(state.selected)] : [] } });
-    map.addLayer({ id: "cz-selected", type: "line", source: "cz-selected", paint: { "line-color": "#fbbf24", "line-width": 2 } });
     if (bound) return;
     bound = true;
+    map.on("render", drawSelection);
     describeStore(store, url, layer);
     paintTimeline();
     updateTimeUi();

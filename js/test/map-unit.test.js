@@ -141,7 +141,7 @@ test("decode-ahead: after a frame the layer reads the next timestep in the direc
       return { t, row, col, data: new Uint16Array([t]) };
     },
   };
-  const layer = new ChronozarrLayer(store, { mode: "band", band: 0 });
+  const layer = new ChronozarrLayer(store, { mode: "band", band: 0, aheadSteps: 1, frameCacheBytes: 0 });
   const cells = [{ row: 0, col: 0 }];
   const settle = () => new Promise((r) => setTimeout(r, 0));
   layer._readAhead(0, cells, 2); // no previous frame: nothing to infer a direction from
@@ -157,6 +157,86 @@ test("decode-ahead: after a frame the layer reads the next timestep in the direc
   await settle();
   assert.deepEqual(reads, [4, 4]);
   assert.equal(new ChronozarrLayer(store, { mode: "band", band: 0, readAhead: false }).readAhead, false);
+  // The default reads 5 timesteps ahead (overlapping fetches when deltas are not resident),
+  // wrapping around the series in the direction of travel, each once.
+  reads.length = 0;
+  const deep = new ChronozarrLayer(store, { mode: "band", band: 0, frameCacheBytes: 0 });
+  assert.equal(deep.aheadSteps, 5);
+  const three = new ChronozarrLayer(store, { mode: "band", band: 0, aheadSteps: 3, frameCacheBytes: 0 });
+  three._lastT = 4;
+  three._readAhead(0, cells, 5); // forward from 5: 0, 1, 2
+  three._readAhead(0, cells, 5);
+  await settle();
+  assert.deepEqual(reads, [0, 1, 2]);
+  three._lastT = 1;
+  three._readAhead(0, cells, 0); // backwards from 0: 5, 4, 3
+  await settle();
+  assert.deepEqual(reads, [0, 1, 2, 5, 4, 3]);
+  // Never more than the series minus the timestep shown: 6 timesteps, 5 ahead reads the 5 others.
+  reads.length = 0;
+  deep._lastT = 2;
+  deep._readAhead(0, cells, 3);
+  await settle();
+  assert.deepEqual(reads, [4, 5, 0, 1, 2]);
+  // The frame cache (default budget): a decoded cell-timestep is read once, however often a
+  // frame or a read-ahead asks for it again; over budget, the least recently used goes.
+  reads.length = 0;
+  const kept = new ChronozarrLayer(store, { mode: "band", band: 0 });
+  await kept._cellData(0, 1, cells[0]);
+  await kept._cellData(0, 1, cells[0]);
+  kept._lastT = 0;
+  kept._readAhead(0, cells, 0); // same t: no direction, nothing read
+  await settle();
+  assert.deepEqual(reads, [1]);
+  const small = new ChronozarrLayer(store, { mode: "band", band: 0, frameCacheBytes: 4 }); // two 1-value uint16 frames
+  for (const t of [1, 2, 3, 1]) await small._cellData(0, t, cells[0]);
+  assert.deepEqual(reads, [1, 1, 2, 3, 1], "t=1 was evicted by 2 and 3");
+});
+
+test("value table: every stored value's colour is the per-fragment path's (validity, scale, band math, stretch, colour map, opacity)", async () => {
+  const { buildValueLut, VALUE_LUT_DTYPES } = await import("../chronozarr/map/value-lut.js");
+  const { COLORMAPS } = await import("../chronozarr/map/colormaps.js");
+  const cmap = COLORMAPS.viridis.lut;
+  for (const [dtype, nodata, hasMask] of [["uint16", 0, false], ["int16", -9999, false], ["uint8", 255, true], ["uint16", null, false]]) {
+    const scale = 0.0001;
+    const offset = -0.1;
+    const fn = (v) => (v > 0.5 ? Math.sqrt(v) : v * 2); // a formula of one band
+    const min = 0.05;
+    const max = 0.7;
+    const opacity = 0.6;
+    const lut = buildValueLut({ dtype, nodata, hasMask, scale, offset, fn, min, max, colormap: cmap, opacity });
+    const { base, size } = VALUE_LUT_DTYPES[dtype];
+    assert.equal(lut.width * lut.height >= size, true);
+    assert.equal(lut.base, base);
+    const alpha = Math.round(opacity * 255);
+    // Every value, against the shader's arithmetic written out independently (float64 here:
+    // a colour may differ by one colour-map entry where float32 rounding crosses an entry edge).
+    let differ = 0;
+    for (let raw = -base; raw < size - base; raw++) {
+      const o = (raw + base) * 4;
+      const got = Array.from(lut.data.subarray(o, o + 4));
+      if (!hasMask && raw === nodata) {
+        assert.equal(got[3], 0, `${dtype}: nodata ${raw} is transparent`);
+        continue;
+      }
+      const k = Math.min(1, Math.max(0, (fn(raw * scale + offset) - min) / (max - min)));
+      const e = Math.round(k * 255) * 4;
+      const want = [0, 1, 2].map((c) => Math.round((cmap[e + c] * alpha) / 255));
+      assert.equal(got[3], alpha, `${dtype} ${raw}: alpha`);
+      if (want.some((w, c) => Math.abs(w - got[c]) > 0)) {
+        differ++;
+        const near = [e - 4, e + 4].filter((x) => x >= 0 && x < 1024).map((x) => [0, 1, 2].map((c) => Math.round((cmap[x + c] * alpha) / 255)));
+        assert.ok(near.some((n) => n.every((w, c) => w === got[c])), `${dtype} ${raw}: ${got} vs ${want}`);
+      }
+    }
+    assert.ok(differ < size / 1000, `${dtype}: ${differ} values one colour-map entry off`);
+  }
+  // Non-finite display values are transparent; opacity 0 draws nothing.
+  const nan = buildValueLut({ dtype: "uint8", fn: (v) => (v < 10 ? NaN : v), min: 0, max: 255, colormap: cmap });
+  assert.equal(nan.data[5 * 4 + 3], 0);
+  assert.equal(nan.data[20 * 4 + 3], 255);
+  assert.ok(buildValueLut({ dtype: "uint8", min: 0, max: 1, colormap: cmap, opacity: 0 }).data.every((x) => x === 0));
+  assert.throws(() => buildValueLut({ dtype: "float32", min: 0, max: 1, colormap: cmap }), RangeError);
 });
 
 test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata and masked pixels left out", async () => {

@@ -98,6 +98,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
       c.height = src.height;
       const ctx = c.getContext("2d");
       ctx.drawImage(src, 0, 0);
+      if (window.viewer.layer.canvas) ctx.drawImage(window.viewer.layer.canvas, 0, 0); // overlay rendering: the layer's canvas, stacked as on screen
       const cx = Math.round(src.width / 2);
       const cy = Math.round(src.height / 2);
       const h = Array.from(ctx.getImageData(cx - n, cy, 2 * n, 1).data);
@@ -133,6 +134,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
             c.height = src.height;
             const ctx = c.getContext("2d");
             ctx.drawImage(src, 0, 0);
+      if (window.viewer.layer.canvas) ctx.drawImage(window.viewer.layer.canvas, 0, 0); // overlay rendering: the layer's canvas, stacked as on screen
             const cx = Math.round(src.width / 2);
             const cy = Math.round(src.height / 2);
             return { h: Array.from(ctx.getImageData(cx - n, cy + dy, 2 * n, 1).data), v: Array.from(ctx.getImageData(cx + dx, cy - n, 1, 2 * n).data) };
@@ -291,6 +293,96 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     assert.deepEqual(pageErrors, []);
   });
 
+  test("overlay and interleaved rendering show the same pixels; the value table colours as the per-fragment shader; a hidden layer leaves its canvas empty", async () => {
+    const s = mapManifest.stores.utm;
+    const query = `store=${encodeURIComponent(`/mapfx/${s.path}`)}&mode=band&band=B08&stretch=0.05,0.5`;
+    const settle = (p) =>
+      p.evaluate(async () => {
+        const { map } = window.viewer;
+        await new Promise((r) => (map.loaded() ? r() : map.once("idle", r)));
+        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      });
+    /** RGBA of the screen as the compositor stacks it (map canvas, then the overlay), or of one canvas. */
+    const pixels = (p, which = "screen") =>
+      p.evaluate((which) => {
+        const { map, layer } = window.viewer;
+        const src = map.getCanvas();
+        const c = document.createElement("canvas");
+        c.width = src.width;
+        c.height = src.height;
+        const ctx = c.getContext("2d");
+        if (which !== "layer") ctx.drawImage(src, 0, 0);
+        if (which !== "map" && layer.canvas) ctx.drawImage(layer.canvas, 0, 0);
+        window.__px = ctx.getImageData(0, 0, c.width, c.height).data;
+        let opaque = 0;
+        for (let i = 3; i < window.__px.length; i += 4) if (window.__px[i] > 0) opaque++;
+        return { width: c.width, height: c.height, opaque };
+      }, which);
+    const diff = (p, other) =>
+      p.evaluate((other) => {
+        const a = window.__px;
+        const b = other ?? window.__saved;
+        let max = 0;
+        let sum = 0;
+        for (let i = 0; i < a.length; i++) {
+          const d = Math.abs(a[i] - b[i]);
+          max = Math.max(max, d);
+          sum += d;
+        }
+        return { max, mean: sum / a.length };
+      }, other);
+    const over = await openViewer(query);
+    const inter = await openViewer(`${query}&rendering=interleaved`);
+    await settle(over);
+    await settle(inter);
+    assert.deepEqual(await over.evaluate(() => [window.viewer.layer.rendering, Boolean(window.viewer.layer.canvas)]), ["overlay", true]);
+    assert.deepEqual(await inter.evaluate(() => [window.viewer.layer.rendering, window.viewer.layer.canvas]), ["interleaved", null]);
+    assert.equal(await over.evaluate(() => window.viewer.layer._program.valueLut), true, "band mode of a uint16 store draws through the value table");
+    const layerOnly = await pixels(over, "layer");
+    assert.ok(layerOnly.opaque > (layerOnly.width * layerOnly.height) / 10, `the overlay canvas holds the store: ${layerOnly.opaque} px`);
+    // The same view in both modes: the same screen, pixel for pixel (the same fragments, the
+    // overlay blended over the map by the compositor instead of drawn into it).
+    await pixels(over);
+    const screenOver = await over.evaluate(() => Array.from(window.__px));
+    await pixels(inter);
+    const same = await diff(inter, screenOver);
+    assert.ok(same.max <= 1, `overlay vs interleaved: max channel difference ${same.max}, mean ${same.mean}`);
+    // The value table against the per-fragment path of the same display: at most one
+    // colour-map entry apart (float32 rounding at an entry's edge), almost everywhere equal.
+    await pixels(over);
+    await over.evaluate(() => (window.__saved = window.__px));
+    await over.evaluate(async () => {
+      const { layer } = window.viewer;
+      layer.valueLut = false;
+      layer._program = null;
+      layer._repaint();
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    });
+    assert.equal(await over.evaluate(() => window.viewer.layer._program.valueLut), undefined, "per-fragment program");
+    await pixels(over);
+    const lut = await diff(over);
+    assert.ok(lut.max <= 8 && lut.mean < 0.01, `value table vs per-fragment colours: max ${lut.max}, mean ${lut.mean}`);
+    // Hidden through the style, the layer's canvas is cleared by the next map frame; shown
+    // again, it is drawn again.
+    await over.evaluate(async () => {
+      const { map } = window.viewer;
+      map.setLayoutProperty("chronozarr", "visibility", "none");
+      await new Promise((r) => map.once("render", r));
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    });
+    assert.equal((await pixels(over, "layer")).opaque, 0, "hidden: the overlay is empty");
+    await over.evaluate(async () => {
+      const { map } = window.viewer;
+      map.setLayoutProperty("chronozarr", "visibility", "visible");
+      await new Promise((r) => map.once("render", r));
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    });
+    assert.equal((await pixels(over, "layer")).opaque, layerOnly.opaque, "shown again: the same pixels");
+    await over.close();
+    await inter.close();
+    assert.deepEqual(pageErrors, []);
+  });
+
   test("URL state round trip: a copied link reproduces the view, the display and the pixels", async () => {
     const s = mapManifest.stores.utm;
     const page = await openViewer(`store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
@@ -323,6 +415,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
         c.height = src.height;
         const ctx = c.getContext("2d");
         ctx.drawImage(src, 0, 0);
+      if (window.viewer.layer.canvas) ctx.drawImage(window.viewer.layer.canvas, 0, 0); // overlay rendering: the layer's canvas, stacked as on screen
         // Mean colour of 24 x 24 px blocks: the same view draws the same blocks; a shifted time,
         // band, stretch, colormap or centre does not (sub-pixel rounding of the centre may move
         // single edge pixels, so blocks, not pixels, are compared).

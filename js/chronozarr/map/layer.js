@@ -14,11 +14,14 @@
 import { COLORMAPS } from "./colormaps.js";
 import { lonLatOfMercator, mercatorOf, storeProjection } from "./crs.js";
 import { PRESETS, parseExpression, toFunction, toGlsl } from "./expression.js";
+import { buildValueLut, VALUE_LUT_DTYPES } from "./value-lut.js";
+import { LRUCache } from "../lru.js";
 
 const SUBDIV = 16; // mesh quads per cell side: sub-millimetre error against the exact reprojection
 const MAX_LAYERS = 8; // bands one display may use
 const AHEAD_ENTRIES = 48; // decoded cell-timesteps kept for playback read-ahead
 const GL_CELLS = 96; // GL cells (mesh + textures) kept before the least recently used is freed
+const FRAME_CACHE_BYTES = 128 * 1024 * 1024; // decoded cell-timesteps kept (scrubbing back and forth)
 
 const TEX = {
   uint8: { sampler: "usampler2DArray", internal: "R8UI", format: "RED_INTEGER", type: "UNSIGNED_BYTE" },
@@ -34,8 +37,15 @@ const TEX = {
  * options: id ("chronozarr"), beforeId, t (0), mode ("rgb" | "band" | "ndvi" | "formula"),
  * band (index, for "band"), rgb ([r, g, b] band indices; default by common_name), formula (text
  * over common_name, for "formula"), stretch ({min, max}; default: 2-98 % of the first frame),
- * colormap ("viridis"), opacity (1), level ("auto" or an index), and callbacks onFrame({t,
- * level, cells, ms}), onLoading(bool), onError(err), onStretch({min, max}).
+ * colormap ("viridis"), opacity (1), level ("auto" or an index), rendering ("overlay" |
+ * "interleaved"; default "overlay", or "interleaved" when beforeId is given), and callbacks
+ * onFrame({t, level, cells, ms}), onLoading(bool), onError(err), onStretch({min, max}).
+ *
+ * rendering "overlay" draws the layer in a WebGL canvas of its own above the map's, redrawn with
+ * the map's camera whenever MapLibre renders: a new timestep repaints that canvas only, not the
+ * basemap (MapLibre's software repaint of the whole map is what bounds scrubbing in SwiftShader).
+ * The layer is then above every map layer (labels included). "interleaved" draws in MapLibre's
+ * own context at its place in the style (beforeId), so each timestep repaints the whole map.
  */
 export function addChronozarrLayer(map, store, options = {}) {
   const layer = new ChronozarrLayer(store, options);
@@ -60,6 +70,18 @@ export class ChronozarrLayer {
     this.onError = options.onError ?? null;
     this.onStretch = options.onStretch ?? null;
     this.readAhead = options.readAhead ?? true;
+    this.aheadSteps = options.aheadSteps ?? 5;
+    // Decoded cell-timesteps, kept like a video player's frames: the reader keeps deltas
+    // compressed (spec 10), so without this every pass over a series decodes every delta again.
+    this.frameCache = new LRUCache(options.frameCacheBytes ?? FRAME_CACHE_BYTES);
+    // false: colour one-band integer displays per fragment instead of through a value table.
+    this.valueLut = options.valueLut ?? true;
+    this.rendering = options.rendering ?? (options.beforeId ? "interleaved" : "overlay");
+    if (this.rendering !== "overlay" && this.rendering !== "interleaved") {
+      throw new RangeError(`rendering must be "overlay" or "interleaved", not ${JSON.stringify(this.rendering)}`);
+    }
+    /** The overlay canvas while the layer is on a map in "overlay" rendering, else null. */
+    this.canvas = null;
     this._setDisplay(options);
     const b = store.bounds(0);
     const [lon, lat] = this.projection.forward([(b.x0 + b.x1) / 2, (b.y0 + b.y1) / 2]);
@@ -122,19 +144,19 @@ export class ChronozarrLayer {
 
   setStretch(min, max) {
     this.stretch = { min, max };
-    this._map?.triggerRepaint();
+    this._repaint();
   }
 
   setColormap(name) {
     if (!COLORMAPS[name]) throw new RangeError(`unknown colormap ${JSON.stringify(name)}`);
     this.colormap = name;
     this._lutDirty = true;
-    this._map?.triggerRepaint();
+    this._repaint();
   }
 
   setOpacity(value) {
     this.opacity = Math.max(0, Math.min(1, value));
-    this._map?.triggerRepaint();
+    this._repaint();
   }
 
   setLevel(level) {
@@ -303,6 +325,8 @@ export class ChronozarrLayer {
    */
   async _cellData(level, t, cell, signal, ahead = false) {
     const key = `${level}/${cell.row}/${cell.col}/${t}`;
+    const kept = this.frameCache.get(key);
+    if (kept) return kept;
     const hit = this._ahead.get(key);
     if (hit) {
       if (!ahead) this._ahead.delete(key);
@@ -317,7 +341,11 @@ export class ChronozarrLayer {
     const read = Promise.all([
       s.readCell({ t, level, row: cell.row, col: cell.col, signal }),
       s.hasMask ? s.readPlane("mask", { t, level, row: cell.row, col: cell.col, signal }) : null,
-    ]).then(([data, mask]) => ({ data, mask }));
+    ]).then(([data, mask]) => {
+      const frame = { data, mask };
+      this.frameCache.set(key, frame, data.data.byteLength + (mask?.byteLength ?? 0));
+      return frame;
+    });
     if (ahead) {
       this._ahead.set(key, read);
       read.catch(() => {
@@ -337,8 +365,14 @@ export class ChronozarrLayer {
     const n = this.store.nTime;
     if (n < 2 || this._lastT === undefined || this._lastT === t) return;
     const dir = (t - this._lastT + n) % n <= n / 2 ? 1 : -1;
-    const next = (t + dir + n) % n;
-    for (const c of cells) this._cellData(level, next, c, undefined, true).catch(() => {});
+    // Several timesteps ahead: a delta that must be fetched (anchors resident) takes longer than
+    // a display frame, so one read in flight would bound the rate by its latency; with
+    // `aheadSteps` in flight the reads overlap (bounded by AHEAD_ENTRIES).
+    const steps = Math.max(1, Math.min(this.aheadSteps, n - 1, Math.floor(AHEAD_ENTRIES / Math.max(1, cells.length)) - 1));
+    for (let k = 1; k <= steps; k++) {
+      const next = (((t + dir * k) % n) + n) % n;
+      for (const c of cells) this._cellData(level, next, c, undefined, true).catch(() => {});
+    }
   }
 
   /** Stretch of a frame: 2-98 % of the display values of valid pixels (sampled). */
@@ -384,7 +418,7 @@ export class ChronozarrLayer {
     const datas = await Promise.all(info.cells.map((c) => this._cellData(info.level, info.t, c)));
     this.stretch = this._autoStretch(datas);
     this.onStretch?.(this.stretch);
-    this._map?.triggerRepaint();
+    this._repaint();
     return this.stretch;
   }
 
@@ -423,7 +457,7 @@ export class ChronozarrLayer {
       this._lastT = t;
       await new Promise((resolve) => {
         this._waiters.push(resolve);
-        map.triggerRepaint();
+        this._repaint();
       });
       this.stats.frames++;
       this.stats.renderWaitMs = performance.now() - uploaded;
@@ -450,7 +484,9 @@ export class ChronozarrLayer {
   onAdd(map, gl) {
     this._map = map;
     this._gl = gl;
-    this._lutTex = gl.createTexture();
+    if (this.rendering === "overlay") this._gl = this._addOverlay(map, gl) ?? gl;
+    const own = this._gl;
+    this._lutTex = own.createTexture();
     this._lutDirty = true;
     this._onMove = () => this._request();
     map.on("moveend", this._onMove);
@@ -459,19 +495,198 @@ export class ChronozarrLayer {
   }
 
   onRemove(map, gl) {
+    const own = this._gl ?? gl;
     map.off("moveend", this._onMove);
     map.off("resize", this._onMove);
     this._want?.ctrl.abort();
-    for (const c of this._cells.values()) this._freeCell(gl, c);
+    for (const c of this._cells.values()) this._freeCell(own, c);
     this._cells.clear();
     this._shown = [];
-    if (this._program) gl.deleteProgram(this._program.program);
-    gl.deleteTexture(this._lutTex);
+    if (this._program) own.deleteProgram(this._program.program);
+    this._program = null;
+    own.deleteTexture(this._lutTex);
+    if (this._vlutTex) own.deleteTexture(this._vlutTex);
+    this._vlutTex = null;
+    this._vlutKey = null;
+    if (this.canvas) {
+      map.off("render", this._onMapRender);
+      this.canvas.remove();
+      this.canvas = null;
+    }
+    for (const w of this._waiters.splice(0)) w();
     this._map = null;
+    this._gl = null;
+  }
+
+  /**
+   * "overlay" rendering: a WebGL2 canvas of the layer's own, stacked on the map's canvas (same
+   * device-pixel size, no pointer events), with the map's context attributes for
+   * preserveDrawingBuffer (so a page that reads the map's pixels can read the layer's). Returns
+   * its context, or null (then the layer draws interleaved) where a second context is refused.
+   */
+  _addOverlay(map, mapGl) {
+    const mapCanvas = map.getCanvas();
+    const canvas = mapCanvas.ownerDocument.createElement("canvas");
+    canvas.className = "chronozarr-overlay";
+    canvas.style.cssText = "position:absolute;left:0;top:0;pointer-events:none;";
+    const preserve = mapGl.getContextAttributes?.()?.preserveDrawingBuffer ?? false;
+    // No depth, stencil or antialiasing: the layer draws flat meshes, and the software
+    // rasterizer (SwiftShader) then clears and resolves one colour buffer only.
+    const gl = canvas.getContext("webgl2", { alpha: true, premultipliedAlpha: true, antialias: false, depth: false, stencil: false, preserveDrawingBuffer: preserve });
+    if (!gl) {
+      this.rendering = "interleaved";
+      return null;
+    }
+    mapCanvas.after(canvas);
+    this.canvas = canvas;
+    this._renderedThisFrame = false;
+    this._hiddenInMap = false;
+    // After each map frame: a layer MapLibre did not render (hidden, outside its zoom range,
+    // removed from the style) is cleared from the overlay, as it would be from the map.
+    this._onMapRender = () => {
+      if (!this._renderedThisFrame && !this._hiddenInMap) {
+        this._hiddenInMap = true;
+        this._drawOverlay();
+      }
+      this._renderedThisFrame = false;
+    };
+    map.on("render", this._onMapRender);
+    return gl;
+  }
+
+  /** Ask for the layer to be drawn again: its overlay alone, or the whole map when interleaved. */
+  _repaint() {
+    if (!this._map) return;
+    if (!this.canvas) {
+      this._map.triggerRepaint();
+      return;
+    }
+    if (this._overlayFrame) return;
+    // One overlay draw per animation frame, however many changes ask for it: the first change
+    // since the last frame draws now (it is shown in the next frame, and a playback tick that
+    // asked for it inside an animation frame is shown in that one), later ones wait for the next
+    // frame. The document timeline's time is the latest frame's, constant between frames.
+    const frame = this.canvas.ownerDocument.timeline?.currentTime;
+    if (frame != null && frame !== this._drawnInFrame) {
+      this._drawOverlay();
+      return;
+    }
+    this._overlayFrame = globalThis.requestAnimationFrame(() => {
+      this._overlayFrame = 0;
+      this._drawOverlay();
+    });
+  }
+
+  /** Draw the overlay canvas with the camera of the map's last render (or clear it when hidden). */
+  _drawOverlay() {
+    const gl = this._gl;
+    const canvas = this.canvas;
+    if (!gl || !canvas) return;
+    this._drawnInFrame = canvas.ownerDocument.timeline?.currentTime;
+    const src = this._map.getCanvas();
+    if (canvas.width !== src.width || canvas.height !== src.height) {
+      canvas.width = src.width;
+      canvas.height = src.height;
+    }
+    if (canvas.style.width !== src.style.width || canvas.style.height !== src.style.height) {
+      canvas.style.width = src.style.width || `${src.clientWidth}px`;
+      canvas.style.height = src.style.height || `${src.clientHeight}px`;
+    }
+    gl.bindFramebuffer(gl.FRAMEBUFFER, null);
+    gl.viewport(0, 0, canvas.width, canvas.height);
+    gl.clearColor(0, 0, 0, 0);
+    gl.clear(gl.COLOR_BUFFER_BIT);
+    if (this._hiddenInMap || !this._matrix) {
+      this._resolveWaiters();
+      return;
+    }
+    this._draw(gl, this._matrix);
+  }
+
+  _resolveWaiters() {
+    for (const w of this._waiters.splice(0)) w();
+  }
+
+  /** A one-band display of an integer store draws through a table of every value's colour. */
+  _usesValueLut() {
+    const spec = this._display;
+    return spec.kind === "scalar" && spec.bands.length === 1 && this.valueLut !== false && VALUE_LUT_DTYPES[this.store.dtype] !== undefined;
+  }
+
+  _compileValueLut(gl) {
+    const s = this.store;
+    const tex = TEX[s.dtype];
+    const base = VALUE_LUT_DTYPES[s.dtype].base;
+    const vs = `#version 300 es
+      uniform mat4 u_matrix;
+      in vec2 a_pos;
+      in vec2 a_uv;
+      out vec2 v_uv;
+      void main() { v_uv = a_uv; gl_Position = u_matrix * vec4(a_pos, 0.0, 1.0); }`;
+    // Two fetches per fragment: the stored value, then its colour (value-lut.js); validity,
+    // scale/offset, band math, stretch, colour map and opacity are in the table. The mask test
+    // (spec 2.3) is compiled in only for a store that has a mask.
+    const fs = `#version 300 es
+      precision highp float;
+      precision highp int;
+      precision highp ${tex.sampler};
+      precision highp usampler2D;
+      uniform highp ${tex.sampler} u_data;
+      uniform highp usampler2D u_mask;
+      uniform sampler2D u_vlut;
+      uniform ivec2 u_size;
+      in vec2 v_uv;
+      out vec4 outColor;
+      void main() {
+        ivec2 p = min(ivec2(v_uv), u_size - 1);
+        ${s.hasMask ? "if (texelFetch(u_mask, p, 0).r != 1u) discard;" : ""}
+        int v = int(texelFetch(u_data, ivec3(p, 0), 0).r) + ${base};
+        vec4 c = texelFetch(u_vlut, ivec2(v & 255, v >> 8), 0);
+        if (c.a == 0.0) discard;
+        outColor = c;
+      }`;
+    const program = linkProgram(gl, vs, fs);
+    const u = {};
+    for (const name of ["u_matrix", "u_data", "u_mask", "u_vlut", "u_size"]) u[name] = gl.getUniformLocation(program, name);
+    return { program, u, valueLut: true };
+  }
+
+  /** The value table for the current display, stretch, colour map and opacity (rebuilt on change). */
+  _bindValueLut(gl) {
+    const s = this.store;
+    const b = this._display.bands[0];
+    const key = `${this._displayKey}|${this.stretch.min}|${this.stretch.max}|${this.colormap}|${this.opacity}`;
+    if (!this._vlutTex) this._vlutTex = gl.createTexture();
+    gl.activeTexture(gl.TEXTURE2);
+    gl.bindTexture(gl.TEXTURE_2D, this._vlutTex);
+    if (this._vlutKey === key) return;
+    const phys = new Array(s.nBands).fill(0);
+    const fn = this._display.fn;
+    const lut = buildValueLut({
+      dtype: s.dtype,
+      nodata: s.nodata,
+      hasMask: s.hasMask,
+      scale: s.bands[b].scale,
+      offset: s.bands[b].offset,
+      fn: (v) => {
+        phys[b] = v;
+        return fn(phys);
+      },
+      min: this.stretch.min,
+      max: this.stretch.max,
+      colormap: COLORMAPS[this.colormap].lut,
+      opacity: this.opacity,
+    });
+    gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
+    gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA8, lut.width, lut.height, 0, gl.RGBA, gl.UNSIGNED_BYTE, lut.data);
+    gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
+    gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
+    this._vlutKey = key;
   }
 
   _compile(gl) {
     const s = this.store;
+    if (this._usesValueLut()) return this._compileValueLut(gl);
     const tex = TEX[s.dtype];
     const spec = this._display;
     const nd = s.nodata;
@@ -521,19 +736,7 @@ export class ChronozarrLayer {
         if (u_hasMask && texelFetch(u_mask, p, 0).r != 1u) discard;
         ${body}
       }`;
-    const program = gl.createProgram();
-    for (const [type, src] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, fs]]) {
-      const sh = gl.createShader(type);
-      gl.shaderSource(sh, src);
-      gl.compileShader(sh);
-      if (!gl.getShaderParameter(sh, gl.COMPILE_STATUS)) throw new Error(`chronozarr layer shader: ${gl.getShaderInfoLog(sh)}`);
-      gl.attachShader(program, sh);
-      gl.deleteShader(sh);
-    }
-    gl.bindAttribLocation(program, 0, "a_pos");
-    gl.bindAttribLocation(program, 1, "a_uv");
-    gl.linkProgram(program);
-    if (!gl.getProgramParameter(program, gl.LINK_STATUS)) throw new Error(`chronozarr layer program: ${gl.getProgramInfoLog(program)}`);
+    const program = linkProgram(gl, vs, fs);
     const u = {};
     for (const name of ["u_matrix", "u_data", "u_mask", "u_lut", "u_hasMask", "u_size", "u_scale", "u_offset", "u_min", "u_max", "u_opacity"]) {
       u[name] = gl.getUniformLocation(program, name);
@@ -658,36 +861,64 @@ export class ChronozarrLayer {
     c.content = content;
   }
 
+  /** MapLibre's render call: the camera of this map frame. */
   render(gl, options) {
+    const matrix = translated(options.defaultProjectionData?.mainMatrix ?? options.modelViewProjectionMatrix, this.origin);
+    if (!this.canvas) {
+      this._draw(gl, matrix);
+      return;
+    }
+    // Overlay: redraw now, in the map's frame, so basemap and layer show the same camera.
+    this._matrix = matrix;
+    this._renderedThisFrame = true;
+    this._hiddenInMap = false;
+    if (this._overlayFrame) {
+      globalThis.cancelAnimationFrame(this._overlayFrame);
+      this._overlayFrame = 0;
+    }
+    this._drawOverlay();
+  }
+
+  /** Uniforms and colour map of the per-fragment path (scale, offset, band math, stretch). */
+  _bindStretchUniforms(gl, u, scale, offset) {
+    if (this._lutDirty) {
+      gl.bindTexture(gl.TEXTURE_2D, this._lutTex);
+      gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
+      gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA8, 256, 1, 0, gl.RGBA, gl.UNSIGNED_BYTE, COLORMAPS[this.colormap].lut);
+      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
+      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
+      gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
+      this._lutDirty = false;
+    }
+    gl.uniform1fv(u.u_scale, scale);
+    gl.uniform1fv(u.u_offset, offset);
+    gl.uniform1f(u.u_min, this.stretch.min);
+    gl.uniform1f(u.u_max, this.stretch.max);
+    gl.uniform1f(u.u_opacity, this.opacity);
+    gl.uniform1i(u.u_data, 0);
+    gl.uniform1i(u.u_mask, 1);
+    gl.uniform1i(u.u_lut, 2);
+    gl.uniform1i(u.u_hasMask, this.store.hasMask ? 1 : 0);
+    gl.activeTexture(gl.TEXTURE2);
+    gl.bindTexture(gl.TEXTURE_2D, this._lutTex);
+  }
+
+  _draw(gl, matrix) {
     const started = performance.now();
-    const waiters = this._waiters;
-    this._waiters = [];
     try {
       if (!this._shown.length || !this.stretch) return;
       if (!this._program) this._program = this._compile(gl);
       const { program, u, scale, offset } = this._program;
-      if (this._lutDirty) {
-        gl.bindTexture(gl.TEXTURE_2D, this._lutTex);
-        gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
-        gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA8, 256, 1, 0, gl.RGBA, gl.UNSIGNED_BYTE, COLORMAPS[this.colormap].lut);
-        gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
-        gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
-        gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
-        this._lutDirty = false;
-      }
       gl.useProgram(program);
-      gl.uniformMatrix4fv(u.u_matrix, false, translated(options.defaultProjectionData?.mainMatrix ?? options.modelViewProjectionMatrix, this.origin));
-      gl.uniform1fv(u.u_scale, scale);
-      gl.uniform1fv(u.u_offset, offset);
-      gl.uniform1f(u.u_min, this.stretch.min);
-      gl.uniform1f(u.u_max, this.stretch.max);
-      gl.uniform1f(u.u_opacity, this.opacity);
-      gl.uniform1i(u.u_data, 0);
-      gl.uniform1i(u.u_mask, 1);
-      gl.uniform1i(u.u_lut, 2);
-      gl.uniform1i(u.u_hasMask, this.store.hasMask ? 1 : 0);
-      gl.activeTexture(gl.TEXTURE2);
-      gl.bindTexture(gl.TEXTURE_2D, this._lutTex);
+      gl.uniformMatrix4fv(u.u_matrix, false, matrix);
+      if (this._program.valueLut) {
+        gl.uniform1i(u.u_data, 0);
+        gl.uniform1i(u.u_mask, 1);
+        gl.uniform1i(u.u_vlut, 2);
+        this._bindValueLut(gl);
+      } else {
+        this._bindStretchUniforms(gl, u, scale, offset);
+      }
       // Opaque (opacity 1): every fragment is either written with alpha 1 or discarded, so
       // blending would give the same pixels; without it the software rasterizer (SwiftShader)
       // does not read the framebuffer back per fragment.
@@ -714,9 +945,26 @@ export class ChronozarrLayer {
       gl.activeTexture(gl.TEXTURE0);
     } finally {
       this.stats.drawMs = performance.now() - started;
-      for (const w of waiters) w();
+      this._resolveWaiters();
     }
   }
+}
+
+function linkProgram(gl, vs, fs) {
+  const program = gl.createProgram();
+  for (const [type, src] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, fs]]) {
+    const sh = gl.createShader(type);
+    gl.shaderSource(sh, src);
+    gl.compileShader(sh);
+    if (!gl.getShaderParameter(sh, gl.COMPILE_STATUS)) throw new Error(`chronozarr layer shader: ${gl.getShaderInfoLog(sh)}`);
+    gl.attachShader(program, sh);
+    gl.deleteShader(sh);
+  }
+  gl.bindAttribLocation(program, 0, "a_pos");
+  gl.bindAttribLocation(program, 1, "a_uv");
+  gl.linkProgram(program);
+  if (!gl.getProgramParameter(program, gl.LINK_STATUS)) throw new Error(`chronozarr layer program: ${gl.getProgramInfoLog(program)}`);
+  return program;
 }
 
 function cellKey(level, c) {

@@ -1,0 +1,154 @@
+// Where a display frame of the map viewer goes, in headless Chromium (SwiftShader WebGL):
+// the layer's overlay canvas redrawn with the layer's shader and with cheaper shaders on the
+// same meshes, a plain WebGL canvas of the same size, the overlay cleared only, a texture
+// re-upload, and a scrub step (setTime) with and without the viewer's onFrame work.
+// Each figure is frames per second over 90 animation frames, counted by requestAnimationFrame,
+// three rounds interleaved (the machine is shared: compare rows of one round).
+//
+//   cd js && node ../bench/js/viewer_frame_costs.mjs
+//
+// Setup: bench/js/make_store.py's store (24 x 2 x 1024 x 1024 uint16, a 2 x 2 cell view) and
+// the built viewer, served by a static server on 127.0.0.1 (the store is unsharded: no ranges).
+// Prints a table; writes nothing.
+
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import http from "node:http";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, "..", "..");
+const require = createRequire(path.join(REPO, "js", "package.json"));
+const { chromium } = require("playwright-core");
+const { buildViewer } = await import(pathToFileURL(path.join(REPO, "js", "tools", "build-viewer.mjs")).href);
+const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+const work = mkdtempSync(path.join(os.tmpdir(), "chronozarr-frame-costs-"));
+let server;
+let browser;
+try {
+  const made = spawnSync(python, [path.join(HERE, "make_store.py"), path.join(work, "store.zarr")], { encoding: "utf8" });
+  if (made.status !== 0) throw new Error(`make_store.py failed:\n${made.stdout}${made.stderr}`);
+  await buildViewer(path.join(work, "viewer"));
+  const types = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".json": "application/json", ".wasm": "application/wasm" };
+  server = http.createServer((req, res) => {
+    const file = path.join(work, decodeURIComponent(new URL(req.url, "http://x").pathname));
+    if (!file.startsWith(work) || !existsSync(file) || statSync(file).isDirectory()) {
+      res.writeHead(404);
+      return res.end();
+    }
+    res.writeHead(200, { "content-type": types[path.extname(file)] ?? "application/octet-stream" });
+    res.end(readFileSync(file));
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${server.address().port}`;
+  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ARGS });
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+  await page.goto(`${url}/viewer/index.html?style=style.json&store=../store.zarr/`);
+  await page.waitForFunction(() => document.body.dataset.prefetched, null, { timeout: 120000 });
+  await page.waitForTimeout(1000);
+  await page.evaluate(async () => {
+    const { layer } = window.viewer;
+    const info = layer._shownInfo;
+    layer._kept = new Map();
+    for (const c of info.cells) layer._kept.set(`${info.level}/${c.row}/${c.col}`, await layer._cellData(info.level, info.t, c));
+    // A program of the same meshes with another fragment shader (body `fs`), for the shader rows.
+    window.__program = (fs) => {
+      const gl = layer._gl;
+      const prog = gl.createProgram();
+      const vs = "#version 300 es\nuniform mat4 u_matrix; in vec2 a_pos; in vec2 a_uv; out vec2 v_uv; void main() { v_uv = a_uv; gl_Position = u_matrix * vec4(a_pos, 0.0, 1.0); }";
+      const head = "#version 300 es\nprecision highp float; precision highp int; precision highp usampler2DArray;\nuniform highp usampler2DArray u_data; uniform sampler2D u_vlut; in vec2 v_uv; out vec4 o;\n";
+      for (const [type, text] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, `${head}void main() { ${fs} }`]]) {
+        const sh = gl.createShader(type);
+        gl.shaderSource(sh, text);
+        gl.compileShader(sh);
+        if (!gl.getShaderParameter(sh, gl.COMPILE_STATUS)) throw new Error(gl.getShaderInfoLog(sh));
+        gl.attachShader(prog, sh);
+      }
+      gl.bindAttribLocation(prog, 0, "a_pos");
+      gl.bindAttribLocation(prog, 1, "a_uv");
+      gl.linkProgram(prog);
+      const u = {};
+      for (const n of ["u_matrix", "u_data", "u_mask", "u_vlut", "u_size"]) u[n] = gl.getUniformLocation(prog, n);
+      return { program: prog, u, valueLut: true };
+    };
+  });
+  /** fps of 90 animation frames, each running `body` (layer, i). */
+  const frames = (setup, body) =>
+    page.evaluate(
+      ({ setup, body }) =>
+        new Promise((resolve) => {
+          const { layer } = window.viewer;
+          new Function("layer", setup)(layer);
+          const fn = new Function("layer", "i", body);
+          let n = 0;
+          const t0 = performance.now();
+          const f = () => {
+            fn(layer, n);
+            if (++n < 90) requestAnimationFrame(f);
+            else resolve((n * 1000) / (performance.now() - t0));
+          };
+          requestAnimationFrame(f);
+        }),
+      { setup, body },
+    );
+  /** Display fps of 60 scrub steps (setTime, awaited), counted at requestAnimationFrame. */
+  const scrub = (setup) =>
+    page.evaluate(async (setup) => {
+      const { layer, store } = window.viewer;
+      new Function("layer", setup)(layer);
+      let shown = layer._shownInfo.t;
+      let running = true;
+      const stamps = [];
+      const raf = (now) => {
+        if (layer._shownInfo.t !== shown) {
+          shown = layer._shownInfo.t;
+          stamps.push(now);
+        }
+        if (running) requestAnimationFrame(raf);
+      };
+      requestAnimationFrame(raf);
+      let t = layer.t;
+      for (let i = 0; i < 60; i++) {
+        t = (t + 1) % store.nTime;
+        await layer.setTime(t);
+      }
+      running = false;
+      return ((stamps.length - 1) * 1000) / (stamps.at(-1) - stamps[0]);
+    }, setup);
+  const restore = "layer._program = null; layer.valueLut = true; layer.onFrame = layer._onFrame ?? layer.onFrame; layer._frameBudget ??= layer.frameCache.maxBytes; layer.frameCache.maxBytes = layer._frameBudget;";
+  const rows = [
+    ["requestAnimationFrame alone (the display's rate)", () => frames("", "")],
+    ["a plain 1280 x 800 WebGL2 canvas cleared every frame", () => frames("", "if (i === 0) { window.__c = document.createElement('canvas'); __c.width = 1280; __c.height = 800; __c.style.cssText = 'position:absolute;left:0;top:0;pointer-events:none'; document.body.append(__c); window.__g = __c.getContext('webgl2', {antialias: false, depth: false, stencil: false}); } __g.clearColor(i % 2, 0.5, 0.5, 1); __g.clear(__g.COLOR_BUFFER_BIT); if (i === 89) __c.remove();")],
+    ["overlay canvas cleared only (no draw)", () => frames("", "const gl = layer._gl; gl.viewport(0, 0, layer.canvas.width, layer.canvas.height); gl.clearColor(0, 0, 0, 0); gl.clear(gl.COLOR_BUFFER_BIT);")],
+    ["overlay redrawn: value-table shader (what the viewer draws)", () => frames(restore, "layer._drawOverlay()")],
+    ["overlay redrawn: per-fragment shader (valueLut: false)", () => frames("layer.valueLut = false; layer._program = null;", "layer._drawOverlay()")],
+    ["overlay redrawn: constant colour on the same meshes", () => frames("layer._program = window.__program('o = vec4(0.2, 0.5, 0.3, 1.0);');", "layer._drawOverlay()")],
+    ["overlay redrawn: one data fetch, no colour table", () => frames("layer._program = window.__program('uint v = texelFetch(u_data, ivec3(ivec2(v_uv), 0), 0).r; o = vec4(vec3(float(v & 255u) / 255.0), 1.0);');", "layer._drawOverlay()")],
+    ["overlay redrawn + the 4 cells' textures uploaded again (value table)", () => frames(restore, "const gl = layer._gl; for (const c of layer._shown) layer._upload(gl, c.level, c, layer._kept.get(c.key), c.content); layer._drawOverlay()")],
+    ["scrub steps (setTime), all resident, decoded frames kept, with the viewer's onFrame", () => scrub(restore)],
+    ["scrub steps (setTime), all resident, decoded frames kept, onFrame off", () => scrub(`${restore} layer._onFrame = layer.onFrame; layer.onFrame = null;`)],
+    ["scrub steps (setTime), all resident, every delta decoded per timestep (frameCacheBytes 0)", () => scrub(`${restore} layer.frameCache.clear(); layer.frameCache.maxBytes = 0;`)],
+  ];
+  await page.evaluate(() => window.viewer.store.prefetch({ level: window.viewer.layer.currentLevel(), cells: window.viewer.layer.visibleCells() }));
+  const rounds = 3;
+  const results = rows.map(() => []);
+  const loads = [os.loadavg()[0]];
+  for (let r = 0; r < rounds; r++) {
+    for (let i = 0; i < rows.length; i++) results[i].push(await rows[i][1]());
+    await page.evaluate(restore.replace(/layer/g, "window.viewer.layer"));
+    loads.push(os.loadavg()[0]);
+  }
+  console.log(`Chromium ${browser.version()}, 1280 x 800, SwiftShader; load average ${loads.map((l) => l.toFixed(1)).join(" / ")} (start, after each round)`);
+  console.log(`| frame | ${[...Array(rounds).keys()].map((r) => `round ${r + 1}`).join(" | ")} |`);
+  console.log(`|---|${"---|".repeat(rounds)}`);
+  rows.forEach(([label], i) => console.log(`| ${label} | ${results[i].map((v) => `${v.toFixed(1)} fps`).join(" | ")} |`));
+} finally {
+  await browser?.close();
+  server?.close();
+  rmSync(work, { recursive: true, force: true });
+}

@@ -1,0 +1,57 @@
+// chronozarr/map/value-lut.js: the colour of every stored value of an integer band, precomputed.
+//
+// A one-band display of a uint8 / uint16 / int16 store has at most 65,536 distinct stored values,
+// so validity (nodata, spec 2.3), scale and offset (3.6), the display's band math, the stretch and
+// the colour map can all be applied once per value on the CPU into an RGBA8 table, and the
+// fragment shader is left with two texel fetches (the stored value, then its colour) instead of
+// per-fragment arithmetic: in SwiftShader, where every fragment runs on the CPU, that is what a
+// scrub frame's draw costs. The table is rebuilt when the display, stretch, colour map or opacity
+// changes (about 65,536 evaluations, a millisecond or two).
+
+/** dtypes a value table can cover: their values index a table of `size` entries from `base`. */
+export const VALUE_LUT_DTYPES = {
+  uint8: { size: 256, base: 0 },
+  uint16: { size: 65536, base: 0 },
+  int16: { size: 65536, base: 32768 },
+};
+
+/** Table row width: index v sits at texel (v & 255, v >> 8) of a 256-wide texture. */
+export const VALUE_LUT_WIDTH = 256;
+
+/**
+ * RGBA8 colours (premultiplied by `opacity`) of every value of `dtype`, indexed by value + base.
+ * A value that is not valid (equal to `nodata` when the store has no mask, spec 2.3) or whose
+ * display value is not finite gets alpha 0, which the shader discards.
+ *
+ * fn(physical) is the display value of a physical value (scale * stored + offset, spec 3.6); the
+ * colour is the colour map's entry for round(255 * clamp((v - min) / (max - min), 0, 1)), the
+ * texel the shader's own stretch path samples.
+ */
+export function buildValueLut({ dtype, nodata = null, hasMask = false, scale = 1, offset = 0, fn = (v) => v, min, max, colormap, opacity = 1 }) {
+  const kind = VALUE_LUT_DTYPES[dtype];
+  if (!kind) throw new RangeError(`no value table for dtype ${dtype}`);
+  if (colormap.length !== 256 * 4) throw new RangeError("colormap must hold 256 RGBA entries");
+  const height = Math.ceil(kind.size / VALUE_LUT_WIDTH);
+  const out = new Uint8Array(VALUE_LUT_WIDTH * height * 4);
+  const alpha = Math.round(Math.max(0, Math.min(1, opacity)) * 255);
+  if (alpha === 0) return { data: out, width: VALUE_LUT_WIDTH, height, base: kind.base };
+  const a = alpha / 255;
+  const span = max - min;
+  // The shader's float32 path: the same operations, rounded to float32 as the GPU would.
+  const f32 = Math.fround;
+  const physOf = (raw) => f32(f32(raw * f32(scale)) + f32(offset));
+  for (let i = 0; i < kind.size; i++) {
+    const raw = i - kind.base;
+    if (!hasMask && nodata !== null && raw === nodata) continue;
+    const v = fn(physOf(raw));
+    if (!Number.isFinite(v)) continue;
+    const k = Math.max(0, Math.min(1, (v - min) / span));
+    const entry = Math.min(255, Math.floor(k * 255 + 0.5)) * 4;
+    const o = i * 4;
+    out[o] = Math.round(colormap[entry] * a);
+    out[o + 1] = Math.round(colormap[entry + 1] * a);
+    out[o + 2] = Math.round(colormap[entry + 2] * a);
+    out[o + 3] = alpha;
+  }
+  return { data: out, width: VALUE_LUT_WIDTH, height, base: kind.base };
+}
