@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -27,18 +26,19 @@ import numpy as np
 from chronozarr import append_journal
 from chronozarr import codecs as _codecs
 from chronozarr.append_checks import UNSET, check_append, refuse, xarray_coords
-from chronozarr.cells import (
-    CellResult,
-    Layout,
-    Planes,
-    Readback,
-    default_workers,
-    parallel,
-    write_cell_series,
+from chronozarr.append_tasks import (
+    AppendContext,
+    AppendInput,
+    StoreView,
+    UpperAppendContext,
+    append_level0_task,
+    append_upper_task,
 )
-from chronozarr.errors import AppendError, CorruptStoreError
-from chronozarr.grid import cell_slice
-from chronozarr.inputs import CellInput, unwrap_array
+from chronozarr.cell_tasks import is_cell_source
+from chronozarr.cells import CellResult, Layout, default_workers
+from chronozarr.errors import ClusterError, CorruptStoreError, EncodeError
+from chronozarr.grid import cell_slice, chunk_key
+from chronozarr.inputs import unwrap_array
 from chronozarr.jsondoc import load_json
 from chronozarr.metadata import (
     ArrayInfo,
@@ -49,10 +49,13 @@ from chronozarr.metadata import (
     format_time,
     parse_time,
 )
+from chronozarr.provenance import PROVENANCE_ITEMS, grown_items_objects
 from chronozarr.reader import Reader
 from chronozarr.root_coordinates import root_time_paths
-from chronozarr.storage import LocalStore
-from chronozarr.temporal import abs_diff_sum, schedule, volatility_value
+from chronozarr.scheduling import DEFAULT_RETRIES, DEFAULT_WORKER_TIMEOUT, Runner
+from chronozarr.storage import Store
+from chronozarr.stores import WorkLog, clear_work, open_target
+from chronozarr.temporal import schedule, volatility_value
 
 __all__ = ["append"]
 
@@ -62,7 +65,7 @@ NOMINAL_INTERVAL = 6  # spec 5: a none store's nominal schedule (the writer defa
 
 
 def append(
-    store: str | os.PathLike[str],
+    store: Any,
     data: Any,
     *,
     times: Sequence[Any],
@@ -72,11 +75,18 @@ def append(
     crs: Any = None,
     transform: Sequence[float] | None = None,
     nodata: Any = UNSET,
-    provenance: Mapping[str, Any] | None = None,
+    provenance: Mapping[str, Any] | Callable[[list[Any]], Mapping[str, Any]] | None = None,
+    provenance_items: Sequence[str] | Callable[[list[Any]], Sequence[str]] | None = None,
     workers: int | None = None,
+    scheduler: Any = None,
+    retries: int = DEFAULT_RETRIES,
+    worker_timeout: float = DEFAULT_WORKER_TIMEOUT,
+    store_options: Mapping[str, Any] | None = None,
+    resume_key: str | None = None,
+    on_task: Callable[[Any], None] | None = None,
     _fail_after: str | None = None,
 ) -> None:
-    """Append timesteps ``data`` (time, band, y, x) to the local store at ``store`` (spec 14).
+    """Append timesteps ``data`` (time, band, y, x) to the store at ``store`` (spec 14).
 
     ``times`` must be strictly increasing and after the store's last time. ``mask`` and
     ``coverage`` (time, y, x) are required exactly when the store has them. ``bands``, ``crs``,
@@ -85,55 +95,132 @@ def append(
     ``AppendError`` naming the condition and the values seen, before anything is written.
     ``provenance``, when given, replaces the root's ``chronozarr.provenance`` (spec 3.8) in the
     same final root write (the toolkit records the sources of the new timesteps).
+
+    ``store``: a local path, an ``s3://bucket/prefix`` URL (``store_options``: endpoint,
+    region, client_options... as for ``encode``) or a :class:`chronozarr.storage.Store`.
+    ``data`` may also be a *cell source* (:mod:`chronozarr.cell_tasks`) whose planes of new
+    timestep ``i`` (0 = the first appended) come with their own mask and coverage.
+
+    ``scheduler``: a ``distributed.Client``. Each cell's new timesteps (level 0, then every upper
+    level from the level below read back from the target) are then written by a task on the
+    workers, straight to the target; this process gathers the volatility terms and writes the
+    volatility, the time coordinates and the metadata last, under the append journal (decision
+    0020). Same objects, same bytes as a local append. ``retries``, ``worker_timeout``: as for
+    ``encode``. ``resume_key``: keep each finished cell's summary under
+    ``.cz-build/<resume_key>/`` so that the same call after an interruption skips what is
+    written (decision 0017); the caller promises that the same key means the same input.
+    ``provenance`` and ``provenance_items`` (one JSON document per new timestep, written to the
+    root-level ``provenance_items`` array) may be callables of the cell source's summaries,
+    called after level 0. ``on_task`` is called here with each level-0 task's result.
     """
-    if provenance is not None and not isinstance(provenance, Mapping):
+    if provenance is not None and not (isinstance(provenance, Mapping) or callable(provenance)):
         raise refuse("provenance", "expected an object (mapping)")
-    target = LocalStore(store)
+    if resume_key is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", str(resume_key)):
+        raise refuse("resume_key", f"expected 1-64 letters, digits, _ or -, got {resume_key!r}")
+    target = _open(store, store_options)
     raw_root = target.get("zarr.json")
     if raw_root is None:
         raise refuse("store", f"no chronozarr store at {target.url} (zarr.json not found)")
     root = load_json(raw_root, f"{target.url}/zarr.json")
     reader = Reader(target, root)
-    coords = xarray_coords(data)
-    data = unwrap_array(data, "data")
-    check_append(reader, data, times, mask, coverage, bands, crs, transform, nodata, coords)
+    sourced = is_cell_source(data)
+    if sourced:
+        _check_source(reader, data, mask, coverage)
+        coords = None
+    else:
+        coords = xarray_coords(data)
+        data = unwrap_array(data, "data")
+    check_append(
+        reader, data, times, mask, coverage, bands, crs, transform, nodata, coords,
+        planes_from_data=sourced,
+    )  # fmt: skip
     plan = _plan(reader, target, int(data.shape[0]), times)
-    inputs = _Inputs(
-        CellInput(data, plan.layout.dtype),
-        _cell_input(unwrap_array(mask, "mask")),
-        _cell_input(unwrap_array(coverage, "coverage")),
-    )
-    workers = workers or default_workers()
-    vol_state = _volatility_state(reader, plan.all_times_ms)
-    results0 = _write_chunks(plan, inputs, workers, _fail_after)
+    runner = Runner(
+        scheduler, workers=workers or default_workers(), retries=retries,
+        worker_timeout=worker_timeout,
+    )  # fmt: skip
+    work = _work_log(target, resume_key, plan)
+    vol = _volatility_basis(plan, _volatility_state(reader, plan.all_times_ms))
+    source = data if sourced else None
+    array = None
+    if source is None:
+        array = AppendInput(
+            data, plan.layout.dtype, unwrap_array(mask, "mask"), unwrap_array(coverage, "coverage")
+        )
+    ctx = AppendContext(
+        StoreView(target, root, reader), plan.layout, plan.n_old, plan.n_new,
+        *reader.levels[0].shape[-2:], plan.vol_refs, plan.old_vol_refs, plan.moved,
+        vol.recount, vol.old_terms, source if source is not None else array,
+        work.key if work else None,
+    )  # fmt: skip
+    results0 = _write_chunks(plan, ctx, runner, work, on_task, _fail_after)
     if _fail_after == "chunks":
         raise RuntimeError("injected failure after the chunks")
-    new_docs = _write_coordinates(plan, results0, vol_state, _fail_after)
+    extras = [(res.extra or {}).get("source") for res in results0]
+    extras = [e for e in extras if e is not None]
+    prov = provenance(extras) if callable(provenance) else provenance
+    if prov is not None and not isinstance(prov, Mapping):
+        raise refuse("provenance", "expected an object (mapping)")
+    items_doc = _write_items(plan, provenance_items, extras)
+    new_docs = _write_coordinates(plan, results0, vol, _fail_after)
     if _fail_after == "coords":
         raise RuntimeError("injected failure after time and volatility")
+    if items_doc is not None:
+        new_docs[PROVENANCE_ITEMS] = items_doc
     # array zarr.json below the root
     for key, doc in new_docs.items():
         target.put(f"{key}/zarr.json", dumps(doc))
     if _fail_after == "arrays":
         raise RuntimeError("injected failure after the array zarr.json")
-    target.put("zarr.json", dumps(_new_root(plan, root, new_docs, provenance)))  # the root, last
+    new_root = _new_root(plan, root, new_docs, prov, sort=items_doc is not None)
+    target.put("zarr.json", dumps(new_root))  # the root, last
     append_journal.finish(target)
+    if work is not None:
+        clear_work(target, work.key)  # after the root: the commit (decision 0017)
     log.info(
         "appended %d timesteps to %s (now %d)", plan.n_new - plan.n_old, target.url, plan.n_new
     )
 
 
-@dataclass
-class _Inputs:
-    """The appended data and its mask/coverage, read one cell at a time."""
+def _open(store: Any, options: Mapping[str, Any] | None) -> Store:
+    """The store an append grows: a local path, an ``s3://`` URL or a Store (as ``encode``)."""
+    try:
+        return open_target(store, dict(options) if options else None)
+    except EncodeError as exc:  # an http(s) host, options for a local path: refused
+        raise refuse("store", str(exc).split(": ", 1)[-1]) from exc
 
-    data: CellInput
-    mask: CellInput | None
-    coverage: CellInput | None
+
+def _check_source(reader: Reader, source: Any, mask: Any, coverage: Any) -> None:
+    """A cell source gives its own mask and coverage: exactly when the store has them."""
+    if mask is not None or coverage is not None:
+        raise refuse("mask", "a cell source gives its own mask and coverage planes")
+    for name, has in (("mask", reader.has_mask), ("coverage", reader.has_coverage)):
+        if bool(getattr(source, f"has_{name}", False)) != bool(has):
+            raise refuse(
+                name, f"the store {'has' if has else 'has no'} {name}; the cell source differs"
+            )
 
 
-def _cell_input(plane: Any) -> CellInput | None:
-    return None if plane is None else CellInput(plane, np.dtype("uint8"))
+def _work_log(target: Store, key: str | None, plan: _Plan) -> WorkLog | None:
+    """The resumable work prefix of this append (decision 0017). Another append's prefix is
+    removed: it belongs to an append that completed (the root moved on) or to another batch,
+    whose cells this one rewrites."""
+    if key is None:
+        return None
+    work = WorkLog(target, key)
+    described = {"kind": "append", "n_old": plan.n_old, "n_new": plan.n_new}
+    for other in sorted(work.other_keys()):
+        doc = WorkLog(target, other).done("started")
+        if isinstance(doc, dict) and doc.get("kind") == "append":
+            log.info("removing the work prefix of another append (%s) at %s", other, target.url)
+            clear_work(target, other)
+    if work.started() and work.done("started") != described:
+        clear_work(target, key)  # the same key for another root: start over
+    if work.started():
+        log.info("resuming the partial append %s at %s", key, target.url)
+    else:
+        work.start(described)
+    return work
 
 
 @dataclass
@@ -141,7 +228,7 @@ class _Plan:
     """What an append writes: the store as read, the grown axis, the schedules old and new."""
 
     reader: Reader
-    target: LocalStore
+    target: Store
     attrs: RootAttrs
     layout: Layout
     n_old: int
@@ -185,7 +272,7 @@ def _schedules(
     return temporal, set(new_a), new_r, set(old_a), old_r
 
 
-def _plan(reader: Reader, target: LocalStore, n_add: int, times: Sequence[Any]) -> _Plan:
+def _plan(reader: Reader, target: Store, n_add: int, times: Sequence[Any]) -> _Plan:
     attrs = reader.attrs
     n_old = reader.n_time
     n_new = n_old + n_add
@@ -232,92 +319,47 @@ def _plan(reader: Reader, target: LocalStore, n_add: int, times: Sequence[Any]) 
     )  # fmt: skip
 
 
-def _shard_prefix_for(
-    plan: _Plan, level_path: str
-) -> Callable[..., tuple[bytes, list[Any]] | None]:
-    """Old payload (old index included) and entries of the shard receiving new timesteps."""
-    st = plan.layout.shard_time
-
-    def get(array_path: str, ts: int, row: int, col: int) -> tuple[bytes, list[Any]] | None:
-        assert st is not None
-        if ts * st >= plan.n_old:
-            return None  # a new shard
-        return _old_shard(plan.reader, level_path, array_path, ts, row, col, plan.n_old, st)
-
-    return get
-
-
-def _append_level0(plan: _Plan, inputs: _Inputs, cell: tuple[int, int]) -> CellResult:
-    """Level 0 of one cell: new timesteps from the input, old ones read back as references."""
-    reader, layout, n_old = plan.reader, plan.layout, plan.n_old
-    r, c = cell
-    h, w = reader.levels[0].shape[-2:]
-    ys, xs = cell_slice(r, c, layout.cs, h, w)
-    get = inputs.data.cell(ys, xs)
-    getm = inputs.mask.cell(ys, xs) if inputs.mask else None
-    getc = inputs.coverage.cell(ys, xs) if inputs.coverage else None
-    hh, ww = ys.stop - ys.start, xs.stop - xs.start
-
-    def planes_at(t: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-        if t < n_old:  # an existing timestep: a new delta's anchor or reference
-            return reader.read_cell(t, r, c, 0), None, None
-        i = t - n_old
-        m = None if getm is None else np.asarray(getm(i)).astype(np.uint8, copy=False)
-        if m is not None and m.size and int(m.max()) > 1:
-            raise AppendError("mask", f"values must be 0 or 1 (spec 2.4), found {int(m.max())}")
-        cv = None if getc is None else np.asarray(getc(i)).astype(np.uint8, copy=False)
-        return np.asarray(get(i), dtype=layout.dtype)[:, :hh, :ww], m, cv
-
-    planes = Planes(planes_at)
-    new_range = range(n_old, plan.n_new)
-    res = _write(layout, "0", r, c, planes, new_range, True, _shard_prefix_for(plan, "0"))
-    for t in plan.moved:  # none stores: nominal references that the new anchors moved
-        src = planes.get(t)[0]
-        res.vol_sum += abs_diff_sum(src, planes.get(plan.vol_refs[t])[0])
-        res.vol_sum -= abs_diff_sum(src, planes.get(plan.old_vol_refs[t])[0])
-    return res
-
-
-def _append_upper(
-    plan: _Plan, k: int, docs: Mapping[str, Any], cell: tuple[int, int]
-) -> CellResult:
-    """Level k of one cell: new timesteps reduced from level k-1 as now stored (6)."""
-    reader, levels = plan.reader, plan.reader.levels
-    rb = Readback(plan.layout, levels[k - 1], docs)
-    r, c = cell
-
-    def planes_at(t: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-        if t < plan.n_old:
-            return reader.read_cell(t, r, c, k), None, None
-        return rb.reduced(t, r, c)
-
-    path = levels[k].path
-    new_range = range(plan.n_old, plan.n_new)
-    return _write(
-        plan.layout, path, r, c, Planes(planes_at), new_range, False, _shard_prefix_for(plan, path)
-    )
-
-
 def _write_chunks(
-    plan: _Plan, inputs: _Inputs, workers: int, fail_after: str | None
+    plan: _Plan,
+    ctx: AppendContext,
+    runner: Runner,
+    work: WorkLog | None,
+    on_task: Callable[[Any], None] | None,
+    fail_after: str | None,
 ) -> list[CellResult]:
-    """Every level's new chunks (or rewritten trailing shards), level by level; the level-0
-    results (their volatility terms)."""
+    """Every level's new chunks (or rewritten trailing shards), level by level, one task per
+    cell (all new timesteps: a cell's volatility terms are summed in one order, as ever); the
+    level-0 results (their volatility terms)."""
+    from chronozarr.writer import _run_level  # the resumable run of a level's tasks (0017)
+
     reader, attrs = plan.reader, plan.attrs
+    new_times = range(plan.n_old, plan.n_new)
     results0: list[CellResult] = []
     for k, lv in enumerate(reader.levels):
         rows, cols = lv.grid
-        cells = [(r, c) for r in range(rows) for c in range(cols)]
+        tasks: list[Any] = [((r, c), new_times) for r in range(rows) for c in range(cols)]
         if k == 0:
-            results = parallel(lambda cell: _append_level0(plan, inputs, cell), cells, workers)
+            fn: Any = append_level0_task
+            level_ctx: Any = ctx
+            if runner.remote and isinstance(ctx.source, AppendInput):
+                h, w = ctx.height, ctx.width  # each task carries its cell's part of the input
+                tasks = [
+                    (cell, times, ctx.source.view(*cell_slice(*cell, plan.layout.cs, h, w)))
+                    for cell, times in tasks
+                ]
+                level_ctx = replace(ctx, source=None)
+            results = _run_level(runner, fn, level_ctx, tasks, "0", work, on_task)
             results0 = results
+            if runner.remote:
+                _check_visible(plan)
         else:
             back = reader.levels[k - 1]
             docs = {
                 f"{back.path}/{name}": _doc_with_shape(reader, back.path, name, plan.n_new)
                 for name in _array_names(attrs)
             }
-            results = parallel(partial(_append_upper, plan, k, docs), cells, workers)
+            upper = UpperAppendContext(replace(ctx, source=None), k, docs)
+            results = _run_level(runner, append_upper_task, upper, tasks, lv.path, work)
         if plan.layout.shard_time is not None:
             plan.shard_bytes.setdefault(lv.path, {}).update(
                 {key: size for res in results for key, size in res.shard_sizes.items()}
@@ -327,37 +369,105 @@ def _write_chunks(
     return results0
 
 
+def _check_visible(plan: _Plan) -> None:
+    """The workers' first new chunk is visible here: else they wrote to a target this process
+    does not see (a local path not on a filesystem every worker shares), and the metadata
+    written here would describe missing data (spec 9)."""
+    st = plan.layout.shard_time
+    t = plan.n_old if st is None else plan.n_old // st
+    key = chunk_key(f"{plan.reader.levels[0].path}/{plan.attrs.variable}", t, 0, 0, has_band=True)
+    if plan.target.size(key) is None:
+        raise ClusterError(
+            f"{plan.target.url}: the workers wrote level 0 but {key} is not visible from this "
+            "process; a local path must be on a filesystem every worker shares (or use s3://...)"
+        )
+
+
+def _write_items(
+    plan: _Plan, items: Sequence[str] | Callable[[list[Any]], Sequence[str]] | None, extras: Any
+) -> dict[str, Any] | None:
+    """The new months' ``provenance_items`` chunks (new keys, before any metadata: spec 9);
+    returns the array's grown document, or None when no documents were given."""
+    if items is None:
+        return None
+    documents = list(items(extras) if callable(items) else items)
+    n_add = plan.n_new - plan.n_old
+    if len(documents) != n_add:
+        raise refuse("provenance_items", f"expected {n_add} documents, got {len(documents)}")
+    old = plan.reader._doc(PROVENANCE_ITEMS)
+    old_shape = int(old["shape"][0]) if isinstance(old, Mapping) and old.get("shape") else 0
+    info0 = plan.reader.array(0).info
+    compressor = dict(info0.codecs[-1]) if len(info0.codecs) > 1 else None
+    objects, doc = grown_items_objects(documents, plan.n_old, compressor, old_shape)
+    for key, blob in objects.items():
+        plan.target.put(key, blob)
+    return doc
+
+
+def _volatility_basis(plan: _Plan, state: str) -> _VolatilityBasis:
+    """What the volatility update starts from, decided before any chunk is written: the
+    pre-append volatility (the journal's, when an interrupted run of an append onto this root
+    left one: decision 0020), whether the journal must be begun, and the cells whose old sum the
+    level-0 tasks recompute from the store (clipped at 1.0, or every cell when the stored
+    volatility is not the old root's)."""
+    reader, attrs, target = plan.reader, plan.attrs, plan.target
+    stored = reader.volatility()
+    basis = _VolatilityBasis(stored, state)
+    if stored is None or not attrs.volatility_path:
+        return basis
+    found, old_chunk = append_journal.journaled_volatility(target, plan.n_old)
+    if found:  # an interrupted run of an append onto this root: its volatility before
+        basis.stored = _decoded_volatility(reader, old_chunk, stored)
+        basis.state = "old"
+    elif state == "old":  # record it before it is rewritten
+        basis.begin = True
+    if basis.state == "final":
+        return basis
+    old_terms = [
+        t for t in range(plan.n_old) if t not in plan.old_vol_anchors and t in plan.old_vol_refs
+    ]
+    basis.old_terms = old_terms
+    if old_terms:
+        exact = basis.state == "unknown"
+        rows, cols = reader.levels[0].grid
+        basis.recount = frozenset(
+            (r, c)
+            for r in range(rows)
+            for c in range(cols)
+            if exact or float(basis.stored[r, c]) >= 1.0
+        )
+    return basis
+
+
+@dataclass
+class _VolatilityBasis:
+    stored: np.ndarray | None
+    state: str
+    begin: bool = False
+    old_terms: list[int] = field(default_factory=list)
+    recount: frozenset[tuple[int, int]] = frozenset()
+
+
 def _write_coordinates(
-    plan: _Plan, results0: list[CellResult], vol_state: str, fail_after: str | None = None
+    plan: _Plan,
+    results0: list[CellResult],
+    basis: _VolatilityBasis,
+    fail_after: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """volatility/c/0/0, then time/c/0 of every level (spec 14 write order). The volatility is
     computed from the pre-append one, which the append journal keeps until the root is written
     (:mod:`chronozarr.append_journal`): a re-run after a kill at any point applies the new deltas
     once. Returns the array documents to write next."""
     reader, attrs, target, n_new = plan.reader, plan.attrs, plan.target, plan.n_new
-    vol_stored = reader.volatility()
-    if vol_stored is not None and attrs.volatility_path:
-        vol_key = f"{attrs.volatility_path}/c/0/0"
-        found, old_chunk = append_journal.journaled_volatility(target, plan.n_old)
-        if found:  # an interrupted run of an append onto this root: its volatility before
-            vol_stored = _decoded_volatility(reader, old_chunk, vol_stored)
-            vol_state = "old"
-        elif vol_state == "old":  # record it before it is rewritten
-            append_journal.begin(target, plan.n_old, target.get(vol_key))
-    if vol_stored is not None and attrs.volatility_path and vol_state != "final":
-        vol = _update_volatility(
-            reader,
-            vol_stored,
-            results0,
-            plan.n_old,
-            plan.old_vol_anchors,
-            plan.old_vol_refs,
-            exact=vol_state == "unknown",
-        )
+    vol_key = f"{attrs.volatility_path}/c/0/0"
+    if basis.begin:
+        append_journal.begin(target, plan.n_old, target.get(vol_key))
+    if basis.stored is not None and attrs.volatility_path and basis.state != "final":
+        vol = _update_volatility(reader, basis.stored, results0, basis.old_terms)
         vdoc = reader._doc(attrs.volatility_path)
         assert vdoc is not None  # reader.volatility() read it above
         vcodec = _codecs.ChunkCodec(vdoc["codecs"], "float32", vol.shape)
-        target.put(f"{attrs.volatility_path}/c/0/0", vcodec.encode(vol))
+        target.put(vol_key, vcodec.encode(vol))
     if fail_after == "volatility":
         raise RuntimeError("injected failure after the volatility, before time/c/0")
     new_docs: dict[str, dict[str, Any]] = {}
@@ -382,10 +492,13 @@ def _new_root(
     root: Mapping[str, Any],
     new_docs: Mapping[str, dict[str, Any]],
     provenance: Mapping[str, Any] | None = None,
+    *,
+    sort: bool = False,
 ) -> dict[str, Any]:
     """The root document after the append: times, temporal, levels and shard_bytes grown, the
     consolidated copies of the rewritten documents replaced (spec 14); ``provenance``, when
-    given, replaces the root's (spec 3.8)."""
+    given, replaces the root's (spec 3.8). ``sort``: the consolidated entries in key order
+    (as :func:`chronozarr.provenance.write_provenance_items` leaves them)."""
     attrs, n_new = plan.attrs, plan.n_new
     new_attrs = attrs.evolve(
         times=tuple(format_time(t) for t in plan.all_times_ms),
@@ -408,6 +521,8 @@ def _new_root(
         meta = dict(cons["metadata"])
         for key, doc in new_docs.items():
             meta[key] = consolidated_entry(doc)
+        if sort:
+            meta = dict(sorted(meta.items()))
         new_root["consolidated_metadata"] = {**cons, "metadata": meta}
     return new_root
 
@@ -425,22 +540,6 @@ def _doc_with_shape(reader: Reader, level_path: str, name: str, n_new: int) -> d
     doc: dict[str, Any] = json.loads(json.dumps(reader._doc(f"{level_path}/{name}")))
     doc["shape"] = [n_new, *doc["shape"][1:]]  # spatial:* attributes describe y/x: unchanged
     return doc
-
-
-def _write(
-    layout: Layout,
-    level_path: str,
-    r: int,
-    c: int,
-    planes: Planes,
-    times: range,
-    vol: bool,
-    prefix_getter: Any,
-) -> CellResult:
-    shard_prefix = prefix_getter if layout.shard_time is not None else None
-    return write_cell_series(
-        layout, level_path, r, c, planes, times, volatility=vol, shard_prefix=shard_prefix
-    )
 
 
 def _old_shard(
@@ -495,36 +594,27 @@ def _old_shard(
 
 
 def _update_volatility(
-    reader: Reader,
-    stored: np.ndarray,
-    results: list[CellResult],
-    n_old: int,
-    old_anchors: set[int],
-    old_refs: Mapping[int, int],
-    *,
-    exact: bool = False,
+    reader: Reader, stored: np.ndarray, results: list[CellResult], old_terms: Sequence[int]
 ) -> np.ndarray:
     """The new deltas join each cell's mean (spec 14): old sum recovered from the stored mean.
 
-    A cell whose stored value is clipped at 1.0 has lost its sum, so it is recomputed from the
-    store. The result equals the spec 5 definition over the recorded references up to float32
-    rounding.
+    A cell whose stored value is clipped at 1.0 has lost its sum (as has every cell of a store
+    whose volatility is not its root's): its level-0 task recomputed the sum from the store
+    (``extra["old_sum"]``). The result equals the spec 5 definition over the recorded references
+    up to float32 rounding.
     """
     vol = stored.astype(np.float32).copy()
     n_band = len(reader.bands)
     lv = reader.levels[0]
     h, w = lv.shape[-2:]
     cs = reader.chunk_size(0)
-    old_terms = [t for t in range(n_old) if t not in old_anchors and t in old_refs]
     for res in results:
         r, c = res.row, res.col
         pixels = n_band * min(cs, h - r * cs) * min(cs, w - c * cs)
         old_count = len(old_terms) * pixels
-        if old_count and (exact or float(stored[r, c]) >= 1.0):
-            old_sum = sum(
-                abs_diff_sum(reader.read_cell(t, r, c, 0), reader.read_cell(old_refs[t], r, c, 0))
-                for t in old_terms
-            )
+        recounted = (res.extra or {}).get("old_sum")
+        if old_count and recounted is not None:
+            old_sum = float(recounted)
         else:
             old_sum = float(stored[r, c]) * 10000.0 * old_count
         vol[r, c] = volatility_value(old_sum + res.vol_sum, old_count + res.vol_count)

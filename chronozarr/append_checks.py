@@ -47,8 +47,11 @@ def check_append(
     transform: Sequence[float] | None,
     nodata: Any,
     coords: Mapping[str, Any] | None,
+    *,
+    planes_from_data: bool = False,
 ) -> None:
-    """Every refusal of spec 14, before a byte is written."""
+    """Every refusal of spec 14, before a byte is written. ``planes_from_data``: ``data`` is a
+    cell source that gives its own mask and coverage (checked by the caller)."""
     attrs = reader.attrs
     lv0 = reader.levels[0]
     _, n_band, h, w = lv0.shape
@@ -78,7 +81,8 @@ def check_append(
             "times",
             f"new times must be after the store's last time {attrs.times[-1]}, got {format_time(new_ms[0])}",
         )
-    _check_planes(attrs, mask, coverage, (shape[0], h, w))
+    if not planes_from_data:
+        _check_planes(attrs, mask, coverage, (shape[0], h, w))
     _check_identity(reader, bands, crs, transform, nodata, coords)
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "fingerprint_differences",
     "fingerprint_entry",
     "flatten_fingerprint",
+    "grown_items_objects",
     "items_array_objects",
     "items_document",
     "items_reference",
@@ -50,6 +51,7 @@ __all__ = [
     "read_provenance_items",
     "record_skipped_items",
     "skipped_entries",
+    "with_skipped_items",
     "write_provenance_items",
 ]
 
@@ -268,18 +270,27 @@ def compare_fingerprint(
     return FingerprintCheck(diffs, [], legacy=False)
 
 
+def with_skipped_items(
+    provenance: Mapping[str, Any] | None, skipped: Sequence[Skipped]
+) -> dict[str, Any]:
+    """The provenance block with ``skipped`` added to its ``skipped_items`` (kept to
+    :data:`SKIPPED_LIMIT`)."""
+    prov = dict(provenance or {})
+    known = list(prov.get("skipped_items") or [])
+    prov["skipped_items"] = (known + skipped_entries(skipped))[:SKIPPED_LIMIT]
+    return prov
+
+
 def record_skipped_items(store: str | os.PathLike[str], skipped: Sequence[Skipped]) -> None:
     """Add ``skipped`` to the root's ``provenance.skipped_items`` (kept to :data:`SKIPPED_LIMIT`).
 
     An append calls this before :func:`chronozarr.append` rewrites the root, which keeps the
-    provenance it finds."""
+    provenance it finds (an append on a cluster passes :func:`with_skipped_items` as
+    ``chronozarr.append``'s ``provenance`` instead, written with the root)."""
     root_path = Path(store) / "zarr.json"
     root = json.loads(root_path.read_bytes())
     block = root["attributes"]["chronozarr"]
-    prov = dict(block.get("provenance") or {})
-    known = list(prov.get("skipped_items") or [])
-    prov["skipped_items"] = (known + skipped_entries(skipped))[:SKIPPED_LIMIT]
-    block["provenance"] = prov
+    block["provenance"] = with_skipped_items(block.get("provenance"), skipped)
     _atomic_write(root_path, dumps(root))
 
 
@@ -338,6 +349,22 @@ def items_array_objects(
         for i, text in enumerate(documents)
     }
     return objects, _items_array_doc(len(documents), comp_doc)
+
+
+def grown_items_objects(
+    documents: Sequence[str],
+    first: int,
+    data_compressor: Mapping[str, Any] | None,
+    old_shape: int = 0,
+) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """The chunk objects of months ``first ..`` of ``provenance_items`` and the array's grown
+    zarr.json document, for an append that writes them with its own metadata (a cluster append,
+    issue 13, to any store): the same bytes :func:`write_provenance_items` writes locally."""
+    objects, doc = items_array_objects(documents, data_compressor)
+    moved = {f"{PROVENANCE_ITEMS}/c/{first + i}": objects[f"{PROVENANCE_ITEMS}/c/{i}"]
+             for i in range(len(documents))}  # fmt: skip
+    doc["shape"] = [max(first + len(documents), old_shape)]
+    return moved, doc
 
 
 def write_provenance_items(
