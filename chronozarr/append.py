@@ -147,11 +147,11 @@ def append(
         array = AppendInput(
             data, plan.layout.dtype, unwrap_array(mask, "mask"), unwrap_array(coverage, "coverage")
         )
+    height, width = reader.levels[0].shape[-2:]
     ctx = AppendContext(
-        StoreView(target, root, reader), plan.layout, plan.n_old, plan.n_new,
-        *reader.levels[0].shape[-2:], plan.vol_refs, plan.old_vol_refs, plan.moved,
-        vol.recount, vol.old_terms, source if source is not None else array,
-        work.key if work else None,
+        StoreView(target, root, reader), plan.layout, plan.n_old, plan.n_new, int(height),
+        int(width), plan.vol_refs, plan.old_vol_refs, plan.moved, vol.recount, vol.old_terms,
+        source if source is not None else array, work.key if work else None,
     )  # fmt: skip
     results0 = _write_chunks(plan, ctx, runner, work, on_task, _fail_after)
     if _fail_after == "chunks":
@@ -344,7 +344,11 @@ def _write_chunks(
             if runner.remote and isinstance(ctx.source, AppendInput):
                 h, w = ctx.height, ctx.width  # each task carries its cell's part of the input
                 tasks = [
-                    (cell, times, ctx.source.view(*cell_slice(*cell, plan.layout.cs, h, w)))
+                    (
+                        cell,
+                        times,
+                        ctx.source.view(*cell_slice(cell[0], cell[1], plan.layout.cs, h, w)),
+                    )
                     for cell, times in tasks
                 ]
                 level_ctx = replace(ctx, source=None)
@@ -429,6 +433,7 @@ def _volatility_basis(plan: _Plan, state: str) -> _VolatilityBasis:
     basis.old_terms = old_terms
     if old_terms:
         exact = basis.state == "unknown"
+        assert basis.stored is not None  # checked above
         rows, cols = reader.levels[0].grid
         basis.recount = frozenset(
             (r, c)

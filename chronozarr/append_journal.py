@@ -24,7 +24,7 @@ from chronozarr.errors import ChronozarrError
 from chronozarr.jsondoc import load_json
 from chronozarr.metadata import dumps
 from chronozarr.objects import APPEND_JOURNAL
-from chronozarr.storage import LocalStore
+from chronozarr.storage import Store
 
 __all__ = ["JOURNAL", "begin", "finish", "journaled_volatility"]
 
@@ -33,7 +33,7 @@ log = logging.getLogger("chronozarr.append")
 JOURNAL = APPEND_JOURNAL
 
 
-def journaled_volatility(target: LocalStore, n_time: int) -> tuple[bool, bytes | None]:
+def journaled_volatility(target: Store, n_time: int) -> tuple[bool, bytes | None]:
     """(found, old volatility chunk bytes or None when the chunk was absent) of a journal that
     belongs to a root of ``n_time`` timesteps; (False, None) when there is none that does."""
     raw = target.get(JOURNAL)
@@ -50,12 +50,12 @@ def journaled_volatility(target: LocalStore, n_time: int) -> tuple[bool, bytes |
         return False, None
 
 
-def begin(target: LocalStore, n_time: int, chunk: bytes | None) -> None:
+def begin(target: Store, n_time: int, chunk: bytes | None) -> None:
     """Record the volatility chunk of the root with ``n_time`` timesteps (before rewriting it)."""
     blob = None if chunk is None else base64.b64encode(chunk).decode("ascii")
     target.put(JOURNAL, dumps({"n_time": n_time, "volatility_chunk": blob}))
 
 
-def finish(target: LocalStore) -> None:
+def finish(target: Store) -> None:
     """The root is written: the journal has served."""
     target.delete(JOURNAL)
