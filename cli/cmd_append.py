@@ -3,8 +3,12 @@
 The months are composited with the recipe exactly as ``cz build`` does (:func:`cz.build.append_months`)
 and added with ``chronozarr.append``. Refused, before anything is written: months already in the
 store, months before its last one or leaving a gap after it, a recipe whose grid, bands or store
-options differ from the store's, and a store given as a URL (append to a local copy, validate,
-then ``cz publish``).
+options differ from the store's, and, without ``--scheduler``, a store given as a URL (append to a
+local copy, validate, then ``cz publish``).
+
+``--scheduler ADDRESS``: the new months are composited and written on the dask cluster, straight
+to the store (a folder every worker sees, or ``s3://``), the client writing only the metadata
+(:mod:`cz.build.cluster_append`); an interrupted run re-run with the same command resumes.
 
 Exit codes: 0 appended, 1 runtime error or a refusal of the months or the store, 2 usage error
 (a broken recipe or month, or a recipe that differs from the one the store was built with: each
@@ -20,7 +24,7 @@ import typer
 from cz.build import BuildOptions, RecipeMismatchError, append_months, parse_months
 from cz.cmd_build import build_progress, print_result, run_build_errors
 from cz.errors import RecipeError
-from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt
+from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
 from cz.output import EXIT_USAGE, fail, print_json
 from cz.recipe import load_recipe
 
@@ -39,9 +43,14 @@ def append_cmd(
     ],
     store: Annotated[
         str | None,
-        typer.Option("--store", help="The local store; default: store.path of the recipe."),
+        typer.Option(
+            "--store",
+            help="The local store (with --scheduler: a folder every worker sees, or s3://...); "
+            "default: store.path of the recipe.",
+        ),
     ] = None,
     scheduler: SchedulerOpt = None,
+    worker_timeout: WorkerTimeoutOpt = 180.0,
     workers: WorkersOpt = None,
     skip_failed: SkipFailedOpt = False,
     work_dir: WorkDirOpt = None,
@@ -58,7 +67,11 @@ def append_cmd(
         run_build_errors(exc)
         return
     options = BuildOptions(
-        scheduler=scheduler, workers=workers, skip_failed=skip_failed, work_dir=work_dir
+        scheduler=scheduler,
+        workers=workers,
+        skip_failed=skip_failed,
+        work_dir=work_dir,
+        worker_timeout=worker_timeout,
     )
     try:
         with build_progress() as progress:

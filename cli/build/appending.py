@@ -150,7 +150,9 @@ def append_months(
     options: BuildOptions | None = None,
     progress: Progress | None = None,
 ) -> BuildResult:
-    """Composite ``months`` with ``recipe`` and append them to the local store (spec 14).
+    """Composite ``months`` with ``recipe`` and append them to the local store (spec 14); with
+    ``options.scheduler``, on the cluster, to a folder every worker sees or an ``s3://`` store
+    (:mod:`cz.build.cluster_append`).
 
     Refuses (:class:`AppendRefusedError`, nothing written) months already in the store, before
     its last month or leaving a gap after it, and (:class:`RecipeMismatchError`, before the
@@ -162,7 +164,14 @@ def append_months(
     options = options or BuildOptions()
     progress = progress or Progress()
     started = time.perf_counter()
-    path, reader = _open_local(store if store is not None else recipe.store.path)
+    where = store if store is not None else recipe.store.path
+    if options.scheduler:  # composited and written on the cluster, straight to the store
+        from cz.build.cluster_append import append_on_cluster
+
+        if where is None:
+            raise BuildError("no store: give --store or set store.path in the recipe")
+        return append_on_cluster(recipe, list(months), where, options, progress, started)
+    path, reader = _open_local(where)
     months = list(months)
     _check_months(months, [month_of_time(t) for t in reader.attrs.times])
     sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
@@ -232,7 +241,8 @@ def _open_local(where: str | None) -> tuple[Path, Any]:
     if is_url(where):
         raise AppendRefusedError(
             f"append works on a local copy of the store, not on {where}: append locally, "
-            "validate, then `cz publish` (spec 14)"
+            "validate, then `cz publish` (spec 14), or append on a cluster (--scheduler), which "
+            "writes s3:// stores in place"
         )
     path = local_path(where)
     try:
