@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -70,14 +70,14 @@ class _History:
 
 class AppendSource:
     """The append's cell source for ``chronozarr.append`` (picklable; sent to the cluster once):
-    the new months' :class:`CompositeSource` and the store as the append found it (its target
-    and old root), from which each worker reads gap-fill's history with its own reader."""
+    the new months' :class:`CompositeSource` and the store's target, from which each worker
+    reads gap-fill's history with its own reader. The root it opens is the old one: the append
+    writes the new root only after every cell is written."""
 
-    def __init__(self, composites: CompositeSource, target: Any, root: Mapping[str, Any]):
+    def __init__(self, composites: CompositeSource, target: Any, n_old: int):
         self.composites = composites
         self.target = target
-        self.root = root
-        self.n_old = len(root["attributes"]["chronozarr"]["times"])
+        self.n_old = n_old
         self.shape = composites.shape4
         self.dtype = np.dtype(composites.dtype)
         self.ndim = 4
@@ -87,17 +87,22 @@ class AppendSource:
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"composites": self.composites, "target": self.target, "root": self.root}
+        return {"composites": self.composites, "target": self.target, "n_old": self.n_old}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["composites"], state["target"], state["root"])  # type: ignore[misc]
+        self.__init__(state["composites"], state["target"], state["n_old"])  # type: ignore[misc]
 
     def reader(self) -> Any:
-        from chronozarr.reader import Reader
+        import chronozarr
 
         with self._lock:  # one reader per process, shared by its threads
             if self._reader is None:
-                self._reader = Reader(self.target, self.root)
+                self._reader = chronozarr.open_store(self.target)
+                if self._reader.n_time != self.n_old:  # another append got there first
+                    raise AppendRefusedError(
+                        f"{self.target.url} has {self._reader.n_time} timesteps, this append "
+                        f"continues {self.n_old}: it was appended to meanwhile"
+                    )
             return self._reader
 
     def open_cell(
@@ -141,7 +146,6 @@ def append_on_cluster(
     """Append ``months`` to the store at ``where`` on the cluster at ``options.scheduler``; see
     the module docstring."""
     import chronozarr
-    from chronozarr.jsondoc import load_json
     from cz.build.appending import _check_months, _compare_fingerprint, _compare_recipe
 
     executor = Executor(options)  # first: an unreachable cluster fails before any search
@@ -153,13 +157,9 @@ def append_on_cluster(
             folder = local_path(where)
             lock = start_run(folder, new_tag(), work_dir=folder.parent)
         probe = _open_target(where, 0, None)
-        raw = probe.get("zarr.json")
-        if raw is None:
-            raise AppendRefusedError(f"cannot open the store at {probe.url}: zarr.json not found")
         try:
-            root = load_json(raw, f"{probe.url}/zarr.json")
-            reader = chronozarr.Reader(probe, root)
-        except chronozarr.ChronozarrError as exc:  # not a store, or corrupt: refuse
+            reader = chronozarr.open_store(probe)
+        except chronozarr.ChronozarrError as exc:  # missing, not a store, or corrupt: refuse
             raise AppendRefusedError(f"cannot open the store at {probe.url}: {exc}") from None
         _check_months(months, [month_of_time(t) for t in reader.attrs.times])
         sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
@@ -176,7 +176,7 @@ def append_on_cluster(
         n_new = reader.n_time + len(plan.months)
         info0 = reader.array(0).info
         target = _open_target(where, n_new, info0.shard_time if info0.sharded else None)
-        source = AppendSource(make_source(recipe, plan, options), target, root)
+        source = AppendSource(make_source(recipe, plan, options), target, reader.n_time)
         key = append_fingerprint(recipe, plan, list(reader.attrs.times))
         grid = plan.grid
         progress.start(
