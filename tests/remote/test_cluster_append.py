@@ -222,3 +222,41 @@ def test_a_killed_cz_append_rerun_gives_the_same_store(
     _stdout, stderr = rerun.communicate(timeout=300)
     assert rerun.returncode == 0, stderr
     assert _objects(out) == digests(grown)
+
+
+def test_cz_append_scheduler_refusals_are_messages_and_write_nothing(
+    dask_procs: DaskProcs,
+    unsharded: tuple[Any, Path, Path],
+    scenes_dir: Path,
+    s3: Any,
+    s3env: Moto,
+    tmp_path: Path,
+) -> None:
+    from typer.testing import CliRunner
+
+    from cz.app import app
+
+    _rec, base, _grown = unsharded
+    bucket = new_bucket(s3)
+    url = _upload(s3, bucket, base, "store.zarr")
+    before = {k: v["ETag"] for k, v in list_keys(s3, bucket).items()}
+    path = str(scenes_dir / "unsharded.yaml")
+    common = ["--scheduler", dask_procs.address]
+    cases = [
+        (["--store", url, "--month", "2024-02"], 1, "already in the store"),
+        (["--store", url, "--month", "2024-05"], 1, "the next month is 2024-03"),
+        (["--store", "http://127.0.0.1:9/x.zarr", "--month", "2024-03"], 1, "s3:// store"),
+        (["--store", str(tmp_path / "nothing.zarr"), "--month", "2024-03"], 1, "cannot open"),
+    ]
+    for args, code, message in cases:
+        result = CliRunner().invoke(app, ["append", path, *args, *common])
+        assert result.exit_code == code, (args, result.output)
+        assert message in result.output, (args, result.output)
+        assert "Traceback" not in result.output
+    other = recipe(scenes_dir, start="2024-01", end="2024-02", max_age=3, name="other.yaml")
+    result = CliRunner().invoke(
+        app, ["append", str(other), "--store", url, "--month", "2024-03", *common]
+    )
+    assert result.exit_code == 2, result.output  # decision 0018: a usage error, fields named
+    assert "gap_fill.max_age: recipe 3, store built with 2" in result.output
+    assert {k: v["ETag"] for k, v in list_keys(s3, bucket).items()} == before  # untouched
