@@ -101,7 +101,7 @@ def append(
     ``data`` may also be a *cell source* (:mod:`chronozarr.cell_tasks`) whose planes of new
     timestep ``i`` (0 = the first appended) come with their own mask and coverage.
 
-    ``scheduler``: a ``distributed.Client``. Each cell's new timesteps (level 0, then every upper
+    ``scheduler``: a ``distributed.Client`` or a scheduler address. Each cell's new timesteps (level 0, then every upper
     level from the level below read back from the target) are then written by a task on the
     workers, straight to the target; this process gathers the volatility terms and writes the
     volatility, the time coordinates and the metadata last, under the append journal (decision
@@ -135,51 +135,74 @@ def append(
         planes_from_data=sourced,
     )  # fmt: skip
     plan = _plan(reader, target, int(data.shape[0]), times)
-    runner = Runner(
-        scheduler, workers=workers or default_workers(), retries=retries,
-        worker_timeout=worker_timeout,
-    )  # fmt: skip
-    work = _work_log(target, resume_key, plan)
-    vol = _volatility_basis(plan, _volatility_state(reader, plan.all_times_ms))
-    source = data if sourced else None
-    array = None
-    if source is None:
-        array = AppendInput(
-            data, plan.layout.dtype, unwrap_array(mask, "mask"), unwrap_array(coverage, "coverage")
+    client, owned = _connect(scheduler)
+    try:
+        runner = Runner(
+            client, workers=workers or default_workers(), retries=retries,
+            worker_timeout=worker_timeout,
+        )  # fmt: skip
+        work = _work_log(target, resume_key, plan)
+        vol = _volatility_basis(plan, _volatility_state(reader, plan.all_times_ms))
+        source = data if sourced else None
+        array = None
+        if source is None:
+            array = AppendInput(
+                data,
+                plan.layout.dtype,
+                unwrap_array(mask, "mask"),
+                unwrap_array(coverage, "coverage"),
+            )
+        height, width = reader.levels[0].shape[-2:]
+        ctx = AppendContext(
+            StoreView(target, root, reader), plan.layout, plan.n_old, plan.n_new, int(height),
+            int(width), plan.vol_refs, plan.old_vol_refs, plan.moved, vol.recount, vol.old_terms,
+            source if source is not None else array, work.key if work else None,
+        )  # fmt: skip
+        results0 = _write_chunks(plan, ctx, runner, work, on_task, _fail_after)
+        if _fail_after == "chunks":
+            raise RuntimeError("injected failure after the chunks")
+        extras = [(res.extra or {}).get("source") for res in results0]
+        extras = [e for e in extras if e is not None]
+        prov = provenance(extras) if callable(provenance) else provenance
+        if prov is not None and not isinstance(prov, Mapping):
+            raise refuse("provenance", "expected an object (mapping)")
+        items_doc = _write_items(plan, provenance_items, extras)
+        new_docs = _write_coordinates(plan, results0, vol, _fail_after)
+        if _fail_after == "coords":
+            raise RuntimeError("injected failure after time and volatility")
+        if items_doc is not None:
+            new_docs[PROVENANCE_ITEMS] = items_doc
+        # array zarr.json below the root
+        for key, doc in new_docs.items():
+            target.put(f"{key}/zarr.json", dumps(doc))
+        if _fail_after == "arrays":
+            raise RuntimeError("injected failure after the array zarr.json")
+        new_root = _new_root(plan, root, new_docs, prov, sort=items_doc is not None)
+        target.put("zarr.json", dumps(new_root))  # the root, last
+        append_journal.finish(target)
+        if work is not None:
+            clear_work(target, work.key)  # after the root: the commit (decision 0017)
+        log.info(
+            "appended %d timesteps to %s (now %d)", plan.n_new - plan.n_old, target.url, plan.n_new
         )
-    height, width = reader.levels[0].shape[-2:]
-    ctx = AppendContext(
-        StoreView(target, root, reader), plan.layout, plan.n_old, plan.n_new, int(height),
-        int(width), plan.vol_refs, plan.old_vol_refs, plan.moved, vol.recount, vol.old_terms,
-        source if source is not None else array, work.key if work else None,
-    )  # fmt: skip
-    results0 = _write_chunks(plan, ctx, runner, work, on_task, _fail_after)
-    if _fail_after == "chunks":
-        raise RuntimeError("injected failure after the chunks")
-    extras = [(res.extra or {}).get("source") for res in results0]
-    extras = [e for e in extras if e is not None]
-    prov = provenance(extras) if callable(provenance) else provenance
-    if prov is not None and not isinstance(prov, Mapping):
-        raise refuse("provenance", "expected an object (mapping)")
-    items_doc = _write_items(plan, provenance_items, extras)
-    new_docs = _write_coordinates(plan, results0, vol, _fail_after)
-    if _fail_after == "coords":
-        raise RuntimeError("injected failure after time and volatility")
-    if items_doc is not None:
-        new_docs[PROVENANCE_ITEMS] = items_doc
-    # array zarr.json below the root
-    for key, doc in new_docs.items():
-        target.put(f"{key}/zarr.json", dumps(doc))
-    if _fail_after == "arrays":
-        raise RuntimeError("injected failure after the array zarr.json")
-    new_root = _new_root(plan, root, new_docs, prov, sort=items_doc is not None)
-    target.put("zarr.json", dumps(new_root))  # the root, last
-    append_journal.finish(target)
-    if work is not None:
-        clear_work(target, work.key)  # after the root: the commit (decision 0017)
-    log.info(
-        "appended %d timesteps to %s (now %d)", plan.n_new - plan.n_old, target.url, plan.n_new
-    )
+    finally:
+        if owned:
+            client.close()
+
+
+def _connect(scheduler: Any) -> tuple[Any, bool]:
+    """(the client, whether this call opened it): a ``distributed.Client`` as given, or one
+    connected to a scheduler address (``tcp://host:8786``) for the length of the append."""
+    if not isinstance(scheduler, str):
+        return scheduler, False
+    try:
+        from distributed import Client
+    except ImportError:  # distributed is optional for local appends
+        raise ClusterError("scheduler= needs dask.distributed: pip install distributed") from None
+    try:
+        return Client(scheduler, timeout="30s", set_as_default=False), True
+    except (OSError, TimeoutError) as exc:  # unreachable
+        raise ClusterError(f"cannot connect to the dask scheduler at {scheduler}: {exc}") from None
 
 
 def _open(store: Any, options: Mapping[str, Any] | None) -> Store:

@@ -71,10 +71,13 @@ def test_cluster_append_to_s3_writes_the_pinned_bytes(
     assert chronozarr.validate(url).ok
 
 
-def test_cluster_append_of_a_dask_array_to_a_shared_folder(tmp_path: Path, client: Any) -> None:
+def test_cluster_append_of_a_dask_array_to_a_shared_folder(
+    tmp_path: Path, client: Any, dask_procs: DaskProcs
+) -> None:
     """A dask-backed input: each task carries its cell's part of the graph, computed on the
     worker; the store equals a local append of the numpy array, and a re-run with the same
-    ``resume_key`` after an interruption (here: after the level-0 chunks) gives the same bytes."""
+    ``resume_key`` after an interruption (here: after the level-0 chunks; the re-run given the
+    scheduler's address, not a client) gives the same bytes."""
     import shutil
 
     import dask.array as da
@@ -105,8 +108,9 @@ def test_cluster_append_of_a_dask_array_to_a_shared_folder(tmp_path: Path, clien
     assert (remote / ".cz-build" / "k1" / "0").is_dir()  # the level-0 cells are recorded
     assert chronozarr.open_store(remote).n_time == 6  # the old root, untouched
     chronozarr.append(
-        remote, lazy[0], mask=lazy[1], coverage=lazy[2], scheduler=client, resume_key="k1", **add
-    )
+        remote, lazy[0], mask=lazy[1], coverage=lazy[2], scheduler=dask_procs.address,
+        resume_key="k1", **add,
+    )  # fmt: skip
     assert not (remote / ".cz-build").exists()  # removed after the root
     assert pinned.digests(remote) == pinned.digests(local)
     reader = chronozarr.open_store(remote)
