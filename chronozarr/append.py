@@ -226,17 +226,18 @@ def _check_source(reader: Reader, source: Any, mask: Any, coverage: Any) -> None
 
 def _work_log(target: Store, key: str | None, plan: _Plan) -> WorkLog | None:
     """The resumable work prefix of this append (decision 0017). Another append's prefix is
-    removed: it belongs to an append that completed (the root moved on) or to another batch,
-    whose cells this one rewrites."""
-    if key is None:
-        return None
-    work = WorkLog(target, key)
+    removed, by a resumable append or not: it belongs to an append that completed (the root
+    moved on) or to another batch (or an interrupted run of this one), whose cells this one
+    rewrites."""
+    work = WorkLog(target, key or "-")
     described = {"kind": "append", "n_old": plan.n_old, "n_new": plan.n_new}
     for other in sorted(work.other_keys()):
         doc = WorkLog(target, other).done("started")
         if isinstance(doc, dict) and doc.get("kind") == "append":
             log.info("removing the work prefix of another append (%s) at %s", other, target.url)
             clear_work(target, other)
+    if key is None:
+        return None
     if work.started() and work.done("started") != described:
         clear_work(target, key)  # the same key for another root: start over
     if work.started():
