@@ -116,3 +116,24 @@ def test_cluster_append_of_a_dask_array_to_a_shared_folder(
     reader = chronozarr.open_store(remote)
     assert np.array_equal(reader.read(7), data[7])
     assert chronozarr.validate(remote, deep=True).ok
+
+
+def test_a_store_the_workers_do_not_share_is_refused_before_any_metadata(
+    tmp_path: Path, client: Any
+) -> None:
+    """The workers write level 0 to what is, for them, another folder: the client sees no new
+    chunk and stops with a ClusterError before the volatility, the times or any metadata; the
+    store keeps its old objects, byte for byte."""
+    from tests.conftest import monthly, synthetic_series
+    from tests.remote.test_cluster_encode import Elsewhere
+
+    data = synthetic_series(5, 1, 16, 16, "uint8", seed=2)
+    out = tmp_path / "mine.zarr"
+    chronozarr.encode(
+        data[:3], out, times=monthly(3), bands=["v"], crs="EPSG:32631",
+        transform=[10.0, 0, 0, 0, -10.0, 0], chunk_size=8, encoding="star-delta",
+    )  # fmt: skip
+    before = pinned.digests(out)
+    with pytest.raises(chronozarr.errors.ClusterError, match="filesystem every worker shares"):
+        chronozarr.append(Elsewhere(out), data[3:], times=monthly(5)[3:], scheduler=client)
+    assert pinned.digests(out) == before
