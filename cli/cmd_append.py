@@ -24,11 +24,22 @@ import typer
 from cz.build import BuildOptions, RecipeMismatchError, append_months, parse_months
 from cz.cmd_build import build_progress, print_result, run_build_errors
 from cz.errors import RecipeError
-from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
+from cz.options import SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
 from cz.output import EXIT_USAGE, fail, print_json
 from cz.recipe import load_recipe
 
 __all__ = ["append_cmd", "register"]
+
+#: ``--scheduler`` of ``cz append`` (the store, not ``--out``, is where the workers write)
+AppendSchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Address of a dask.distributed scheduler (tcp://host:8786): the workers composite "
+        "the new months and write them straight to the store (a shared folder or s3://); a "
+        "re-run resumes. Default: local threads.",
+    ),
+]
 
 
 def append_cmd(
@@ -49,7 +60,7 @@ def append_cmd(
             "default: store.path of the recipe.",
         ),
     ] = None,
-    scheduler: SchedulerOpt = None,
+    scheduler: AppendSchedulerOpt = None,
     worker_timeout: WorkerTimeoutOpt = 180.0,
     workers: WorkersOpt = None,
     skip_failed: SkipFailedOpt = False,
