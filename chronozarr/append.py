@@ -10,6 +10,12 @@ Keeping the old shard's bytes verbatim (its old index too) means a reader holdin
 root, whose shard_bytes still gives the old length, reads the old index at the old place and
 decodes every timestep it knows: an interrupted append leaves a store that decodes at its old
 state, and re-running the same append rebuilds exactly the same objects.
+
+The per-cell work is :mod:`chronozarr.append_tasks` (one task per cell and level, all new
+timesteps), run by :class:`chronozarr.scheduling.Runner` on local threads or, with
+``scheduler=``, on dask workers that write their chunk objects to the target themselves; this
+module plans, decides the volatility basis before any write, and writes the volatility, the
+time coordinates and the metadata (decision 0021).
 """
 
 from __future__ import annotations
