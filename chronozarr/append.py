@@ -206,7 +206,8 @@ def _connect(scheduler: Any) -> tuple[Any, bool]:
     except ImportError:  # distributed is optional for local appends
         raise ClusterError("scheduler= needs dask.distributed: pip install distributed") from None
     try:
-        return Client(scheduler, timeout="30s", set_as_default=False), True
+        client = Client(scheduler, timeout="30s", set_as_default=False)  # type: ignore[no-untyped-call]
+        return client, True
     except (OSError, TimeoutError) as exc:  # unreachable
         raise ClusterError(f"cannot connect to the dask scheduler at {scheduler}: {exc}") from None
 
