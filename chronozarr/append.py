@@ -15,7 +15,7 @@ The per-cell work is :mod:`chronozarr.append_tasks` (one task per cell and level
 timesteps), run by :class:`chronozarr.scheduling.Runner` on local threads or, with
 ``scheduler=``, on dask workers that write their chunk objects to the target themselves; this
 module plans, decides the volatility basis before any write, and writes the volatility, the
-time coordinates and the metadata (decision 0021).
+time coordinates and the metadata (decision 0022).
 """
 
 from __future__ import annotations

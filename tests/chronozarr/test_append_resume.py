@@ -1,4 +1,4 @@
-"""``append(..., resume_key=)`` on local threads (decision 0017, 0021): an interrupted append
+"""``append(..., resume_key=)`` on local threads (decision 0017, 0022): an interrupted append
 re-run with the same key skips the cells it recorded and ends with the bytes of an uninterrupted
 append; an append without a key over another append's leftover prefix removes it; the
 volatility recount of clipped cells, now done in the level-0 tasks, matches the definition."""
