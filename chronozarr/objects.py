@@ -158,8 +158,14 @@ def is_work_file(name: str) -> bool:
 
 
 def walk(root: Path) -> Iterator[tuple[str, int]]:
-    """(key, size) of every regular file under ``root``, skipping in-flight work files."""
+    """(key, size) of every regular file under ``root``, skipping in-flight work files and the
+    resumable work prefix of an interrupted cluster build or append (``.cz-build/``, decision
+    0017): it is not part of the store, so a publish never uploads it."""
+    from chronozarr.stores import WORK_PREFIX  # stores imports storage; keep objects light
+
     for dirpath, dirnames, filenames in os.walk(root):
+        if Path(dirpath) == Path(root):
+            dirnames[:] = [d for d in dirnames if d != WORK_PREFIX]
         dirnames.sort()
         for name in sorted(filenames):
             if is_work_file(name):

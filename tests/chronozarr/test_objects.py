@@ -60,3 +60,17 @@ def test_malformed_array_metadata_is_a_typed_error_naming_the_file() -> None:
         objects.ChunkGeometry.from_doc("x", {"shape": [1]})
     with pytest.raises(chronozarr.CorruptStoreError, match=r"s3://b/zarr\.json exists but"):
         objects.load_document(b"{not json", "s3://b/zarr.json")
+
+
+def test_walk_skips_the_resumable_work_prefix(tmp_path: Path) -> None:
+    """An interrupted cluster append leaves ``.cz-build/<key>/`` in a local store: not an object
+    of the store, so walk (publish's listing) leaves it out; a folder of that name deeper is kept."""
+    store = small_store(tmp_path / "s.zarr")
+    before = dict(objects.walk(store))
+    (store / ".cz-build" / "append-0123").mkdir(parents=True)
+    (store / ".cz-build" / "append-0123" / "0-0-0.json").write_text("{}")
+    (store / "0" / ".cz-build").mkdir()
+    (store / "0" / ".cz-build" / "x").write_text("kept")
+    after = dict(objects.walk(store))
+    assert not any(k.startswith(".cz-build/") for k in after)
+    assert after == {**before, "0/.cz-build/x": 4}
