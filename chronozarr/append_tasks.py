@@ -21,16 +21,16 @@ its root): that reads the cell's old timesteps, which is the worker's work, not 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from chronozarr.cell_tasks import ArrayInput
 from chronozarr.cells import CellResult, Layout, Planes, Readback, write_cell_series
 from chronozarr.errors import AppendError
 from chronozarr.grid import cell_slice
-from chronozarr.inputs import CellInput
 from chronozarr.reader import Reader
 from chronozarr.storage import Store
 from chronozarr.stores import WorkLog
@@ -72,64 +72,16 @@ class StoreView:
             return self._reader
 
 
-class _Planes:
-    def __init__(self, fn: Any):
-        self.fn = fn
-
-    def __call__(self, t: int) -> PlaneTriple:
-        return self.fn(t)  # type: ignore[no-any-return]
-
-
-@dataclass
-class AppendInput:
+class AppendInput(ArrayInput):
     """The appended numpy or dask data (time, band, y, x) and its (time, y, x) mask and coverage.
 
     ``open_cell`` gives a cell's planes of new timestep ``i`` (0 = the first appended); on a
     cluster each task carries its cell's :meth:`view` (a dask input culled to the cell, computed
-    on the worker with the synchronous scheduler: nothing passes through the client)."""
+    on the worker with the synchronous scheduler: nothing passes through the client). The encode
+    input's reading, with the append's error type."""
 
-    data: Any
-    dtype: np.dtype
-    mask: Any = None
-    coverage: Any = None
-    scheduler: str | None = None
-    origin: tuple[int, int] = (0, 0)
-
-    def view(self, ys: slice, xs: slice) -> AppendInput:
-        def cut(a: Any, planes: bool) -> Any:
-            if a is None:
-                return None
-            part = a[:, ys, xs] if planes else a[:, :, ys, xs]
-            if isinstance(part, np.ndarray):
-                return np.ascontiguousarray(part)
-            import dask
-
-            (part,) = dask.optimize(part)  # type: ignore[no-untyped-call]  # only this cell's graph
-            return part
-
-        return AppendInput(
-            cut(self.data, False), self.dtype, cut(self.mask, True), cut(self.coverage, True),
-            "sync", (ys.start, xs.start),
-        )  # fmt: skip
-
-    def open_cell(self, row: int, col: int, ys: slice, xs: slice, times: Sequence[int]) -> Any:
-        oy, ox = self.origin
-        ys, xs = slice(ys.start - oy, ys.stop - oy), slice(xs.start - ox, xs.stop - ox)
-        hh, ww = ys.stop - ys.start, xs.stop - xs.start
-        get = CellInput(self.data, self.dtype, self.scheduler).cell(ys, xs, times)
-        u8 = np.dtype("uint8")
-        getm = None if self.mask is None else CellInput(self.mask, u8, self.scheduler).cell(ys, xs, times)  # fmt: skip
-        getc = None if self.coverage is None else CellInput(self.coverage, u8, self.scheduler).cell(ys, xs, times)  # fmt: skip
-        dtype = self.dtype
-
-        def planes_at(i: int) -> PlaneTriple:
-            m = None if getm is None else np.asarray(getm(i)).astype(np.uint8, copy=False)
-            if m is not None and m.size and int(m.max()) > 1:
-                raise AppendError("mask", f"values must be 0 or 1 (spec 2.4), found {int(m.max())}")
-            cv = None if getc is None else np.asarray(getc(i)).astype(np.uint8, copy=False)
-            return np.asarray(get(i), dtype=dtype)[:, :hh, :ww], m, cv
-
-        return _Planes(planes_at)
+    def mask_error(self, found: int, t: int) -> Exception:
+        return AppendError("mask", f"values must be 0 or 1 (spec 2.4), found {found}")
 
 
 @dataclass

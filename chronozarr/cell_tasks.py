@@ -94,10 +94,16 @@ class ArrayInput:
             (part,) = dask.optimize(part)  # type: ignore[no-untyped-call]  # culled: only this cell's part of the graph travels
             return part
 
-        return ArrayInput(
+        return type(self)(
             cut(self.data, False), self.dtype, cut(self.mask, True), cut(self.coverage, True),
             "sync", (ys.start, xs.start),
         )  # fmt: skip
+
+    def mask_error(self, found: int, t: int) -> Exception:
+        """The typed error for a mask value other than 0 or 1 (spec 2.4) at timestep ``t``."""
+        return EncodeError(
+            "mask", f"values must be 0 or 1 (spec 2.4), found {found} at timestep {t}"
+        )
 
     def open_cell(
         self, row: int, col: int, ys: slice, xs: slice, times: Sequence[int]
@@ -114,10 +120,7 @@ class ArrayInput:
         def planes_at(t: int) -> PlaneTriple:
             m = None if getm is None else np.asarray(getm(t)).astype(np.uint8, copy=False)
             if m is not None and m.size and int(m.max()) > 1:
-                raise EncodeError(
-                    "mask",
-                    f"values must be 0 or 1 (spec 2.4), found {int(m.max())} at timestep {t}",
-                )
+                raise self.mask_error(int(m.max()), t)
             cv = None if getc is None else np.asarray(getc(t)).astype(np.uint8, copy=False)
             return np.asarray(get(t), dtype=dtype), m, cv
 
