@@ -34,7 +34,7 @@ def test_cluster_build_equals_local_build(tmp_path: Path) -> None:
         n_workers=2,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=None,
+        dashboard_address="127.0.0.1:0",  # not 8787: another scheduler on the machine may hold it
         host="127.0.0.1",
         silence_logs=40,
     ) as cluster:
