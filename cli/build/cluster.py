@@ -254,6 +254,20 @@ def _stats(extras: list[dict[str, Any]], plan: Plan) -> CompositeStats:
     return stats
 
 
+def _tally(
+    extras: list[Any], plan: Any, target: Any
+) -> tuple[tuple[float, float], tuple[int, int]]:
+    """The run's (valid, gap-filled) pixel fractions from the cells' summaries, and the target's
+    (bytes, objects) as listed after the commit: what a build or append on a cluster reports."""
+    pixels = len(plan.months) * plan.grid.shape[0] * plan.grid.shape[1]
+    valid = sum(int(e["valid"]) for e in extras)
+    filled = sum(int(e["filled"]) for e in extras)
+    size = (0, 0)
+    for _key, n in target.list(""):
+        size = (size[0] + n, size[1] + 1)
+    return (valid / pixels if pixels else 0.0, filled / pixels if pixels else 0.0), size
+
+
 def _progress_hook(progress: Progress, n_months: int) -> Callable[[Any], None]:
     def on_task(result: Any) -> None:
         months = (result.extra or {}).get("months", n_months)
@@ -357,12 +371,7 @@ def build_on_cluster(
     finally:
         executor.close()
     stats = stats_of(summary.sources)
-    pixels = len(plan.months) * grid.shape[0] * grid.shape[1]
-    valid = sum(int(e["valid"]) for e in summary.sources)
-    filled = sum(int(e["filled"]) for e in summary.sources)
-    size = (0, 0)
-    for _key, n in open_target(where).list(""):
-        size = (size[0] + n, size[1] + 1)
+    fractions, size = _tally(summary.sources, plan, open_target(where))
     result = BuildResult.of_run(
         "build",
         where,
@@ -373,7 +382,7 @@ def build_on_cluster(
         size=size,
         started=started,
         write_seconds=time.perf_counter() - write_start,
-        fractions=(valid / pixels if pixels else 0.0, filled / pixels if pixels else 0.0),
+        fractions=fractions,
     )
     result.store = where
     if summary.resumed:

@@ -35,6 +35,7 @@ from cz.build.cluster import (
     _CellPlanes,
     _progress_hook,
     _stats,
+    _tally,
     build_fingerprint,
     make_source,
 )
@@ -254,12 +255,7 @@ def append_on_cluster(
         if lock is not None:
             lock.release()
     stats = stats_of(extras_seen)
-    pixels = len(plan.months) * grid.shape[0] * grid.shape[1]
-    valid = sum(int(e["valid"]) for e in extras_seen)
-    filled = sum(int(e["filled"]) for e in extras_seen)
-    size = (0, 0)
-    for _key, n in target.list(""):
-        size = (size[0] + n, size[1] + 1)
+    fractions, size = _tally(extras_seen, plan, target)
     result = BuildResult.of_run(
         "append",
         target.url,
@@ -270,7 +266,7 @@ def append_on_cluster(
         size=size,
         started=started,
         write_seconds=time.perf_counter() - write_start,
-        fractions=(valid / pixels if pixels else 0.0, filled / pixels if pixels else 0.0),
+        fractions=fractions,
     )
     result.store = where
     return result
