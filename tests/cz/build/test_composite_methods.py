@@ -258,7 +258,9 @@ def test_append_refuses_another_mask_cleaning_or_method(folder: Path) -> None:
 
     with pytest.raises(AppendRefusedError, match=r"mask\.dilate: recipe 0, store built with 2"):
         append_months(recipe_with("", "", "append-plain"), ["2024-02"], store=str(store))
-    with pytest.raises(AppendRefusedError, match=r"composite\.method: recipe 'mean', store built with 'median'"):
+    with pytest.raises(
+        AppendRefusedError, match=r"composite\.method: recipe 'mean', store built with 'median'"
+    ):
         append_months(
             recipe_with("  dilate: 2\n", "composite:\n  method: mean\n", "append-mean"),
             ["2024-02"],
