@@ -379,6 +379,32 @@ try {
       });
       await page.evaluate(() => window.viewer.store.prefetch({ level: window.viewer.layer.currentLevel(), cells: window.viewer.layer.visibleCells() }));
     });
+    // The plain alternative to "anchors resident": the same delta objects of the same 48
+    // timesteps fetched with plain fetch() + arrayBuffer() in the page, 4 at a time, nothing
+    // decoded or drawn: the CPU the browser and nginx spend on the fetches alone.
+    steps.push(async () => {
+      if (dir !== "viewer") return;
+      out.fetchOnly = await withCpu(() =>
+        page.evaluate(async () => {
+          const { layer, store } = window.viewer;
+          const cells = layer.visibleCells();
+          const base = store.source.url;
+          const n = store.nTime;
+          let t = layer.t;
+          let steps = 0;
+          let requests = 0;
+          const started = performance.now();
+          for (let i = 0; i < 48; i++) {
+            t = (t + 1) % n;
+            steps++;
+            if (store.temporal.reference(t) === null) continue;
+            await Promise.all(cells.map((c) => fetch(`${base}0/data/c/${t}/0/${c.row}/${c.col}`).then((r) => r.arrayBuffer())));
+            requests += cells.length;
+          }
+          return { newFrames: steps, requests, ms: performance.now() - started };
+        }),
+      );
+    });
     if (scrubOnly) {
       steps.push(() => ctx.close());
       return { steps, out };
@@ -478,6 +504,10 @@ try {
   const theirs = runs[2]?.out ?? null;
   if (scrubOnly) {
     const cpu = (r) => (Object.values(r.cpu.kinds).reduce((a, b) => a + b, 0) / Math.max(1, r.cpu.steps)).toFixed(1);
+    if (mine.fetchOnly) {
+      const f = mine.fetchOnly;
+      console.log(`plain fetch() of the same deltas (no viewer): ${(f.requests / f.newFrames).toFixed(1)} GETs and ${cpu(f)} ms CPU per timestep; ${Object.entries(f.cpu.kinds).sort((a, b) => b[1] - a[1]).map(([n, ms]) => `${n} ${(ms / f.newFrames).toFixed(1)}`).join(", ")}`);
+    }
     for (const [label, o] of [["this build", mine], ...(theirs ? [["baseline", theirs]] : [])]) {
       console.log(`${label}: display fps scrubbing all resident ${o.all.displayFps.toFixed(1)} (CPU ${cpu(o.all)} ms/step), every delta decoded ${o.decodeEach.displayFps.toFixed(1)} (${cpu(o.decodeEach)}), anchors resident ${o.anchors.displayFps.toFixed(1)} (${cpu(o.anchors)}; ${o.anchors.requestsPerFrame.toFixed(1)} GETs, ${Math.round(o.anchors.bytesPerFrame).toLocaleString("en-US")} B per step)`);
       for (const k of ["anchors", "decodeEach"]) {
@@ -557,7 +587,7 @@ try {
   const table = ["| measurement | result |", "|---|---|", ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join("\n");
   console.log(table);
   // CPU per displayed timestep, per process (and the busiest threads), of this build's scrubs.
-  const cpuRuns = [["anchors resident", anchors], ["every delta decoded", decodeEach], ["all resident", all]];
+  const cpuRuns = [["anchors resident", anchors], ["plain fetch() of the same deltas, nothing else", mine.fetchOnly], ["every delta decoded", decodeEach], ["all resident", all]];
   const kinds = [...new Set(cpuRuns.flatMap(([, r]) => Object.keys(r.cpu.kinds)))]
     .sort((a, b) => (anchors.cpu.kinds[b] ?? 0) - (anchors.cpu.kinds[a] ?? 0));
   const perStep = (r, ms) => (ms / Math.max(1, r.cpu.steps)).toFixed(1);
