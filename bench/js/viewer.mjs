@@ -44,6 +44,7 @@ const require = createRequire(path.join(REPO, "js", "package.json"));
 const { chromium } = require("playwright-core");
 const { buildViewer } = await import(pathToFileURL(path.join(REPO, "js", "tools", "build-viewer.mjs")).href);
 const { build } = require("esbuild");
+const { byKind, cpuDelta, cpuSnapshot } = await import(pathToFileURL(path.join(HERE, "proc_cpu.mjs")).href);
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
@@ -54,7 +55,10 @@ const RTT = opt("--rtt", 80);
 const firstOnly = args.includes("--first-only");
 const trace = args.includes("--trace");
 // --display-only: the display rates alone (no first frames, nothing written), for iterating.
-const displayOnly = args.includes("--display-only");
+const displayOnly = args.includes("--display-only") || args.includes("--scrub-only");
+// --scrub-only: the three scrub rates and their CPU per timestep alone (this build overlay, and
+// the baseline), nothing written: the quick loop while working on the scrub path.
+const scrubOnly = args.includes("--scrub-only");
 const write = !args.includes("--no-write") && !firstOnly && !displayOnly;
 // --baseline DIR: a viewer folder built from another commit (e.g. main), measured in the same run,
 // interleaved with this one, so a busy shared machine slows both alike (before/after ratios).
@@ -352,13 +356,22 @@ try {
         },
         { frames, dropDeltas },
       );
+    // CPU per timestep of every process of the run (Chromium's renderer, GPU process, network
+    // service, ... and nginx), from /proc, around a scrub (proc_cpu.mjs).
+    const withCpu = async (run) => {
+      const before = cpuSnapshot();
+      const r = await run();
+      const rows = cpuDelta(before, cpuSnapshot());
+      r.cpu = { rows, kinds: byKind(rows), steps: r.newFrames };
+      return r;
+    };
     const out = { playback: {} };
     const steps = [];
-    steps.push(async () => (out.all = await scrub(72, false)));
+    steps.push(async () => (out.all = await withCpu(() => scrub(72, false))));
     // All resident, but the layer keeps no decoded frame: every delta is decoded per timestep.
-    steps.push(async () => (out.decodeEach = await scrub(72, "decode")));
+    steps.push(async () => (out.decodeEach = await withCpu(() => scrub(72, "decode"))));
     steps.push(async () => {
-      out.anchors = await scrub(48, true);
+      out.anchors = await withCpu(() => scrub(48, true));
       await page.evaluate(() => {
         const { layer, store } = window.viewer;
         store.rawCache.maxBytes = 64 * 1024 * 1024;
@@ -366,6 +379,36 @@ try {
       });
       await page.evaluate(() => window.viewer.store.prefetch({ level: window.viewer.layer.currentLevel(), cells: window.viewer.layer.visibleCells() }));
     });
+    // The plain alternative to "anchors resident": the same delta objects of the same 48
+    // timesteps fetched with plain fetch() + arrayBuffer() in the page, 4 at a time, nothing
+    // decoded or drawn: the CPU the browser and nginx spend on the fetches alone.
+    steps.push(async () => {
+      if (dir !== "viewer") return;
+      out.fetchOnly = await withCpu(() =>
+        page.evaluate(async () => {
+          const { layer, store } = window.viewer;
+          const cells = layer.visibleCells();
+          const base = store.source.url;
+          const n = store.nTime;
+          let t = layer.t;
+          let steps = 0;
+          let requests = 0;
+          const started = performance.now();
+          for (let i = 0; i < 48; i++) {
+            t = (t + 1) % n;
+            steps++;
+            if (store.temporal.reference(t) === null) continue;
+            await Promise.all(cells.map((c) => fetch(`${base}0/data/c/${t}/0/${c.row}/${c.col}`).then((r) => r.arrayBuffer())));
+            requests += cells.length;
+          }
+          return { newFrames: steps, requests, ms: performance.now() - started };
+        }),
+      );
+    });
+    if (scrubOnly) {
+      steps.push(() => ctx.close());
+      return { steps, out };
+    }
     for (const rate of [12, 24, 30]) {
       steps.push(async () => {
         await page.locator("#speed").selectOption(String(rate));
@@ -453,12 +496,27 @@ try {
   // of load on the shared machine falls on both sides of a ratio.
   // This build runs twice: as the viewer draws (overlay rendering) and with
   // ?rendering=interleaved (the layer in MapLibre's context, every timestep repaints the map).
-  const runs = [await display("viewer"), await display("viewer", "&rendering=interleaved")];
+  const runs = [await display("viewer"), scrubOnly ? null : await display("viewer", "&rendering=interleaved")];
   if (baseline) runs.push(await display("baseline"));
-  for (let i = 0; i < runs[0].steps.length; i++) for (const r of runs) if (r.steps[i]) await r.steps[i]();
+  for (let i = 0; i < runs[0].steps.length; i++) for (const r of runs) if (r?.steps[i]) await r.steps[i]();
   const mine = runs[0].out;
-  const inter = runs[1].out;
+  const inter = runs[1]?.out;
   const theirs = runs[2]?.out ?? null;
+  if (scrubOnly) {
+    const cpu = (r) => (Object.values(r.cpu.kinds).reduce((a, b) => a + b, 0) / Math.max(1, r.cpu.steps)).toFixed(1);
+    if (mine.fetchOnly) {
+      const f = mine.fetchOnly;
+      console.log(`plain fetch() of the same deltas (no viewer): ${(f.requests / f.newFrames).toFixed(1)} GETs and ${cpu(f)} ms CPU per timestep; ${Object.entries(f.cpu.kinds).sort((a, b) => b[1] - a[1]).map(([n, ms]) => `${n} ${(ms / f.newFrames).toFixed(1)}`).join(", ")}`);
+    }
+    for (const [label, o] of [["this build", mine], ...(theirs ? [["baseline", theirs]] : [])]) {
+      console.log(`${label}: display fps scrubbing all resident ${o.all.displayFps.toFixed(1)} (CPU ${cpu(o.all)} ms/step), every delta decoded ${o.decodeEach.displayFps.toFixed(1)} (${cpu(o.decodeEach)}), anchors resident ${o.anchors.displayFps.toFixed(1)} (${cpu(o.anchors)}; ${o.anchors.requestsPerFrame.toFixed(1)} GETs, ${Math.round(o.anchors.bytesPerFrame).toLocaleString("en-US")} B per step)`);
+      for (const k of ["anchors", "decodeEach"]) {
+        console.log(`  ${k}: ${Object.entries(o[k].cpu.kinds).sort((a, b) => b[1] - a[1]).map(([n, ms]) => `${n} ${(ms / o[k].cpu.steps).toFixed(1)}`).join(", ")}`);
+        console.log(`    ${o[k].cpu.rows.slice(0, 12).map((r) => `${r.kind}/${r.thread} ${(r.ms / o[k].cpu.steps).toFixed(1)}`).join(", ")}`);
+      }
+    }
+    console.log(`load average ${loadBefore.toFixed(1)} before, ${os.loadavg()[0].toFixed(1)} after`);
+  } else {
   const { all, decodeEach, anchors, playback, idle, overlay, basemapOnly, layerOnly, flat, empty } = mine;
   const base = baseline ? { first: firstBase, ...theirs } : null;
 
@@ -528,6 +586,22 @@ try {
   }
   const table = ["| measurement | result |", "|---|---|", ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join("\n");
   console.log(table);
+  // CPU per displayed timestep, per process (and the busiest threads), of this build's scrubs.
+  const cpuRuns = [["anchors resident", anchors], ["plain fetch() of the same deltas, nothing else", mine.fetchOnly], ["every delta decoded", decodeEach], ["all resident", all]];
+  const kinds = [...new Set(cpuRuns.flatMap(([, r]) => Object.keys(r.cpu.kinds)))]
+    .sort((a, b) => (anchors.cpu.kinds[b] ?? 0) - (anchors.cpu.kinds[a] ?? 0));
+  const perStep = (r, ms) => (ms / Math.max(1, r.cpu.steps)).toFixed(1);
+  const cpuTable = [
+    `| CPU ms per displayed timestep (/proc schedstat, all threads; 2 cores = ${(2000 / 30).toFixed(1)} ms per step at 30 fps) | ${cpuRuns.map(([k]) => k).join(" | ")} |`,
+    `|---|${"---|".repeat(cpuRuns.length)}`,
+    ...kinds.map((k) => `| ${k} | ${cpuRuns.map(([, r]) => perStep(r, r.cpu.kinds[k] ?? 0)).join(" | ")} |`),
+    `| total | ${cpuRuns.map(([, r]) => perStep(r, Object.values(r.cpu.kinds).reduce((a, b) => a + b, 0))).join(" | ")} |`,
+    "",
+    `| busiest threads, anchors resident (process: thread) | ms per timestep |`,
+    "|---|---|",
+    ...anchors.cpu.rows.slice(0, 10).map((r) => `| ${r.kind}: ${r.thread} | ${perStep(anchors, r.ms)} |`),
+  ].join("\n");
+  console.log(cpuTable);
   const section = [
     "## Map viewer (browser)",
     "",
@@ -540,6 +614,8 @@ try {
     `Command: \`cd js && npm ci && node ../bench/js/viewer.mjs${reps !== 5 ? ` --reps ${reps}` : ""}${baseline ? " --baseline DIR" : ""}\``,
     "",
     table,
+    "",
+    cpuTable,
     "",
     comparison,
     "",
@@ -566,6 +642,7 @@ try {
       doc = `${doc.replace(/\s*$/, "\n\n")}${section}`;
     }
     writeFileSync(file, doc);
+  }
   }
   }
 } finally {

@@ -3,7 +3,8 @@
 // same meshes, a plain WebGL canvas of the same size, the overlay cleared only, a texture
 // re-upload, and a scrub step (setTime) with and without the viewer's onFrame work.
 // Each figure is frames per second over 90 animation frames, counted by requestAnimationFrame,
-// three rounds interleaved (the machine is shared: compare rows of one round).
+// three rounds interleaved (the machine is shared: compare rows of one round), with the CPU per
+// frame of the renderer, the GPU process (SwiftShader, the compositor) and every process.
 //
 //   cd js && node ../bench/js/viewer_frame_costs.mjs
 //
@@ -24,6 +25,7 @@ const REPO = path.resolve(HERE, "..", "..");
 const require = createRequire(path.join(REPO, "js", "package.json"));
 const { chromium } = require("playwright-core");
 const { buildViewer } = await import(pathToFileURL(path.join(REPO, "js", "tools", "build-viewer.mjs")).href);
+const { byKind, cpuDelta, cpuSnapshot } = await import(pathToFileURL(path.join(HERE, "proc_cpu.mjs")).href);
 const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
@@ -77,8 +79,9 @@ try {
       return { program: prog, u, valueLut: true };
     };
   });
-  /** fps of 90 animation frames, each running `body` (layer, i). */
-  const frames = (setup, body) =>
+  /** fps of 90 animation frames, each running `body` (layer, i), and their CPU per frame. */
+  const frames = (setup, body) => counted(() => framesOnly(setup, body), 90);
+  const framesOnly = (setup, body) =>
     page.evaluate(
       ({ setup, body }) =>
         new Promise((resolve) => {
@@ -96,9 +99,25 @@ try {
         }),
       { setup, body },
     );
-  /** Display fps of 60 scrub steps (setTime, awaited), counted at requestAnimationFrame. */
-  const scrub = (setup) =>
-    page.evaluate(async (setup) => {
+  /**
+   * Display fps of 60 scrub steps (setTime, awaited), counted at requestAnimationFrame. With
+   * `warm`, one pass over the series first, uncounted, so that the layer's decoded frames are
+   * all kept before the count (else the row after one that emptied the frame cache decodes the
+   * deltas again and reads slower: that, not the viewer's onFrame, was the 10 fps gap between
+   * the onFrame rows before issue 10's fourth pass).
+   */
+  const scrub = async (setup, warm = false) => {
+    if (warm) {
+      await page.evaluate(async (setup) => {
+        const { layer, store } = window.viewer;
+        new Function("layer", setup)(layer);
+        for (let i = 0; i < store.nTime; i++) await layer.setTime((layer.t + 1) % store.nTime);
+      }, setup);
+    }
+    return counted(() => scrubSteps(setup), 60);
+  };
+  const scrubSteps = (setup) =>
+    page.evaluate(async ({ setup }) => {
       const { layer, store } = window.viewer;
       new Function("layer", setup)(layer);
       let shown = layer._shownInfo.t;
@@ -119,7 +138,15 @@ try {
       }
       running = false;
       return ((stamps.length - 1) * 1000) / (stamps.at(-1) - stamps[0]);
-    }, setup);
+    }, { setup });
+  /** fps of `run` and the CPU per frame of every process (proc_cpu.mjs) while it ran. */
+  const counted = async (run, n) => {
+    const before = cpuSnapshot();
+    const fps = await run();
+    const kinds = byKind(cpuDelta(before, cpuSnapshot()));
+    const per = (k) => (kinds[k] ?? 0) / n;
+    return { fps, renderer: per("renderer"), gpu: per("GPU process"), total: Object.values(kinds).reduce((a, b) => a + b, 0) / n };
+  };
   const restore = "layer._program = null; layer.valueLut = true; layer.onFrame = layer._onFrame ?? layer.onFrame; layer._frameBudget ??= layer.frameCache.maxBytes; layer.frameCache.maxBytes = layer._frameBudget;";
   const rows = [
     ["requestAnimationFrame alone (the display's rate)", () => frames("", "")],
@@ -130,8 +157,9 @@ try {
     ["overlay redrawn: constant colour on the same meshes", () => frames("layer._program = window.__program('o = vec4(0.2, 0.5, 0.3, 1.0);');", "layer._drawOverlay()")],
     ["overlay redrawn: one data fetch, no colour table", () => frames("layer._program = window.__program('uint v = texelFetch(u_data, ivec3(ivec2(v_uv), 0), 0).r; o = vec4(vec3(float(v & 255u) / 255.0), 1.0);');", "layer._drawOverlay()")],
     ["overlay redrawn + the 4 cells' textures uploaded again (value table)", () => frames(restore, "const gl = layer._gl; for (const c of layer._shown) layer._upload(gl, c.level, c, layer._kept.get(c.key), c.content); layer._drawOverlay()")],
-    ["scrub steps (setTime), all resident, decoded frames kept, with the viewer's onFrame", () => scrub(restore)],
-    ["scrub steps (setTime), all resident, decoded frames kept, onFrame off", () => scrub(`${restore} layer._onFrame = layer.onFrame; layer.onFrame = null;`)],
+    ["scrub steps (setTime), all resident, decoded frames kept (after one pass), with the viewer's onFrame", () => scrub(restore, true)],
+    ["scrub steps (setTime), all resident, decoded frames kept (after one pass), onFrame off", () => scrub(`${restore} layer._onFrame = layer.onFrame; layer.onFrame = null;`, true)],
+    ["the same with the viewer's onFrame again (ABA order)", () => scrub(restore, true)],
     ["scrub steps (setTime), all resident, every delta decoded per timestep (frameCacheBytes 0)", () => scrub(`${restore} layer.frameCache.clear(); layer.frameCache.maxBytes = 0;`)],
   ];
   await page.evaluate(() => window.viewer.store.prefetch({ level: window.viewer.layer.currentLevel(), cells: window.viewer.layer.visibleCells() }));
@@ -146,7 +174,8 @@ try {
   console.log(`Chromium ${browser.version()}, 1280 x 800, SwiftShader; load average ${loads.map((l) => l.toFixed(1)).join(" / ")} (start, after each round)`);
   console.log(`| frame | ${[...Array(rounds).keys()].map((r) => `round ${r + 1}`).join(" | ")} |`);
   console.log(`|---|${"---|".repeat(rounds)}`);
-  rows.forEach(([label], i) => console.log(`| ${label} | ${results[i].map((v) => `${v.toFixed(1)} fps`).join(" | ")} |`));
+  console.log("(each cell: display fps; CPU ms per frame of the renderer / the GPU process / every process of the run, from /proc)");
+  rows.forEach(([label], i) => console.log(`| ${label} | ${results[i].map((v) => `${v.fps.toFixed(1)} fps; ${v.renderer.toFixed(1)} / ${v.gpu.toFixed(1)} / ${v.total.toFixed(1)} ms`).join(" | ")} |`));
 } finally {
   await browser?.close();
   server?.close();

@@ -84,11 +84,14 @@ export class ChunkReader {
     return { bytes, where };
   }
 
-  /** Decode {bytes, where}; fill bytes give the array's shared fill chunk. */
-  async decode(array, got) {
+  /**
+   * Decode {bytes, where}; fill bytes give the array's shared fill chunk. With `prefix` (elements
+   * from the chunk's start) the result may hold only those (codecs.makeChunkDecoder).
+   */
+  async decode(array, got, prefix) {
     if (got.bytes === null) return fillChunk(array);
     const decode = await this.decoder(array);
-    return decode(got.bytes, got.where);
+    return prefix === undefined ? decode(got.bytes, got.where) : decode(got.bytes, got.where, prefix);
   }
 
   /**
@@ -121,9 +124,12 @@ export class ChunkReader {
     return got;
   }
 
-  /** A decoded delta chunk, the caller's own; its compressed bytes are kept in the raw cache. */
-  async deltaChunk(array, coords, signal) {
-    return this.decode(array, await this._rawDelta(array, coords, signal));
+  /**
+   * A decoded delta chunk, the caller's own; its compressed bytes are kept in the raw cache.
+   * `prefix`: only the first that many elements are needed (the first bands, C order).
+   */
+  async deltaChunk(array, coords, signal, prefix) {
+    return this.decode(array, await this._rawDelta(array, coords, signal), prefix);
   }
 
   /** Fetch a delta chunk's bytes into the raw cache (prefetch); returns the bytes fetched. */

@@ -8,6 +8,7 @@ import { registry } from "zarrita";
 import { checkBlosc, checkZstd, gunzipBounded } from "./bounded.js";
 import { crc32c } from "./crc32c.js";
 import { CorruptStoreError, UnsupportedError } from "./errors.js";
+import { zstdPrefixFrame } from "./zstd-prefix.js";
 
 /**
  * One decode step of the chain: {name, decode(bytes) -> bytes | Promise<bytes>}. `expected` is
@@ -50,17 +51,25 @@ async function codecStep(array, c, expected) {
   const check = c.name === "zstd" ? checkZstd : c.name === "blosc" ? checkBlosc : null;
   return {
     name: c.name,
-    decode: (bytes) => {
+    /** `prefix`: only the content's first `prefix` bytes are needed (at least those come back). */
+    decode: async (bytes, prefix = expected) => {
       check?.(bytes, expected); // before the WASM decoder allocates anything (issue 14)
-      return codec.decode(bytes);
+      const cut = c.name === "zstd" && prefix < expected ? zstdPrefixFrame(bytes, prefix) : null;
+      if (!cut) return codec.decode(bytes);
+      const out = await codec.decode(cut.frame);
+      if (out.byteLength !== cut.size) throw new Error(`the frame's first blocks decode to ${out.byteLength} bytes, expected ${cut.size}`);
+      return out;
     },
   };
 }
 
 /**
- * The decoder of one parsed array (metadata.parseArray): an async function (bytes, where) that
- * returns the inner chunk as a typed array of the stored dtype owning its buffer (deltas are
- * reconstructed in place and raw bytes are cached, so the result must not alias them).
+ * The decoder of one parsed array (metadata.parseArray): an async function (bytes, where,
+ * prefix) that returns the inner chunk as a typed array of the stored dtype owning its buffer
+ * (deltas are reconstructed in place and raw bytes are cached, so the result must not alias them).
+ * With `prefix` (a count of elements from the chunk's start, C order: the first bands), the
+ * result may stop after them: a zstd chunk whose block headers prove where the prefix ends
+ * (zstd-prefix.js) is decoded only that far, any other chunk whole (then all of it comes back).
  */
 export async function makeChunkDecoder(array) {
   const T = array.TypedArray;
@@ -68,11 +77,13 @@ export async function makeChunkDecoder(array) {
   const want = array.innerLength * bpe;
   const steps = await Promise.all(array.compressors.map((c) => codecStep(array, c, want)));
   const swap = array.endian === "big" && bpe > 1;
-  return async (bytes, where) => {
+  return async (bytes, where, prefix) => {
+    // A prefix cut to whole elements; the compressor (one per chain, spec 8) is told it.
+    const wantBytes = prefix !== undefined && prefix >= 1 && prefix < array.innerLength ? Math.ceil(prefix) * bpe : want;
     if (steps.length === 0) bytes = bytes.slice();
     for (let i = steps.length - 1; i >= 0; i--) {
       try {
-        bytes = await steps[i].decode(bytes);
+        bytes = await steps[i].decode(bytes, wantBytes);
       } catch (err) {
         throw new CorruptStoreError(`${where}: ${steps[i].name} decoding failed: ${err?.message ?? err}`, {
           cause: err,
@@ -80,7 +91,9 @@ export async function makeChunkDecoder(array) {
       }
       if (!(bytes instanceof Uint8Array)) bytes = new Uint8Array(bytes.buffer ?? bytes);
     }
-    if (bytes.byteLength !== want) {
+    // The whole chunk, or (prefix asked for) whole elements from its start covering the prefix.
+    const partial = wantBytes < want && bytes.byteLength >= wantBytes && bytes.byteLength < want && bytes.byteLength % bpe === 0;
+    if (bytes.byteLength !== want && !partial) {
       throw new CorruptStoreError(`${where}: chunk decodes to ${bytes.byteLength} bytes, expected ${want}`);
     }
     if (swap) {
@@ -89,7 +102,7 @@ export async function makeChunkDecoder(array) {
     } else if (bytes.byteOffset % bpe !== 0) {
       bytes = bytes.slice();
     }
-    return new T(bytes.buffer, bytes.byteOffset, array.innerLength);
+    return new T(bytes.buffer, bytes.byteOffset, bytes.byteLength / bpe);
   };
 }
 

@@ -205,13 +205,16 @@ export class ChronozarrStore {
     return this.chunks.decoder(array);
   }
 
-  /** The full decoded chunk(s) for timestep t of a cell: [chunk] or [anchor, delta] (10.4). */
-  async _chunksFor(L, t, row, col, signal) {
+  /**
+   * The full decoded chunk(s) for timestep t of a cell: [chunk] or [anchor, delta] (10.4). With
+   * `prefix` (elements from the chunk's start) a delta may be decoded only that far.
+   */
+  async _chunksFor(L, t, row, col, signal, prefix) {
     const ref = this.temporal.reference(t);
     if (ref === null) return [await this.chunks.trueChunk(L.data, [t, 0, row, col], signal)];
     return Promise.all([
       this.chunks.trueChunk(L.data, [ref, 0, row, col], signal),
-      this.chunks.deltaChunk(L.data, [t, 0, row, col], signal),
+      this.chunks.deltaChunk(L.data, [t, 0, row, col], signal, prefix),
     ]);
   }
 
@@ -233,19 +236,27 @@ export class ChronozarrStore {
    * Every band of timestep t of cell (row, col) at `level` (10.4, 10.5): at most two chunk reads
    * (one with the anchor cached), reconstructed in the stored dtype, trimmed to the array shape.
    * Returns a CellData {t, level, row, col, y0, x0, height, width, nBands, dtype, data}.
+   *
+   * `bands` (1..nBands, default all): only the first `bands` bands are read, so `nBands` and
+   * `data` hold those. A chunk is C order, so they are a prefix of it, and a zstd delta is then
+   * decoded only as far as they go (zstd-prefix.js): a map drawing one band of two decodes half.
    */
-  async readCell({ t, level = 0, row, col, signal } = {}) {
+  async readCell({ t, level = 0, row, col, signal, bands } = {}) {
     this._checkT(t);
+    const nb = bands ?? this.nBands;
+    if (!Number.isInteger(nb) || nb < 1 || nb > this.nBands) throw new RangeError(`bands must be an integer in 1..${this.nBands}, not ${bands}`);
     const L = this.level(level);
     const win = this.cellWindow(level, row, col);
-    const chunks = await this._chunksFor(L, t, row, col, signal);
+    const prefix = nb * L.cs * L.cs;
+    const chunks = await this._chunksFor(L, t, row, col, signal, nb < this.nBands ? prefix : undefined);
     const full = trueValues(chunks, L.data._fillChunk);
-    // A reconstructed delta is ours to return untrimmed; a cached chunk is always copied.
+    // A reconstructed delta of exactly the bands asked for is ours to return untrimmed; a cached
+    // chunk (and a delta decoded beyond them) is copied.
     const data =
-      chunks.length === 2 && win.height === L.cs && win.width === L.cs
+      chunks.length === 2 && win.height === L.cs && win.width === L.cs && full.length === prefix
         ? full
-        : trimCopy(full, this.nBands, L.cs, win.height, win.width, this.TypedArray);
-    return new CellData({ t, level, row, col, ...win, nBands: this.nBands, dtype: this.dtype, data });
+        : trimCopy(full, nb, L.cs, win.height, win.width, this.TypedArray);
+    return new CellData({ t, level, row, col, ...win, nBands: nb, dtype: this.dtype, data });
   }
 
   /**

@@ -397,6 +397,32 @@ def viewer_store(out: Path) -> dict:
     return info
 
 
+def prefix_store(out: Path) -> dict:
+    """Chunks of several zstd blocks (3 bands x 256 x 256 uint16 = 3 blocks of 128 KiB), star-delta,
+    ragged at both edges: the store on which the reader decodes only a chunk's first bands."""
+    rng = np.random.default_rng(11)
+    nt, nb, h, w = 7, 3, 300, 300
+    data = make_data(rng, "uint16", (nt, nb, h, w), 0)
+    store = out / "stores" / "prefix.zarr"
+    chronozarr.encode(
+        data,
+        str(store),
+        times=times_for(nt),
+        bands=BAND_SETS[nb],
+        crs="EPSG:32631",
+        transform=TRANSFORM,
+        encoding="star-delta",
+        anchor_interval=3,
+        chunk_size=256,
+        nodata=0,
+    )
+    info = dump_expected(store, out / "expected" / "prefix.bin")
+    info.update(
+        name="prefix", path="stores/prefix.zarr", expected="expected/prefix.bin", case={"cs": 256}
+    )
+    return info
+
+
 def map_stores(out: Path) -> dict:
     """The same data written star-delta (sharded) and none (unsharded), for the map-library tests:
     whatever a map library shows of the first through the store adapter must equal what it shows
@@ -682,6 +708,7 @@ def main(out: Path) -> None:
     chunk.write_bytes(b"\x00garbage" * 5)
 
     manifest["viewer"] = viewer_store(out)
+    manifest["prefix"] = prefix_store(out)
     manifest["map"] = map_stores(out)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     print(

@@ -245,7 +245,8 @@ export class ChronozarrStore {
 
   /** The full cs x cs true chunk of a cell-timestep (what a Zarr reader of true values gets). */
   trueChunk(req: CellRequest): Promise<StoredArray>;
-  readCell(req: CellRequest): Promise<CellData>;
+  /** `bands`: only the first `bands` bands (1..nBands); a zstd delta is then decoded only that far. */
+  readCell(req: CellRequest & { bands?: number }): Promise<CellData>;
   readPlane(variable: "mask" | "coverage", req: CellRequest): Promise<Uint8Array | null>;
   validity(req: CellRequest & { cell?: CellData }): Promise<Uint8Array>;
   valueAt(req: PixelRef & { t: number }): Promise<ValueAt | null>;

@@ -82,9 +82,11 @@ export class DecodePool {
       const T = DTYPES[array.dtype];
       if (!doc || !T) return fallback(array);
       let here = null; // the main-thread decoder, built if the Workers fail
-      const onThisThread = (bytes, where) => (here ??= fallback(array)).then((decode) => decode(bytes, where));
-      return async (bytes, where) => {
-        if (this.broken) return onThisThread(bytes, where);
+      const onThisThread = (bytes, where, prefix) => (here ??= fallback(array)).then((decode) => decode(bytes, where, prefix));
+      // prefix: elements from the chunk's start that are needed (the reader's readCell `bands`);
+      // the Worker then decodes a zstd chunk only that far (codecs.makeChunkDecoder).
+      return async (bytes, where, prefix) => {
+        if (this.broken) return onThisThread(bytes, where, prefix);
         const started = performance.now();
         const early = this.early?.[where];
         if (early) {
@@ -98,11 +100,11 @@ export class DecodePool {
         }
         // A copy goes to the worker: the reader keeps compressed deltas in its raw cache.
         const copy = bytes.slice();
-        const res = await this._post({ path: array.path, doc, bytes: copy, where }, [copy.buffer]);
+        const res = await this._post({ path: array.path, doc, bytes: copy, where, prefix }, [copy.buffer]);
         this.stats.decoded++;
         this.stats.ms += performance.now() - started;
         if (!res.ok) {
-          if (res.name === "WorkerError") return onThisThread(bytes, where);
+          if (res.name === "WorkerError") return onThisThread(bytes, where, prefix);
           if (res.name === "AbortError") throw new DOMException(res.message, "AbortError");
           const E = ERRORS[res.name] ?? CorruptStoreError;
           throw new E(res.message);

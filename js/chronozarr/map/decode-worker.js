@@ -3,7 +3,9 @@
 // chunk decoded here is bit for bit what the reader would decode itself.
 //
 // Protocol (decode-pool.js and the viewer's early script speak it):
-//   in:  {id, path, doc, bytes}   doc = the array's zarr.json, bytes = the inner chunk (transferred)
+//   in:  {id, path, doc, bytes, prefix?}   doc = the array's zarr.json, bytes = the inner chunk
+//                                 (transferred), prefix = elements needed from the chunk's start
+//                                 (a zstd chunk is then decoded only that far; data may be shorter)
 //        {id, warm: true, port?}  load zstd and compile its WebAssembly now (answers {id, ok});
 //                                 jobs that arrive on `port` are answered to the page as well,
 //                                 and the warm-up's answer goes to `port` too ({id, ok, ready:
@@ -51,7 +53,7 @@ async function handle(msg, reply) {
     }
     const n = bytes.byteLength;
     const decode = await decoderOf(path, doc);
-    let data = await decode(bytes, msg.where ?? path);
+    let data = msg.prefix === undefined ? await decode(bytes, msg.where ?? path) : await decode(bytes, msg.where ?? path, msg.prefix);
     if (data.byteOffset !== 0 || data.byteLength !== data.buffer.byteLength) data = data.slice();
     reply({ id, ok: true, data, n }, [data.buffer]);
   } catch (err) {

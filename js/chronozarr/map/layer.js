@@ -319,12 +319,22 @@ export class ChronozarrLayer {
   // --- reading -------------------------------------------------------------------------------
 
   /**
-   * The decoded data of one cell-timestep: {data, mask}. With `ahead`, the read is kept (as its
-   * promise, so a frame that asks for it while it is still being decoded waits for the same read)
-   * until a frame takes it: playback and scrub read-ahead.
+   * Bands the reads decode: up to the last band the display uses (a chunk is C order, so the
+   * bands before it are a prefix of the chunk and a zstd delta is decoded only that far).
+   */
+  _readBands() {
+    return Math.max(...this._display.bands) + 1;
+  }
+
+  /**
+   * The decoded data of one cell-timestep: {data, mask}, data holding the display's bands (and
+   * those before them). With `ahead`, the read is kept (as its promise, so a frame that asks for
+   * it while it is still being decoded waits for the same read) until a frame takes it: playback
+   * and scrub read-ahead.
    */
   async _cellData(level, t, cell, signal, ahead = false) {
-    const key = `${level}/${cell.row}/${cell.col}/${t}`;
+    const bands = this._readBands();
+    const key = `${level}/${cell.row}/${cell.col}/${t}/${bands}`;
     const kept = this.frameCache.get(key);
     if (kept) return kept;
     const hit = this._ahead.get(key);
@@ -339,7 +349,7 @@ export class ChronozarrLayer {
     }
     const s = this.store;
     const read = Promise.all([
-      s.readCell({ t, level, row: cell.row, col: cell.col, signal }),
+      s.readCell({ t, level, row: cell.row, col: cell.col, signal, bands }),
       s.hasMask ? s.readPlane("mask", { t, level, row: cell.row, col: cell.col, signal }) : null,
     ]).then(([data, mask]) => {
       const frame = { data, mask };
