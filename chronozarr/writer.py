@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -657,11 +658,14 @@ def _check_args(
 @dataclass
 class EncodeSummary:
     """What ``encode`` returns: the target's URL, whether it resumed a partial, the level-0
-    cell source's summaries (``summary()`` of each task, JSON), and the task counts run."""
+    cell source's summaries (``summary()`` of each task, JSON), and the wall seconds of its
+    phases (``select``: the temporal choice, with the auto sample; ``levels``: every chunk of
+    every level; ``metadata``: the metadata written last, spec 9)."""
 
     store: str
     resumed: bool
     sources: list[Any]
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def _check_provenance(provenance: Any) -> None:
@@ -755,10 +759,15 @@ def encode(
     workers = workers or default_workers()
     runner = Runner(scheduler, workers=workers, retries=retries, worker_timeout=worker_timeout)
     layout = _layout(args, target)
+    clock = time.perf_counter()
+    phases: dict[str, float] = {}
     temporal, samples = _select(layout, args, runner, work)
+    phases["select"] = time.perf_counter() - clock
     levels, docs, shard_bytes, volatility, extras = _write_levels(
         layout, args, samples, runner, work, on_task
     )
+    phases["levels"] = time.perf_counter() - clock - phases["select"]
+    clock = time.perf_counter()
     prov = provenance(extras) if callable(provenance) else provenance
     _check_provenance(prov)
     extra_arrays = None
@@ -791,4 +800,5 @@ def encode(
     )  # fmt: skip
     if work is not None:
         clear_work(target, work.key)  # after the root: the commit (decision 0017)
-    return EncodeSummary(target.url, resumed, extras)
+    phases["metadata"] = time.perf_counter() - clock
+    return EncodeSummary(target.url, resumed, extras, phases)
