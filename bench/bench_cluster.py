@@ -1,5 +1,5 @@
 """Benchmark of ``cz build --scheduler`` (issue 13): the same recipe locally, on 1 and on 2 dask
-worker processes, for an AOI of 1x and 4x area, in one run.
+worker processes, for an AOI of 1x and 4x area (``--areas 1,4,16`` adds 16x), in one run.
 
 On the demo catalog of bench_build.py (two overlapping tiles, clouds, a baseline change, four
 bands), for each AOI:
@@ -7,9 +7,12 @@ bands), for each AOI:
 - ``local``: ``cz build`` in-process (threads; composites spilled to the work folder, then the
   store written by this process: the plain alternative and today's default);
 - ``1 worker`` / ``2 workers``: ``cz build --scheduler`` against a real ``dask scheduler`` and
-  single-thread ``dask worker`` processes on 127.0.0.1; the workers composite and write the
-  store to the target folder themselves (a shared filesystem: the same disk here). The
-  workers import the toolkit once before the timed runs (a long build amortizes that).
+  single-thread workers on 127.0.0.1, started as ``cz worker`` starts them (``dask worker``
+  with the statistical profiler off; ``--worker dask``: plain ``dask worker``), each with
+  dask's default nanny; the workers composite and write the store to the target folder
+  themselves (a shared filesystem: the same disk here). The workers import the toolkit once
+  before the timed runs (a long build amortizes that). With ``--repeats N`` the cluster runs
+  alternate 1 and 2 workers N times and the fastest of each is kept (a shared machine).
 
 Measured per run: wall time of the client process (imports, plan, build), the client's peak
 RSS (VmHWM of its /proc/self/status), the peak bytes under the client's work folder (sampled
@@ -19,7 +22,9 @@ byte through the client), and each worker's peak RSS (VmHWM read before it is st
 stores of the three runs are compared object by object (they must be identical).
 
 Where the time goes (issue 13), per cluster run: the CPU seconds of each worker process, of
-the scheduler and of the client (/proc/PID/stat, getrusage), each worker's CPU per Python
+the scheduler, of the nannies and of the client (/proc/PID/stat, getrusage), the client's
+phases (imports, plan and connect, the auto sample, the levels, the metadata), each worker's
+gaps between consecutive tasks, each worker's CPU per Python
 thread (task threads, event loop; the rest of its process CPU is native threads: GDAL, blosc,
 OpenMP), dask's task stream (per task family: tasks, compute seconds, wall span; idle worker
 time; the serial time outside every phase of two tasks or more, and its Amdahl bound), and the
