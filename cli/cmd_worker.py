@@ -3,11 +3,11 @@
 It is ``dask worker`` (every option after the address passes through unchanged) with the one
 setting a CPU-bound build wants that dask does not default to: dask's statistical profiler off
 (``distributed.worker.profile.enabled: false``). The profiler samples every task thread from
-the worker's event loop every 10 ms, holding the GIL while it walks their stacks; measured here
-it slowed the composite tasks of a build (docs/benchmarks.md, "Build on a dask cluster: the
-1.7x target"; decision 0025). ``--profile`` keeps it on (dask's dashboard then shows where
-the tasks spend their time). The process becomes ``dask worker`` (exec), so signals, exit codes
-and the nanny behave exactly as dask documents them.
+the worker's event loop every 10 ms, holding the GIL while it walks their stacks: half a busy
+worker's event-loop CPU, about 1.5 % of a core taken from the tasks (docs/benchmarks.md,
+"Build on a dask cluster: worker settings"; decision 0025). ``--profile`` keeps it on (dask's
+dashboard then shows where the tasks spend their time). The process becomes ``dask worker``
+(exec), so signals, exit codes and the nanny behave exactly as dask documents them.
 
 Users who start workers another way (dask-jobqueue, Coiled, Dask Gateway) set the same option in
 their cluster's dask configuration, or the environment variable
@@ -51,7 +51,7 @@ def worker_cmd(
         bool,
         typer.Option(
             "--profile/--no-profile",
-            help="Keep dask's statistical profiler on (off by default: it slows CPU-bound "
+            help="Keep dask's statistical profiler on (off by default: it takes CPU from "
             "build tasks).",
         ),
     ] = False,
