@@ -96,3 +96,46 @@ def test_upper_tasks_wait_for_their_cells_only_and_the_bytes_are_the_local_ones(
     # was, one after the other)
     auto = _spans(stream.data, "cz-auto")
     assert len(auto) == 3 and len({w for _s, _e, w in auto.values()}) == 2
+
+
+class FailOnce(SlowSeries):
+    """``SlowSeries`` whose cell ``cell`` fails while ``marker`` exists (an interrupted build)."""
+
+    def __init__(self, data: np.ndarray, delay: float, marker: Path, cell: tuple[int, int]):
+        super().__init__(data, delay)
+        self.marker, self.cell = marker, cell
+
+    def open_cell(self, row: int, col: int, ys: slice, xs: slice, times: Any) -> Any:
+        if (row, col) == self.cell and self.marker.exists():
+            raise RuntimeError(f"cell {row}.{col} failed on purpose")
+        return super().open_cell(row, col, ys, xs, times)
+
+
+def test_a_pipelined_run_interrupted_with_coarser_cells_written_resumes_to_the_local_bytes(
+    tmp_path: Path, client: Any
+) -> None:
+    """The last level-0 cell (Z-order) fails after coarser cells of the others were written; the
+    re-run skips what has a summary, level 1 included, and gives the local bytes."""
+    from tests.conftest import monthly, synthetic_series
+
+    data = synthetic_series(N_TIME, 2, GRID * CS, GRID * CS, "uint16", seed=9)
+    kw: dict[str, Any] = dict(
+        times=monthly(N_TIME), bands=["a", "b"], crs="EPSG:32631",
+        transform=[10.0, 0.0, 0.0, 0.0, -10.0, 0.0], chunk_size=CS, encoding="star-delta",
+    )  # fmt: skip
+    chronozarr.encode(data, tmp_path / "local.zarr", workers=2, **kw)
+    marker = tmp_path / "fail"
+    marker.touch()
+    target = tmp_path / "cluster.zarr"
+    source = FailOnce(data, 0.1, marker, (GRID - 1, GRID - 1))
+    with pytest.raises(RuntimeError, match="on purpose"):
+        chronozarr.encode(source, target, scheduler=client, retries=0, resume_key="pipe", **kw)
+    assert not (target / "zarr.json").exists()
+    level1_done = list((target / ".cz-build" / "pipe" / "1").glob("*.json"))
+    assert level1_done  # coarser cells were written before level 0 ended
+    marker.unlink()
+    with distributed.get_task_stream(client=client) as stream:
+        summary = chronozarr.encode(source, target, scheduler=client, resume_key="pipe", **kw)
+    assert summary.resumed
+    assert len(_spans(stream.data, "cz-level1")) == 4 - len(level1_done)
+    assert pinned.digests(tmp_path / "local.zarr") == pinned.digests(target)
