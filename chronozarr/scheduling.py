@@ -214,27 +214,47 @@ class Runner:
                     blocked_by[k].setdefault(j, []).append(i)
         pending: dict[Any, tuple[int, int]] = {}
         in_flight0 = 0
+        submitted: list[set[int]] = [set() for _ in stages]
+        arrived: list[set[int]] = [set() for _ in stages]
+        # dependents of (k, j) not submitted yet: its future is kept until they hold it
+        unsubmitted = [
+            {j: len(blocked_by[k + 1].get(j, ())) for j in range(len(stages[k].tasks))}
+            if k + 1 < len(stages)
+            else {}
+            for k in range(len(stages))
+        ]
+
+        def release(k: int, j: int) -> None:
+            """Drop our hold on (k, j) once its result is here and its dependents hold it (the
+            keys held do not grow with the region)."""
+            if j in arrived[k] and not unsubmitted[k].get(j, 0):
+                futures[k].pop(j, None)
 
         def submit(k: int, i: int) -> None:
             nonlocal in_flight0
             stage = stages[k]
-            needs = [futures[k - 1][j] for j in sorted(waiting[k].get(i, ()))] if k else []
+            wanted = sorted(waiting[k].get(i, ())) if k else []
+            needs = [futures[k - 1][j] for j in wanted]
             fut = client.submit(
                 _staged, stage.fn, shared, k, stage.tasks[i], *needs,
                 retries=self.retries, pure=False, priority=k, key=f"{stage.name}-{token}-{i}",
             )  # fmt: skip
             futures[k][i] = fut
+            submitted[k].add(i)
             pending[fut] = (k, i)
             in_flight0 += k == 0
+            for j in wanted:
+                unsubmitted[k - 1][j] -= 1
+                release(k - 1, j)
             if k + 1 < len(stages):
                 for dependent in blocked_by[k + 1].get(i, ()):
-                    wanted = waiting[k + 1][dependent]
-                    if dependent not in futures[k + 1] and all(j in futures[k] for j in wanted):
+                    ready = all(j in submitted[k] for j in waiting[k + 1][dependent])
+                    if dependent not in submitted[k + 1] and ready:
                         submit(k + 1, dependent)
 
         for k in range(1, len(stages)):  # a task that needs nothing goes at once
             for i, wanted in waiting[k].items():
-                if not wanted and i not in futures[k]:
+                if not wanted and i not in submitted[k]:
                     submit(k, i)
         order = iter(
             stages[0].order if stages[0].order is not None else range(len(stages[0].tasks))
@@ -264,6 +284,8 @@ class Runner:
                     k, i = pending.pop(fut)
                     in_flight0 -= k == 0
                     results[k][i] = _result(fut, stages[k].name)
+                    arrived[k].add(i)
+                    release(k, i)
                     left[k] -= 1
                     hook = stages[k].on_result
                     if hook is not None:
