@@ -7,7 +7,8 @@ On the demo catalog of bench_build.py (two overlapping tiles, clouds, four bands
 - ``local``: ``cz append`` in-process (threads; the month's composites spilled to the work
   folder, then ``chronozarr.append`` on this process: the plain alternative and the default);
 - ``2 workers``: ``cz append --scheduler`` against a real ``dask scheduler`` and two
-  single-thread ``dask worker`` processes on 127.0.0.1; the workers composite the month per cell
+  single-thread workers on 127.0.0.1 started as ``cz worker`` starts them (bench_cluster.py's
+  ``Cluster``: the profiler off, dask's nanny); the workers composite the month per cell
   (gap-fill's look-back read from the store), and write the chunks to the store folder
   themselves (a shared filesystem: the same disk here). The workers import the toolkit once
   before the timed run.

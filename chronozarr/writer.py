@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -78,7 +79,7 @@ from chronozarr.metadata import (
     plane_array_doc,
 )
 from chronozarr.provenance import PROVENANCE_ITEMS, items_array_objects
-from chronozarr.scheduling import DEFAULT_RETRIES, DEFAULT_WORKER_TIMEOUT, Runner
+from chronozarr.scheduling import DEFAULT_RETRIES, DEFAULT_WORKER_TIMEOUT, Runner, Stage
 from chronozarr.storage import LocalStore, Store
 from chronozarr.stores import WORK_PREFIX, WorkLog, clear_work, open_target, store_is_empty
 from chronozarr.temporal import schedule, volatility_value
@@ -373,6 +374,31 @@ def _tasks(info: LevelInfo, args: _Args, threads: int) -> list[tuple[tuple[int, 
     return split_tasks(cells, range(args.shape[0]), args.shard_time, threads)
 
 
+def _todo(
+    tasks: list[Any], level: str, work: WorkLog | None
+) -> tuple[list[int], dict[int, CellResult]]:
+    """The indices of a level's tasks still to run, and the summaries a resumed run finds of
+    the others (decision 0017)."""
+    if work is None:
+        return list(range(len(tasks))), {}
+    finished = set(work.finished(level))
+    todo: list[int] = []
+    found: dict[int, CellResult] = {}
+    for i, task in enumerate(tasks):
+        name = task_name(level, (task[0], task[1]))
+        summary = work.done(name) if name in finished else None
+        if summary is None:
+            todo.append(i)
+        else:
+            found[i] = result_from_json(summary)
+    if len(todo) < len(tasks):
+        log.info(
+            "level %s: %d task(s) already written, %d to do",
+            level, len(tasks) - len(todo), len(todo),
+        )  # fmt: skip
+    return todo, found
+
+
 def _run_level(
     runner: Runner,
     fn: Any,
@@ -384,23 +410,8 @@ def _run_level(
 ) -> list[CellResult]:
     """Run a level's tasks, skipping those whose summary a resumed run finds (decision 0017).
     The results are in task order, resumed or not (the volatility sums add up alike)."""
-    results: list[Any] = [None] * len(tasks)
-    todo = list(range(len(tasks)))
-    if work is not None:
-        finished = set(work.finished(level))
-        todo = []
-        for i, task in enumerate(tasks):
-            name = task_name(level, (task[0], task[1]))
-            summary = work.done(name) if name in finished else None
-            if summary is None:
-                todo.append(i)
-            else:
-                results[i] = result_from_json(summary)
-        if len(todo) < len(tasks):
-            log.info(
-                "level %s: %d task(s) already written, %d to do",
-                level, len(tasks) - len(todo), len(todo),
-            )  # fmt: skip
+    todo, found = _todo(tasks, level, work)
+    results: list[Any] = [found.get(i) for i in range(len(tasks))]
     ran = runner.run(
         fn, ctx, [tasks[i] for i in todo], name=f"cz-level{level}", on_result=on_result
     )
@@ -409,16 +420,51 @@ def _run_level(
     return results
 
 
-def _write_level0(
+def _morton(cell: tuple[int, int]) -> int:
+    """The Z-order index of a cell: the four cells under a coarser cell are consecutive, at
+    every level, so a pipelined run completes coarser cells early (not a row of them last)."""
+    r, c = cell
+    z = 0
+    for bit in range(32):
+        z |= ((r >> bit) & 1) << (2 * bit + 1) | ((c >> bit) & 1) << (2 * bit)
+    return z
+
+
+def _needs_below(
+    tasks: list[Any], todo: list[int], below_tasks: list[Any], below_todo: list[int]
+) -> Callable[[int], list[int]]:
+    """For stage position p (task ``tasks[todo[p]]`` of level k): the stage positions of the
+    level k-1 tasks it reads, every time group of the 2 x 2 cells below it (spec 6; a
+    delta's reference timesteps may lie in another group, so all of them)."""
+    by_cell: dict[tuple[int, int], list[int]] = {}
+    for q, j in enumerate(below_todo):
+        by_cell.setdefault(tuple(below_tasks[j][0]), []).append(q)
+
+    def needs(p: int) -> list[int]:
+        r, c = tasks[todo[p]][0]
+        return [
+            q
+            for cell in (
+                (2 * r, 2 * c),
+                (2 * r, 2 * c + 1),
+                (2 * r + 1, 2 * c),
+                (2 * r + 1, 2 * c + 1),
+            )
+            for q in by_cell.get(cell, ())
+        ]
+
+    return needs
+
+
+def _level0_stage(
     layout: Layout,
     args: _Args,
     info: LevelInfo,
     samples: dict[tuple[int, int], dict[int, bytes]],
     runner: Runner,
     work: WorkLog | None,
-    on_task: Any = None,
-) -> list[CellResult]:
-    """Level 0 from the input, cell by cell, with the volatility terms (5)."""
+) -> tuple[Any, list[Any]]:
+    """Level 0's context and tasks: from the input, cell by cell, with the volatility terms (5)."""
     h, w = info.shape[2:]
     source = args.data if is_cell_source(args.data) else None
     array = (
@@ -434,24 +480,7 @@ def _write_level0(
         layout, h, w, source if source is not None else (None if runner.remote else array),
         {} if runner.remote else samples, work.key if work else None,
     )  # fmt: skip
-    return _run_level(runner, level0_task, ctx, tasks, "0", work, on_task)
-
-
-def _write_upper(
-    layout: Layout,
-    args: _Args,
-    info: LevelInfo,
-    below: LevelInfo,
-    docs: Mapping[str, Mapping[str, Any]],
-    runner: Runner,
-    work: WorkLog | None,
-) -> list[CellResult]:
-    """Level k from level k-1 as stored: read back, reconstructed, block-averaged (6)."""
-    needed = {key: dict(doc) for key, doc in docs.items() if key.split("/", 1)[0] == below.path}
-    ctx = UpperContext(layout, info, below, needed, work.key if work else None)
-    return _run_level(
-        runner, upper_task, ctx, _tasks(info, args, runner.threads()), info.path, work
-    )
+    return ctx, tasks
 
 
 def _check_visible(layout: Layout, args: _Args) -> None:
@@ -477,31 +506,63 @@ def _write_levels(
 ) -> tuple[
     list[LevelInfo], dict[str, dict[str, Any]], dict[str, dict[str, int]], np.ndarray, list[Any]
 ]:
-    """Every level's chunks, level by level; returns the levels, their array documents, the
-    shard sizes (7.3), the volatility grid (5) and the level-0 sources' summaries."""
+    """Every level's chunks; returns the levels, their array documents, the shard sizes (7.3),
+    the volatility grid (5) and the level-0 sources' summaries.
+
+    Level 0 from the input, level k from level k-1 as stored (read back, reconstructed,
+    block-averaged, spec 6). Locally level by level; on a cluster pipelined (each level-k task
+    waits only for the cells below it, :mod:`chronozarr.scheduling`), level 0 submitted in
+    Z-order so that coarser cells complete early. A resumed run skips the tasks whose summary
+    it finds (decision 0017); every level's results are in task order either way."""
     height, width = args.shape[2:]
-    levels: list[LevelInfo] = []
+    levels = [_level_info(args, k, h, w) for k, (h, w) in enumerate(level_shapes(height, width, args.cs))]  # fmt: skip
     docs: dict[str, dict[str, Any]] = {}
-    shard_bytes: dict[str, dict[str, int]] = {}
-    extras: list[Any] = []
-    volatility = np.zeros(grid_shape(height, width, args.cs), dtype=np.float32)
-    for k, (h, w) in enumerate(level_shapes(height, width, args.cs)):
-        info = _level_info(args, k, h, w)
-        levels.append(info)
+    for info in levels:
         docs.update(_level_docs(args, info))
+    stages: list[Stage] = []
+    plans: list[tuple[list[Any], list[int], dict[int, CellResult]]] = []
+    for k, info in enumerate(levels):
         if k == 0:
-            raw = _write_level0(layout, args, info, samples, runner, work, on_task)
-            samples.clear()
+            fn: Any = level0_task
+            ctx, tasks = _level0_stage(layout, args, info, samples, runner, work)
+        else:
+            below = levels[k - 1]
+            needed = {key: dict(doc) for key, doc in docs.items() if key.split("/", 1)[0] == below.path}  # fmt: skip
+            fn, ctx = upper_task, UpperContext(layout, info, below, needed, work.key if work else None)  # fmt: skip
+            tasks = _tasks(info, args, runner.threads())
+        todo, found = _todo(tasks, info.path, work)
+        stage = Stage(f"cz-level{info.path}", fn, ctx, [tasks[i] for i in todo])
+        if k == 0:
+            if on_task is not None:
+                stage.on_result = lambda _p, res: on_task(res)
+
+            def level0_done() -> None:
+                samples.clear()  # the auto sample's chunks are written
+                if runner.remote:
+                    _check_visible(layout, args)
+
+            stage.on_done = level0_done
             if runner.remote:
-                _check_visible(layout, args)
+                stage.order = sorted(range(len(todo)), key=lambda p: (_morton(tasks[todo[p]][0]), p))  # fmt: skip
+        else:
+            below_tasks, below_todo, _found = plans[-1]
+            stage.needs = _needs_below(tasks, todo, below_tasks, below_todo)
+        stages.append(stage)
+        plans.append((tasks, todo, found))
+    ran = runner.run_stages(stages)
+    shard_bytes: dict[str, dict[str, int]] = {}
+    volatility = np.zeros(grid_shape(height, width, args.cs), dtype=np.float32)
+    extras: list[Any] = []
+    for k, (info, (tasks, todo, found), stage_results) in enumerate(zip(levels, plans, ran, strict=True)):  # fmt: skip
+        raw: list[Any] = [found.get(i) for i in range(len(tasks))]
+        for i, res in zip(todo, stage_results, strict=True):
+            raw[i] = res
+        if k == 0:
             extras = [res.extra for res in raw if res.extra is not None]
-            results = merge_results(raw)
+        results = merge_results(raw)
+        if k == 0:
             for res in results:
                 volatility[res.row, res.col] = volatility_value(res.vol_sum, res.vol_count)
-        else:
-            results = merge_results(
-                _write_upper(layout, args, info, levels[k - 1], docs, runner, work)
-            )
         if args.shard_time is not None:
             shard_bytes[info.path] = {
                 key: size for res in results for key, size in res.shard_sizes.items()
@@ -597,11 +658,14 @@ def _check_args(
 @dataclass
 class EncodeSummary:
     """What ``encode`` returns: the target's URL, whether it resumed a partial, the level-0
-    cell source's summaries (``summary()`` of each task, JSON), and the task counts run."""
+    cell source's summaries (``summary()`` of each task, JSON), and the wall seconds of its
+    phases (``select``: the temporal choice, with the auto sample; ``levels``: every chunk of
+    every level; ``metadata``: the metadata written last, spec 9)."""
 
     store: str
     resumed: bool
     sources: list[Any]
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def _check_provenance(provenance: Any) -> None:
@@ -695,10 +759,15 @@ def encode(
     workers = workers or default_workers()
     runner = Runner(scheduler, workers=workers, retries=retries, worker_timeout=worker_timeout)
     layout = _layout(args, target)
+    clock = time.perf_counter()
+    phases: dict[str, float] = {}
     temporal, samples = _select(layout, args, runner, work)
+    phases["select"] = time.perf_counter() - clock
     levels, docs, shard_bytes, volatility, extras = _write_levels(
         layout, args, samples, runner, work, on_task
     )
+    phases["levels"] = time.perf_counter() - clock - phases["select"]
+    clock = time.perf_counter()
     prov = provenance(extras) if callable(provenance) else provenance
     _check_provenance(prov)
     extra_arrays = None
@@ -731,4 +800,5 @@ def encode(
     )  # fmt: skip
     if work is not None:
         clear_work(target, work.key)  # after the root: the commit (decision 0017)
-    return EncodeSummary(target.url, resumed, extras)
+    phases["metadata"] = time.perf_counter() - clock
+    return EncodeSummary(target.url, resumed, extras, phases)

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from cz import cmd_append, cmd_build, cmd_publish, cmd_store
+from cz import cmd_append, cmd_build, cmd_publish, cmd_store, cmd_worker
 from cz.conventions import COMMON_EPILOG, CONTEXT_SETTINGS, CzGroup, run
 from cz.convert import cmd as cmd_convert
 from cz.look import commands as look_commands
@@ -55,6 +55,7 @@ cmd_append.register(app)
 cmd_publish.register(app)
 look_commands.register(app)
 cmd_convert.register(app)
+cmd_worker.register(app)
 
 
 def main() -> None:
