@@ -36,6 +36,7 @@ def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
         client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
         client.create_bucket(Bucket="cz-build")
+        client.close()  # its pooled sockets now, not at a later test's garbage collection
         yield "cz-build"
     finally:
         server.stop()

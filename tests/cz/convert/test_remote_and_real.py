@@ -119,6 +119,7 @@ def test_s3_urls_through_gdal_vsis3(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         for d, f in zip(dates, files, strict=True):
             s3.upload_file(str(f), "cz-convert", f"series/{f.name}")
             rows.append(f"{d},s3://cz-convert/series/{f.name}")
+        s3.close()  # its pooled sockets now, not at a later test's garbage collection
         (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
         result = cz("convert", tmp_path / "m.csv", tmp_path / "s.zarr", "--chunk-size", "128")
         missing = cz("convert", "s3://cz-convert/series/none_2024-01-01.tif", tmp_path / "n.zarr")
