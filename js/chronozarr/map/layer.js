@@ -452,8 +452,28 @@ export class ChronozarrLayer {
     const promise = (async () => {
       this.onLoading?.(true);
       const started = performance.now();
-      const need = cells.filter((c) => this._cells.get(cellKey(level, c))?.content !== `${t}|${this._displayKey}`);
-      const datas = await Promise.all(need.map((c) => this._cellData(level, t, c, ctrl.signal)));
+      const content = `${t}|${this._displayKey}`;
+      const need = cells.filter((c) => this._cells.get(cellKey(level, c))?.content !== content);
+      // A cell not on screen is uploaded as soon as its data is in (its texture holds stored
+      // values: the stretch is a uniform), so the first frame's uploads overlap the reads of
+      // the other cells; a cell on screen keeps its texture until the whole frame is read.
+      const onScreen = new Set(this._shown);
+      let uploadMs = 0;
+      const early = new Set();
+      const datas = await Promise.all(
+        need.map((c) =>
+          this._cellData(level, t, c, ctrl.signal).then((d) => {
+            const glCell = this._cells.get(cellKey(level, c));
+            if (seq === this._seq && this._gl && !(glCell && onScreen.has(glCell))) {
+              const u0 = performance.now();
+              this._upload(this._gl, level, c, d, content);
+              uploadMs += performance.now() - u0;
+              early.add(c);
+            }
+            return d;
+          }),
+        ),
+      );
       if (seq !== this._seq) return false;
       const read = performance.now();
       this.stats.readMs = read - started;
@@ -462,8 +482,10 @@ export class ChronozarrLayer {
         this.onStretch?.(this.stretch);
       }
       const gl = this._gl;
-      need.forEach((c, i) => this._upload(gl, level, c, datas[i], `${t}|${this._displayKey}`));
-      this.stats.uploadMs = performance.now() - read;
+      need.forEach((c, i) => {
+        if (!early.has(c) || this._cells.get(cellKey(level, c))?.content !== content) this._upload(gl, level, c, datas[i], content);
+      });
+      this.stats.uploadMs = uploadMs + performance.now() - read;
       const uploaded = performance.now();
       this._shown = cells.map((c) => this._cells.get(cellKey(level, c)));
       this._shownInfo = { level, t, cells, key };
