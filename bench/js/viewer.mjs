@@ -219,7 +219,7 @@ try {
           code: end(/viewer\.js$/),
           // Since decision 0027 MapLibre is a file of its own, fetched once the chunks are in
           // (0 for a build that bundles it into viewer.js).
-          maplibre: Math.max(0, end(/maplibre-gl\.mjs$/)),
+          maplibre: Math.max(0, end(/maplibre-gl\.js$/)),
           maplibreEvaluated: window.viewer.marks.maplibreEvaluated ?? window.viewer.marks.codeStart,
           mapFrame: window.viewer.marks.mapFrame ?? window.viewer.firstFrameAt,
           root: end(/store\.zarr\/zarr\.json$/),
@@ -533,7 +533,7 @@ try {
   const firstRows = displayOnly ? [] : [
     ["First frame, viewer (bundled), 2 x 2 cells, cold cache: navigation to the layer's frame drawn (before MapLibre has loaded, decision 0027)", `${f.frame.toFixed(0)} ms = ${rt(f.frame)} RTT`],
     ["  map frame: the basemap and the layer drawn by MapLibre (body[data-state] ready)", `${f.mapFrame.toFixed(0)} ms = ${rt(f.mapFrame)} RTT`],
-    ["  MapLibre (maplibre-gl.mjs, fetched once the chunks are in) received / evaluated", `${f.maplibre.toFixed(0)} / ${f.maplibreEvaluated.toFixed(0)} ms`],
+    ["  MapLibre (maplibre-gl.js, fetched once the chunks are in) received / evaluated", `${f.maplibre.toFixed(0)} / ${f.maplibreEvaluated.toFixed(0)} ms`],
     ["  page (index.html received)", `${f.page.toFixed(0)} ms = ${rt(f.page)} RTT`],
     ["  code (viewer.js received; root zarr.json and style fetched in parallel)", `${f.code.toFixed(0)} ms = ${rt(f.code)} RTT`],
     ["  root zarr.json received (early fetch from the page)", `${f.root.toFixed(0)} ms = ${rt(f.root)} RTT`],

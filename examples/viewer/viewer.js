@@ -56,7 +56,7 @@ function startDecodePool() {
 const pool = startDecodePool();
 
 /**
- * MapLibre GL JS, loaded when the map is built: it is a file of its own (maplibre-gl.mjs, 1.1
+ * MapLibre GL JS, loaded when the map is built: it is a file of its own (maplibre-gl.js, 1.1
  * MB), imported only once the layer has drawn the first frame (or a deadline passed), because
  * evaluating it is one long task on this thread (decision 0027); the early script has fetched it
  * and MapLibre's worker script at low priority once the first view's chunks were asked for.

@@ -525,7 +525,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     // MapLibre's module is held back until the frame drawn before it has been read.
     let release;
     const held = new Promise((r) => (release = r));
-    await ctx.route(/\/maplibre-gl\.mjs$/, async (route) => {
+    await ctx.route(/\/maplibre-gl\.js$/, async (route) => {
       await held;
       await route.continue();
     });

@@ -6,7 +6,7 @@
 //                          early script (root, then the first view's chunks; MapLibre worker)
 //   viewer.js              one ESM bundle: viewer, chronozarr reader and map layer, zarrita,
 //                          proj4; no WASM codecs (below), no MapLibre (next line)
-//   maplibre-gl.mjs        MapLibre GL JS's own ESM build, imported by viewer.js once the layer
+//   maplibre-gl.js         MapLibre GL JS's own ESM build, imported by viewer.js once the layer
 //                          has drawn the first frame (the early script preloads it, low priority)
 //   numcodecs-{zstd,blosc,lz4}.js  the WASM codecs, loaded by viewer.js only if the page decodes
 //                          on its main thread (no Worker, or an array not in the consolidated
@@ -14,7 +14,7 @@
 //   decode-worker.js       the chunk decoder Worker (map/decode-worker.js with zarrita and
 //                          zstddec inlined; numcodecs' zstd, blosc and lz4 from the sibling
 //                          files when needed), started by the page's early script
-//   maplibre-gl-worker.mjs MapLibre's worker (the early script fetches it with maplibre-gl.mjs)
+//   maplibre-gl-worker.mjs MapLibre's worker (the early script fetches it with maplibre-gl.js)
 //   style.json             the offline basemap: a background and a generated graticule, no tiles
 //
 // Every path is relative, so the folder works from any URL prefix (`cz share` copies it as is).
@@ -103,7 +103,7 @@ export async function buildViewer(out = OUT) {
   const ownMapLibre = {
     name: "maplibre-own-file",
     setup(b) {
-      b.onResolve({ filter: /^maplibre-gl$/ }, () => ({ path: "./maplibre-gl.mjs", external: true }));
+      b.onResolve({ filter: /^maplibre-gl$/ }, () => ({ path: "./maplibre-gl.js", external: true }));
     },
   };
   await build({ ...common, entryPoints: [path.join(SRC, "viewer.js")], outfile: path.join(out, "viewer.js"), plugins: [lazyCodecs, ownMapLibre] });
@@ -137,7 +137,9 @@ export async function buildViewer(out = OUT) {
   if (!html.includes(marker)) throw new Error("index.html lost its offline-style marker");
   const withStyle = html.replace(marker, () => `<script>window.CHRONOZARR_OFFLINE_STYLE = ${offlineStyle.toString()};</script>`);
   writeFileSync(path.join(out, "index.html"), withStyle);
-  copyFileSync(path.join(MAPLIBRE, "maplibre-gl.mjs"), path.join(out, "maplibre-gl.mjs"));
+  // .js, not .mjs: some static hosts (Python http.server, buckets without a rule) serve .mjs as
+  // application/octet-stream, which a module import refuses.
+  copyFileSync(path.join(MAPLIBRE, "maplibre-gl.mjs"), path.join(out, "maplibre-gl.js"));
   copyFileSync(path.join(MAPLIBRE, "maplibre-gl-worker.mjs"), path.join(out, "maplibre-gl-worker.mjs"));
   writeFileSync(path.join(out, "style.json"), `${JSON.stringify(offlineStyle())}\n`);
   const files = readdirSync(out).sort();
