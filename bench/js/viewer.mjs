@@ -196,6 +196,9 @@ try {
     }
     await page.goto(`${proxy.url}/${dir}/index.html?style=style.json&store=../store.zarr/`, { waitUntil: "commit" });
     await page.waitForFunction(() => window.viewer?.firstFrameAt, null, { timeout: 60000 });
+    // Then the map's frame (basemap and layer; since decision 0027 the layer's first frame is
+    // drawn before MapLibre has loaded, and the map adopts it): body[data-state] "ready".
+    await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 60000 });
     const out = await page.evaluate(async () => {
         // The root and the first chunks may be fetched by the page's early Worker (builds before
         // decision 0021): its Resource Timing entries come with its time origin (waited for up
@@ -214,6 +217,11 @@ try {
         return {
           page: nav.responseEnd,
           code: end(/viewer\.js$/),
+          // Since decision 0027 MapLibre is a file of its own, fetched once the chunks are in
+          // (0 for a build that bundles it into viewer.js).
+          maplibre: Math.max(0, end(/maplibre-gl\.js$/)),
+          maplibreEvaluated: window.viewer.marks.maplibreEvaluated ?? window.viewer.marks.codeStart,
+          mapFrame: window.viewer.marks.mapFrame ?? window.viewer.firstFrameAt,
           root: end(/store\.zarr\/zarr\.json$/),
           style: end(/style\.json$/),
           chunks: Math.max(...chunks.map((r) => r.responseEnd)),
@@ -276,7 +284,7 @@ try {
     const show = (label, r) =>
       console.log(
         `${label}: first frame ${ms(r.frame)}; page ${rt(r.page)}, code ${rt(r.code)}, root ${rt(r.root)}, first chunk requested ${rt(r.chunkStart)}, chunks ${rt(r.chunks)} RTT; ` +
-          `after the last chunk ${r.afterChunks.toFixed(0)} ms; module starts ${r.codeStart.toFixed(0)}, store open ${r.storeOpen.toFixed(0)}, style loaded ${r.styleLoaded.toFixed(0)} ms; ` +
+          `after the last chunk ${r.afterChunks.toFixed(0)} ms; module starts ${r.codeStart.toFixed(0)}, store open ${r.storeOpen.toFixed(0)}, MapLibre received ${r.maplibre.toFixed(0)}, evaluated ${r.maplibreEvaluated.toFixed(0)}, style loaded ${r.styleLoaded.toFixed(0)}, map frame ${ms(r.mapFrame)}; ` +
           `${r.chunkRequests} chunk GETs (${r.earlyChunks} early, ${r.earlyDecoded} decoded early, ${r.chunksOnNewConnections} on a new connection); read/upload/render ${r.frameRead.toFixed(0)}/${r.frameUpload.toFixed(0)}/${r.frameRender.toFixed(0)} ms`,
       );
     show(`this build, median of ${reps}`, f);
@@ -523,7 +531,9 @@ try {
   const chrome = browser.version();
   const loadAfter = os.loadavg()[0];
   const firstRows = displayOnly ? [] : [
-    ["First frame, viewer (bundled), 2 x 2 cells, cold cache: navigation to frame drawn", `${f.frame.toFixed(0)} ms = ${rt(f.frame)} RTT`],
+    ["First frame, viewer (bundled), 2 x 2 cells, cold cache: navigation to the layer's frame drawn (before MapLibre has loaded, decision 0027)", `${f.frame.toFixed(0)} ms = ${rt(f.frame)} RTT`],
+    ["  map frame: the basemap and the layer drawn by MapLibre (body[data-state] ready)", `${f.mapFrame.toFixed(0)} ms = ${rt(f.mapFrame)} RTT`],
+    ["  MapLibre (maplibre-gl.js, fetched once the chunks are in) received / evaluated", `${f.maplibre.toFixed(0)} / ${f.maplibreEvaluated.toFixed(0)} ms`],
     ["  page (index.html received)", `${f.page.toFixed(0)} ms = ${rt(f.page)} RTT`],
     ["  code (viewer.js received; root zarr.json and style fetched in parallel)", `${f.code.toFixed(0)} ms = ${rt(f.code)} RTT`],
     ["  root zarr.json received (early fetch from the page)", `${f.root.toFixed(0)} ms = ${rt(f.root)} RTT`],
@@ -560,6 +570,7 @@ try {
     const cmp = [
       ...(displayOnly ? [] : [
       pair("first frame drawn", f.frame, b.frame, ms),
+      pair("map frame drawn (basemap and layer)", f.mapFrame, b.mapFrame, ms),
       pair("code received", f.code, b.code, ms),
       pair("root received", f.root, b.root, ms),
       pair("chunks received", f.chunks, b.chunks, ms),

@@ -3,8 +3,8 @@
 // inspects any pixel through time with its exact stored value. All reading goes through
 // js/chronozarr/decoder.js. `npm run build:viewer` bundles this file into js/dist/viewer/.
 
-import * as maplibregl from "maplibre-gl";
 import { openStore } from "../../js/chronozarr/decoder.js";
+import { cameraMap, fitCamera } from "../../js/chronozarr/map/camera.js";
 import { COLORMAPS, gradientCss, ticks } from "../../js/chronozarr/map/colormaps.js";
 import { ExpressionError, PRESETS } from "../../js/chronozarr/map/expression.js";
 import { DecodePool } from "../../js/chronozarr/map/decode-pool.js";
@@ -55,14 +55,30 @@ function startDecodePool() {
 }
 const pool = startDecodePool();
 
-// MapLibre's worker: the early script fetched its script with the code; start MapLibre's worker
-// pool from it now (prewarm), instead of fetching it once the map is built.
-const mapWorkerReady = Promise.resolve(early.mapWorker)
-  .then((blob) => {
-    if (blob) maplibregl.setWorkerUrl(URL.createObjectURL(blob));
-    maplibregl.prewarm();
-  })
-  .catch((err) => console.warn("MapLibre worker prewarm failed", err));
+/**
+ * MapLibre GL JS, loaded when the map is built: it is a file of its own (maplibre-gl.js, 1.1
+ * MB), imported only once the layer has drawn the first frame (or a deadline passed), because
+ * evaluating it is one long task on this thread (decision 0027); the early script has fetched it
+ * and MapLibre's worker script at low priority once the first view's chunks were asked for.
+ */
+let maplibreP = null;
+function loadMapLibre() {
+  early.fetchMap?.(); // (if the early script has not yet)
+  maplibreP ??= import("maplibre-gl").then(async (maplibregl) => {
+    marks.maplibreEvaluated = performance.now();
+    try {
+      const blob = await early.mapWorker;
+      if (blob) maplibregl.setWorkerUrl(URL.createObjectURL(blob));
+      maplibregl.prewarm();
+    } catch (err) {
+      console.warn("MapLibre worker prewarm failed", err);
+    }
+    return maplibregl;
+  });
+  return maplibreP;
+}
+/** The map waits at most this long for the first frame drawn before it (a slow store). */
+const MAP_DEADLINE_MS = 1500;
 
 // --- formatting ----------------------------------------------------------------------------------
 
@@ -818,6 +834,7 @@ function bindLanding() {
 /** fetch that answers the page's early request for the root zarr.json once, then goes to the network. */
 function earlyFetch() {
   let pending = early.root ? { url: early.rootUrl, response: early.root } : null;
+  let named = false;
   return (url, init = {}) => {
     const plain = (init.method ?? "GET") === "GET" && !init.headers?.Range;
     if (pending && url === pending.url && plain) {
@@ -825,15 +842,20 @@ function earlyFetch() {
       pending = null;
       return r;
     }
-    // The page's early chunk requests (index.html: earlyChunks), each answered once.
-    const chunk = plain ? early.chunks?.[url] : undefined;
+    // The page's early chunk requests (index.html: earlyChunks), each answered once; until the
+    // early script has named them (it parses the root beside this reader), a GET waits for it.
+    if (plain && early.named && !named) return early.named.then(() => ((named = true), take(url, init)));
+    return take(url, init);
+  };
+  function take(url, init) {
+    const chunk = (init.method ?? "GET") === "GET" && !init.headers?.Range ? early.chunks?.[url] : undefined;
     if (chunk) {
       delete early.chunks[url];
       marks.earlyChunks = (marks.earlyChunks ?? 0) + 1;
       return chunk;
     }
     return fetch(url, init);
-  };
+  }
 }
 
 /** The basemap style: the early-fetched JSON, or a URL MapLibre fetches itself. */
@@ -842,12 +864,12 @@ async function resolveStyle() {
   return params.get("style") || config.style || DEFAULT_STYLE;
 }
 
-function createMap(style) {
+function createMap(maplibregl, style, camera) {
   const map = new maplibregl.Map({
     container: el.map,
     style,
-    center: [0, 20],
-    zoom: 1.5,
+    center: camera.center,
+    zoom: camera.zoom,
     attributionControl: { compact: true },
     dragRotate: false,
     pitchWithRotate: false,
@@ -874,7 +896,7 @@ async function open(url) {
   let store;
   let style;
   try {
-    [store, style] = await Promise.all([storeP, styleP.catch((err) => ({ failed: err })), mapWorkerReady]);
+    [store, style] = await Promise.all([storeP, styleP.catch((err) => ({ failed: err }))]);
     opened = store;
   } catch (err) {
     setLoading(null);
@@ -892,17 +914,6 @@ async function open(url) {
   state.url = url;
   window.viewer.store = store;
   document.title = `${url.replace(/\/$/, "").split("/").pop()} · chronozarr viewer`;
-  const map = createMap(style);
-  state.map = map;
-  window.viewer.map = map;
-  map.on("error", (e) => {
-    // A basemap that cannot be reached (offline) must not hide the store: fall back once.
-    if (!state.styleFallback && e?.error && /style|Failed to fetch|NetworkError/i.test(String(e.error.message ?? e.error))) {
-      state.styleFallback = true;
-      console.warn("basemap failed, using the offline style", e.error);
-      map.setStyle(new URL("style.json", location.href).href);
-    }
-  });
   const display = displayFromUrl(store);
   const t0 = timeFromUrl(store);
   const center = params.get("center")?.split(",").map(Number);
@@ -926,15 +937,14 @@ async function open(url) {
         document.body.dataset.frame = String(t);
         document.body.dataset.level = String(level);
         countDisplayed(performance.now());
-        if (document.body.dataset.state === "loading") {
-          document.body.dataset.state = "ready";
+        if (!window.viewer.firstFrameAt) {
           window.viewer.firstFrameAt = performance.now();
           marks.firstFrame = window.viewer.firstFrameAt;
           marks.firstStats = { ...layer.stats };
           marks.earlyDecoded = pool?.stats.early ?? 0;
           if (pool) pool.early = null; // early decodes the reader did not ask for (a wrong guess)
-          prefetchView();
         }
+        mapReady();
       },
     });
   } catch (err) {
@@ -945,15 +955,50 @@ async function open(url) {
   }
   state.layer = layer;
   window.viewer.layer = layer;
-  // Place the view (from the URL, else the store's bounds from its metadata alone) and start
-  // reading the first frame's cells now, while MapLibre loads the style and its worker.
-  if (center?.length === 2 && center.every(Number.isFinite) && Number.isFinite(zoom)) map.jumpTo({ center, zoom });
-  else map.fitBounds(layer.lngLatBounds(), { padding: 40, animate: false });
-  layer.warm(map);
+  // The view: from the URL, else the store's bounds from its metadata alone (fitBounds with 40
+  // px padding, computed here so the frame drawn before the map and the map are one camera).
+  const size = { width: el.map.clientWidth, height: el.map.clientHeight };
+  const camera = center?.length === 2 && center.every(Number.isFinite) && Number.isFinite(zoom) ? { center, zoom } : fitCamera(layer.lngLatBounds(), size, 40);
+  // The first frame, drawn by the layer in its own canvas before MapLibre is loaded (decision
+  // 0027); the map adopts that canvas. "ready" (body[data-state]) is the map's frame.
+  let onMap = false;
+  const mapReady = () => {
+    if (!onMap || !window.viewer.firstFrameAt || document.body.dataset.state !== "loading") return;
+    document.body.dataset.state = "ready";
+    marks.mapFrame = performance.now();
+    prefetchView();
+  };
+  const drawn = layer.drawBeforeMap(cameraMap({ ...camera, ...size, dpr: window.devicePixelRatio || 1 }), el.map, { preserveDrawingBuffer: params.get("capture") === "1" });
+  await Promise.race([drawn.catch(() => false), new Promise((r) => setTimeout(r, MAP_DEADLINE_MS))]);
+  let maplibregl;
+  try {
+    maplibregl = await loadMapLibre();
+  } catch (err) {
+    setLoading(null);
+    document.body.dataset.state = "error";
+    showError("Could not load the map", err);
+    return;
+  }
+  const map = createMap(maplibregl, style, camera);
+  state.map = map;
+  window.viewer.map = map;
+  if (!layer.canvas) layer.warm(map); // no frame before the map: read while the style loads
+  map.on("error", (e) => {
+    // A basemap that cannot be reached (offline) must not hide the store: fall back once.
+    if (!state.styleFallback && e?.error && /style|Failed to fetch|NetworkError/i.test(String(e.error.message ?? e.error))) {
+      state.styleFallback = true;
+      console.warn("basemap failed, using the offline style", e.error);
+      map.setStyle(new URL("style.json", location.href).href);
+    }
+  });
   let bound = false;
   map.on("style.load", () => {
     marks.styleLoaded ??= performance.now();
     map.addLayer(layer); // again after a style fallback
+    if (!onMap) {
+      onMap = true;
+      map.once("render", mapReady); // the layer's frame on the map (drawn before it, or now)
+    }
     if (bound) return;
     bound = true;
     map.on("render", drawSelection);

@@ -519,6 +519,70 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     assert.equal(new Set(got.names).size, got.names.length, `a timestep-0 chunk was fetched twice: ${got.names.join(", ")}`);
   });
 
+  test("the first frame is drawn before MapLibre has loaded, where the map then draws it (the same canvas, the same pixels within 1 px)", async () => {
+    const s = mapManifest.stores.utm;
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 760 } });
+    // MapLibre's module is held back until the frame drawn before it has been read.
+    let release;
+    const held = new Promise((r) => (release = r));
+    await ctx.route(/\/maplibre-gl\.js$/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    const page = await ctx.newPage();
+    page.on("pageerror", (err) => pageErrors.push(err.message));
+    await page.goto(`${server.url}/index.html?style=style.json&capture=1&stretch=0,1&store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+    await page.waitForFunction(() => window.viewer?.firstFrameAt, null, { timeout: 30000 });
+    // The overlay canvas as RGBA, and its drawn box (alpha > 0) in device pixels.
+    const snap = () =>
+      page.evaluate(() => {
+        const src = document.querySelector("#map canvas.chronozarr-overlay");
+        const c = document.createElement("canvas");
+        c.width = src.width;
+        c.height = src.height;
+        const g = c.getContext("2d");
+        g.drawImage(src, 0, 0);
+        const d = g.getImageData(0, 0, c.width, c.height).data;
+        let [x0, y0, x1, y1, n] = [Infinity, Infinity, -1, -1, 0];
+        for (let y = 0; y < c.height; y++) {
+          for (let x = 0; x < c.width; x++) {
+            if (d[4 * (y * c.width + x) + 3] === 0) continue;
+            n++;
+            x0 = Math.min(x0, x);
+            x1 = Math.max(x1, x);
+            y0 = Math.min(y0, y);
+            y1 = Math.max(y1, y);
+          }
+        }
+        window.__snaps = [...(window.__snaps ?? []), d];
+        return { w: c.width, h: c.height, box: [x0, y0, x1, y1], drawn: n, map: !!window.viewer.map, state: document.body.dataset.state };
+      });
+    const before = await snap();
+    assert.equal(before.map, false, "the frame was drawn before the map existed");
+    assert.equal(before.state, "loading", "body[data-state] becomes ready with the map's frame, not before");
+    assert.ok(before.drawn > 0.1 * before.w * before.h, `the early frame shows the store (${JSON.stringify(before)})`);
+    release();
+    await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 30000 });
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const after = await snap();
+    const moved = await page.evaluate(() => {
+      const [a, b] = window.__snaps;
+      let differ = 0;
+      for (let i = 0; i < a.length; i += 4) {
+        if (Math.max(...[0, 1, 2, 3].map((k) => Math.abs(a[i + k] - b[i + k]))) > 3) differ++;
+      }
+      const canvas = document.querySelector("#map canvas.chronozarr-overlay");
+      return { differ, adopted: canvas === window.viewer.layer.canvas && canvas.previousElementSibling === window.viewer.map.getCanvas(), overlays: document.querySelectorAll("canvas.chronozarr-overlay").length };
+    });
+    await ctx.close();
+    assert.ok(moved.adopted && moved.overlays === 1, `the map adopted the layer's canvas (${JSON.stringify(moved)})`);
+    assert.equal(after.w, before.w);
+    for (let i = 0; i < 4; i++) assert.ok(Math.abs(after.box[i] - before.box[i]) <= 1, `drawn box before the map ${before.box}, on the map ${after.box}`);
+    // Pixels on the store's edges may move by the sub-pixel difference of the two cameras.
+    const edge = 2 * (before.box[2] - before.box[0] + before.box[3] - before.box[1]);
+    assert.ok(moved.differ <= edge, `${moved.differ} pixels changed when the map took over (edge ${edge})`);
+  });
+
   const banners = (closedPort) => [
     ["an unreachable host", `http://127.0.0.1:${closedPort}/none.zarr`, /Store unreachable/, /failed|fetch/i],
     ["a host without CORS", `http://127.0.0.1:${plainServer.address().port}/map/utm.zarr`, /blocked by CORS/, /Access-Control-Allow-Origin/],

@@ -5,14 +5,16 @@
 //                          store's chunks get the browser's 6 connections per host), and the
 //                          early script (root, then the first view's chunks; MapLibre worker)
 //   viewer.js              one ESM bundle: viewer, chronozarr reader and map layer, zarrita,
-//                          proj4, MapLibre GL JS; no WASM codecs (below)
+//                          proj4; no WASM codecs (below), no MapLibre (next line)
+//   maplibre-gl.js         MapLibre GL JS's own ESM build, imported by viewer.js once the layer
+//                          has drawn the first frame (the early script preloads it, low priority)
 //   numcodecs-{zstd,blosc,lz4}.js  the WASM codecs, loaded by viewer.js only if the page decodes
 //                          on its main thread (no Worker, or an array not in the consolidated
 //                          metadata), and blosc / lz4 by the decode workers for a store using them
 //   decode-worker.js       the chunk decoder Worker (map/decode-worker.js with zarrita and
-//                          numcodecs: zstd WASM inlined, blosc / lz4 from the sibling files on
-//                          first use), started by the page's early script
-//   maplibre-gl-worker.mjs MapLibre's worker (the early script fetches it with the code)
+//                          zstddec inlined; numcodecs' zstd, blosc and lz4 from the sibling
+//                          files when needed), started by the page's early script
+//   maplibre-gl-worker.mjs MapLibre's worker (the early script fetches it with maplibre-gl.js)
 //   style.json             the offline basemap: a background and a generated graticule, no tiles
 //
 // Every path is relative, so the folder works from any URL prefix (`cz share` copies it as is).
@@ -96,7 +98,15 @@ export async function buildViewer(out = OUT) {
       b.onResolve({ filter: /^numcodecs\/(zstd|blosc|lz4)$/ }, (args) => ({ path: `./numcodecs-${args.path.split("/")[1]}.js`, external: true }));
     },
   };
-  await build({ ...common, entryPoints: [path.join(SRC, "viewer.js")], outfile: path.join(out, "viewer.js"), plugins: [lazyCodecs] });
+  // MapLibre GL JS stays a file of its own (its ESM build, copied below), imported by viewer.js
+  // only after the first frame is drawn (decision 0027): evaluating its 1.1 MB is one long task.
+  const ownMapLibre = {
+    name: "maplibre-own-file",
+    setup(b) {
+      b.onResolve({ filter: /^maplibre-gl$/ }, () => ({ path: "./maplibre-gl.js", external: true }));
+    },
+  };
+  await build({ ...common, entryPoints: [path.join(SRC, "viewer.js")], outfile: path.join(out, "viewer.js"), plugins: [lazyCodecs, ownMapLibre] });
   for (const c of codecs) {
     await build({
       ...common,
@@ -104,13 +114,14 @@ export async function buildViewer(out = OUT) {
       outfile: path.join(out, `numcodecs-${c}.js`),
     });
   }
-  // The decode worker carries zstd (the project's default codec: the first frame decodes with it)
-  // and loads blosc / lz4 from their sibling files if a store uses them: each worker then parses
-  // and compiles half the bytes before its first chunk (1.4 MB with all three inlined).
+  // The decode worker carries zstddec (decode-only zstd, 75 kB: the first frame decodes with it)
+  // and loads numcodecs' zstd (faster per chunk, after the first frame) and blosc / lz4 (if a
+  // store uses them) from their sibling files: each worker parses and compiles about 0.1 MB
+  // before its first chunk (0.78 MB with numcodecs' zstd inlined, 1.4 MB with all three).
   const lazyRareCodecs = {
-    name: "lazy-rare-numcodecs",
+    name: "lazy-numcodecs-in-worker",
     setup(b) {
-      b.onResolve({ filter: /^numcodecs\/(blosc|lz4)$/ }, (args) => ({ path: `./numcodecs-${args.path.split("/")[1]}.js`, external: true }));
+      b.onResolve({ filter: /^numcodecs\/(zstd|blosc|lz4)$/ }, (args) => ({ path: `./numcodecs-${args.path.split("/")[1]}.js`, external: true }));
     },
   };
   await build({ ...common, entryPoints: [path.join(JS, "chronozarr", "map", "decode-worker.js")], outfile: path.join(out, "decode-worker.js"), plugins: [lazyRareCodecs] });
@@ -126,6 +137,9 @@ export async function buildViewer(out = OUT) {
   if (!html.includes(marker)) throw new Error("index.html lost its offline-style marker");
   const withStyle = html.replace(marker, () => `<script>window.CHRONOZARR_OFFLINE_STYLE = ${offlineStyle.toString()};</script>`);
   writeFileSync(path.join(out, "index.html"), withStyle);
+  // .js, not .mjs: some static hosts (Python http.server, buckets without a rule) serve .mjs as
+  // application/octet-stream, which a module import refuses.
+  copyFileSync(path.join(MAPLIBRE, "maplibre-gl.mjs"), path.join(out, "maplibre-gl.js"));
   copyFileSync(path.join(MAPLIBRE, "maplibre-gl-worker.mjs"), path.join(out, "maplibre-gl-worker.mjs"));
   writeFileSync(path.join(out, "style.json"), `${JSON.stringify(offlineStyle())}\n`);
   const files = readdirSync(out).sort();

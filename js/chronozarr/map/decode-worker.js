@@ -6,6 +6,7 @@
 //   in:  {id, path, doc, bytes, prefix?}   doc = the array's zarr.json, bytes = the inner chunk
 //                                 (transferred), prefix = elements needed from the chunk's start
 //                                 (a zstd chunk is then decoded only that far; data may be shorter)
+//        {id, fast: true}         load the faster zstd now (below; answers {id, ok})
 //        {id, warm: true, port?}  load zstd and compile its WebAssembly now (answers {id, ok});
 //                                 jobs that arrive on `port` are answered to the page as well,
 //                                 and the warm-up's answer goes to `port` too ({id, ok, ready:
@@ -15,12 +16,59 @@
 //                                 transferred), n: the compressed length
 //        {id, ok: false, name, message}
 //
-// This file imports zarrita's codec registry (bare specifiers): bundle it for a page
+// zstd (the project's default codec, spec 8) is decoded here by zstddec (a decode-only
+// WebAssembly build of zstd, 75 kB with its WASM inlined) from the Worker's start, so a Worker
+// is ready for the first frame's chunks soon after its script arrives (numcodecs' zstd is 0.75 MB
+// to fetch, parse and compile, which on 2 cores made the first frame wait for its decoders).
+// numcodecs' zstd decodes a chunk in about 0.6x zstddec's time (bench/js/zstd_decoders.mjs), so
+// it is loaded once the pool posts its first job ({fast: true}: after the viewer's first frame)
+// and takes over for scrubbing. Both decode a frame to the same bytes (a test checks); frames
+// reach them only after bounded.js checkZstd has checked the declared size (issue 14).
+//
+// This file imports zarrita's codec registry and zstddec (bare specifiers): bundle it for a page
 // (`npm run build:viewer` writes dist/viewer/decode-worker.js).
 
 import { registry } from "zarrita";
+import { ZSTDDecoder } from "zstddec";
+import { zstdContentSize } from "../bounded.js";
 import { makeChunkDecoder } from "../codecs.js";
 import { parseArray } from "../metadata.js";
+
+const small = new ZSTDDecoder();
+let smallReady = null;
+let fast = null; // numcodecs' zstd codec, once loaded
+let fastLoading = null;
+
+function loadFast() {
+  fastLoading ??= import("numcodecs/zstd")
+    .then((m) => {
+      fast = m.default.fromConfig({ level: 1 });
+    })
+    .catch(() => {}); // zstddec goes on decoding
+  return fastLoading;
+}
+
+/** The zstd codec of zarrita's registry in this Worker: zstddec until numcodecs' is loaded. */
+class WorkerZstd {
+  static fromConfig() {
+    return new WorkerZstd();
+  }
+
+  async decode(bytes) {
+    if (fast) return fast.decode(bytes);
+    await (smallReady ??= small.init());
+    const n = zstdContentSize(bytes);
+    if (n === null) throw new Error("zstd frame without a declared content size");
+    const out = small.decode(bytes, n);
+    if (out.byteLength !== n) throw new Error(`zstd frame decodes to ${out.byteLength} bytes, declares ${n}`);
+    return out;
+  }
+
+  encode() {
+    throw new Error("this Worker only decodes");
+  }
+}
+registry.set("zstd", async () => WorkerZstd);
 
 const decoders = new Map(); // JSON of (path, dtype, grid, codecs) -> decoder promise
 
@@ -35,11 +83,9 @@ function decoderOf(path, doc) {
   return dec;
 }
 
-/** Load zstd and run it once, so its WebAssembly is compiled before the first chunk arrives. */
+/** Compile zstddec's WebAssembly now, before the first chunk arrives. */
 async function warm() {
-  const Zstd = await registry.get("zstd")();
-  const codec = Zstd.fromConfig({ level: 1 }, { dataType: "uint8", shape: [16], codecs: [] });
-  await codec.decode(await codec.encode(new Uint8Array(16)));
+  await (smallReady ??= small.init());
 }
 
 /** Answer one job to `reply` (the page): {id, ok, data, n} with n the compressed length. */
@@ -49,6 +95,11 @@ async function handle(msg, reply) {
     if (msg?.warm) {
       await warm();
       reply({ id, ok: true });
+      return;
+    }
+    if (msg?.fast) {
+      await loadFast();
+      reply({ id, ok: fast !== null });
       return;
     }
     const n = bytes.byteLength;

@@ -8,3 +8,4 @@ export { EPSG } from "./epsg.js";
 export { ExpressionError, PRESETS, parseExpression, toFunction, toGlsl } from "./expression.js";
 export { DecodePool } from "./decode-pool.js";
 export { ChronozarrLayer, addChronozarrLayer } from "./layer.js";
+export { cameraMap, fitCamera } from "./camera.js";

@@ -23,6 +23,10 @@ const AHEAD_ENTRIES = 48; // decoded cell-timesteps kept for playback read-ahead
 const GL_CELLS = 96; // GL cells (mesh + textures) kept before the least recently used is freed
 const FRAME_CACHE_BYTES = 128 * 1024 * 1024; // decoded cell-timesteps kept (scrubbing back and forth)
 
+// The overlay canvas's context: no depth, stencil or antialiasing (the layer draws flat meshes,
+// and the software rasterizer, SwiftShader, then clears and resolves one colour buffer only).
+const OVERLAY_CONTEXT = { alpha: true, premultipliedAlpha: true, antialias: false, depth: false, stencil: false };
+
 const TEX = {
   uint8: { sampler: "usampler2DArray", internal: "R8UI", format: "RED_INTEGER", type: "UNSIGNED_BYTE" },
   uint16: { sampler: "usampler2DArray", internal: "R16UI", format: "RED_INTEGER", type: "UNSIGNED_SHORT" },
@@ -448,8 +452,28 @@ export class ChronozarrLayer {
     const promise = (async () => {
       this.onLoading?.(true);
       const started = performance.now();
-      const need = cells.filter((c) => this._cells.get(cellKey(level, c))?.content !== `${t}|${this._displayKey}`);
-      const datas = await Promise.all(need.map((c) => this._cellData(level, t, c, ctrl.signal)));
+      const content = `${t}|${this._displayKey}`;
+      const need = cells.filter((c) => this._cells.get(cellKey(level, c))?.content !== content);
+      // A cell not on screen is uploaded as soon as its data is in (its texture holds stored
+      // values: the stretch is a uniform), so the first frame's uploads overlap the reads of
+      // the other cells; a cell on screen keeps its texture until the whole frame is read.
+      const onScreen = new Set(this._shown);
+      let uploadMs = 0;
+      const early = new Set();
+      const datas = await Promise.all(
+        need.map((c) =>
+          this._cellData(level, t, c, ctrl.signal).then((d) => {
+            const glCell = this._cells.get(cellKey(level, c));
+            if (seq === this._seq && this._gl && !(glCell && onScreen.has(glCell))) {
+              const u0 = performance.now();
+              this._upload(this._gl, level, c, d, content);
+              uploadMs += performance.now() - u0;
+              early.add(c);
+            }
+            return d;
+          }),
+        ),
+      );
       if (seq !== this._seq) return false;
       const read = performance.now();
       this.stats.readMs = read - started;
@@ -458,8 +482,10 @@ export class ChronozarrLayer {
         this.onStretch?.(this.stretch);
       }
       const gl = this._gl;
-      need.forEach((c, i) => this._upload(gl, level, c, datas[i], `${t}|${this._displayKey}`));
-      this.stats.uploadMs = performance.now() - read;
+      need.forEach((c, i) => {
+        if (!early.has(c) || this._cells.get(cellKey(level, c))?.content !== content) this._upload(gl, level, c, datas[i], content);
+      });
+      this.stats.uploadMs = uploadMs + performance.now() - read;
       const uploaded = performance.now();
       this._shown = cells.map((c) => this._cells.get(cellKey(level, c)));
       this._shownInfo = { level, t, cells, key };
@@ -491,7 +517,57 @@ export class ChronozarrLayer {
 
   // --- GL ------------------------------------------------------------------------------------
 
+  /**
+   * Draw the current view before the layer is on a map, e.g. while MapLibre's code loads.
+   * `camera` is a stand-in map at the camera the map will open with (camera.js `cameraMap`),
+   * `container` the element the map will fill. The layer's overlay canvas goes into `container`
+   * now and shows the frame with the camera's matrix; when the layer is added to the map (which
+   * must open at that camera), onAdd adopts the same canvas, context, textures and program, so
+   * nothing is read, uploaded or compiled twice and the map frame replaces nothing. The
+   * program is compiled here, while the first chunks are still in flight. Resolves true once
+   * the frame is drawn, false where there is no WebGL2 context or "interleaved" rendering
+   * (then the first frame is the map's, as before).
+   */
+  drawBeforeMap(camera, container, { preserveDrawingBuffer = false } = {}) {
+    if (this.rendering !== "overlay" || this._map) return Promise.resolve(false);
+    const canvas = container.ownerDocument.createElement("canvas");
+    const gl = canvas.getContext("webgl2", { ...OVERLAY_CONTEXT, preserveDrawingBuffer });
+    if (!gl) return Promise.resolve(false);
+    canvas.className = "chronozarr-overlay";
+    // Above whatever the map puts in the container until onAdd moves it after the map's canvas.
+    canvas.style.cssText = "position:absolute;left:0;top:0;pointer-events:none;z-index:1;";
+    container.append(canvas);
+    this.canvas = canvas;
+    this._gl = gl;
+    this._map = camera;
+    this._beforeMap = true;
+    this._lutTex = gl.createTexture();
+    this._lutDirty = true;
+    this._matrix = translated(camera.matrix, this.origin);
+    this._hiddenInMap = false;
+    try {
+      this._program = this._compile(gl);
+    } catch {
+      this._program = null; // compiled (and its error reported) by the first draw
+    }
+    return this._request();
+  }
+
   onAdd(map, gl) {
+    if (this._beforeMap) {
+      // Adopt the canvas drawn before the map (drawBeforeMap): it goes where _addOverlay puts
+      // its own, and MapLibre's next render gives it the map's matrix.
+      this._beforeMap = false;
+      this._map = map;
+      this.canvas.style.zIndex = "";
+      map.getCanvas().after(this.canvas);
+      this._bindOverlay(map);
+      this._onMove = () => this._request();
+      map.on("moveend", this._onMove);
+      map.on("resize", this._onMove);
+      this._request();
+      return;
+    }
     this._map = map;
     this._gl = gl;
     if (this.rendering === "overlay") this._gl = this._addOverlay(map, gl) ?? gl;
@@ -540,15 +616,19 @@ export class ChronozarrLayer {
     canvas.className = "chronozarr-overlay";
     canvas.style.cssText = "position:absolute;left:0;top:0;pointer-events:none;";
     const preserve = mapGl.getContextAttributes?.()?.preserveDrawingBuffer ?? false;
-    // No depth, stencil or antialiasing: the layer draws flat meshes, and the software
-    // rasterizer (SwiftShader) then clears and resolves one colour buffer only.
-    const gl = canvas.getContext("webgl2", { alpha: true, premultipliedAlpha: true, antialias: false, depth: false, stencil: false, preserveDrawingBuffer: preserve });
+    const gl = canvas.getContext("webgl2", { ...OVERLAY_CONTEXT, preserveDrawingBuffer: preserve });
     if (!gl) {
       this.rendering = "interleaved";
       return null;
     }
     mapCanvas.after(canvas);
     this.canvas = canvas;
+    this._bindOverlay(map);
+    return gl;
+  }
+
+  /** Keep the overlay in step with `map`'s frames (hidden or removed layers are cleared). */
+  _bindOverlay(map) {
     this._renderedThisFrame = false;
     this._hiddenInMap = false;
     // After each map frame: a layer MapLibre did not render (hidden, outside its zoom range,
@@ -561,7 +641,6 @@ export class ChronozarrLayer {
       this._renderedThisFrame = false;
     };
     map.on("render", this._onMapRender);
-    return gl;
   }
 
   /** Ask for the layer to be drawn again: its overlay alone, or the whole map when interleaved. */
