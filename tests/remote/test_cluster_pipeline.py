@@ -19,8 +19,6 @@ from tests.dask_procs import DaskProcs
 
 distributed = pytest.importorskip("distributed")
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
-
 CS, N_TIME = 16, 2
 GRID = 4  # level 0: 4 x 4 cells, level 1: 2 x 2, level 2: 1
 
