@@ -314,5 +314,13 @@ class Runner:
             client.cancel(list(pending), force=True)
             raise
         finally:
-            client.cancel([shared], force=True)
+            # Release the shared context, not ``cancel(force=True)``: a forced cancel recurses
+            # into the context's dependents (every task of the run), and the scheduler asserts
+            # that each still has a client wanting it. A finished task already released here
+            # fails that assertion (distributed 2026.8, Scheduler.stimulus_cancel), which kills
+            # this client's stream on the scheduler; the client then reconnects, and the
+            # reconnect still in flight at client.close() leaves an unclosed socket behind
+            # (the flaky ResourceWarning of the tests/remote CI rehearsals, 2026-12-01).
+            # Once nobody wants it and no task needs it, the scheduler forgets the context.
+            shared.release()
         return results

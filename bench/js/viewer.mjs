@@ -29,11 +29,10 @@
 // timestep costs one delta GET per cell (direct to nginx, no added RTT); "all resident" keeps
 // them. Writes the "Map viewer (browser)" section of docs/benchmarks.md.
 
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { createRequire } from "node:module";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -45,6 +44,7 @@ const { chromium } = require("playwright-core");
 const { buildViewer } = await import(pathToFileURL(path.join(REPO, "js", "tools", "build-viewer.mjs")).href);
 const { build } = require("esbuild");
 const { byKind, cpuDelta, cpuSnapshot } = await import(pathToFileURL(path.join(HERE, "proc_cpu.mjs")).href);
+const { freePort, startNginx } = await import(pathToFileURL(path.join(HERE, "servers.mjs")).href);
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
@@ -69,49 +69,6 @@ const baselineReader = args.includes("--baseline-reader") ? path.resolve(args[ar
 const CHROMIUM = "/usr/bin/chromium";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-
-async function startNginx(root) {
-  const port = await freePort();
-  const dir = mkdtempSync(path.join(os.tmpdir(), "chronozarr-nginx-"));
-  const conf = path.join(dir, "nginx.conf");
-  writeFileSync(
-    conf,
-    `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log warn;
-events { worker_connections 256; }
-http {
-  types { text/html html; text/javascript js mjs; text/css css; application/json json; application/wasm wasm; }
-  default_type application/octet-stream;
-  access_log ${dir}/access.log; client_body_temp_path ${dir}; proxy_temp_path ${dir}; fastcgi_temp_path ${dir}; uwsgi_temp_path ${dir}; scgi_temp_path ${dir};
-  sendfile on; keepalive_timeout 65; etag on;
-  server { listen 127.0.0.1:${port}; root ${root};
-    location / { add_header Access-Control-Allow-Origin * always; add_header Cache-Control "no-cache" always; } }
-}
-`,
-  );
-  const proc = spawn("nginx", ["-p", dir, "-c", conf], { stdio: ["ignore", "ignore", "pipe"] });
-  process.on("exit", () => proc.kill("SIGTERM")); // never leave nginx behind
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise((r) => {
-      const s = net.connect(port, "127.0.0.1", () => {
-        s.end();
-        r(true);
-      });
-      s.on("error", () => r(false));
-    });
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { url: `http://127.0.0.1:${port}`, port, stop: () => proc.kill("SIGTERM"), dir };
-}
 
 /** HTTP/1.1 proxy adding `rtt` ms per request and per new client connection. */
 async function startDelayProxy(targetPort, rtt) {

@@ -13,8 +13,7 @@
 // Prints a table; writes nothing.
 
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import http from "node:http";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -26,6 +25,7 @@ const require = createRequire(path.join(REPO, "js", "package.json"));
 const { chromium } = require("playwright-core");
 const { buildViewer } = await import(pathToFileURL(path.join(REPO, "js", "tools", "build-viewer.mjs")).href);
 const { byKind, cpuDelta, cpuSnapshot } = await import(pathToFileURL(path.join(HERE, "proc_cpu.mjs")).href);
+const { startStaticServer } = await import(pathToFileURL(path.join(HERE, "servers.mjs")).href);
 const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
@@ -36,18 +36,8 @@ try {
   const made = spawnSync(python, [path.join(HERE, "make_store.py"), path.join(work, "store.zarr")], { encoding: "utf8" });
   if (made.status !== 0) throw new Error(`make_store.py failed:\n${made.stdout}${made.stderr}`);
   await buildViewer(path.join(work, "viewer"));
-  const types = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".json": "application/json", ".wasm": "application/wasm" };
-  server = http.createServer((req, res) => {
-    const file = path.join(work, decodeURIComponent(new URL(req.url, "http://x").pathname));
-    if (!file.startsWith(work) || !existsSync(file) || statSync(file).isDirectory()) {
-      res.writeHead(404);
-      return res.end();
-    }
-    res.writeHead(200, { "content-type": types[path.extname(file)] ?? "application/octet-stream" });
-    res.end(readFileSync(file));
-  });
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  const url = `http://127.0.0.1:${server.address().port}`;
+  server = await startStaticServer(work);
+  const url = server.url;
   browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ARGS });
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
   await page.goto(`${url}/viewer/index.html?style=style.json&store=../store.zarr/`);
@@ -178,6 +168,6 @@ try {
   rows.forEach(([label], i) => console.log(`| ${label} | ${results[i].map((v) => `${v.fps.toFixed(1)} fps; ${v.renderer.toFixed(1)} / ${v.gpu.toFixed(1)} / ${v.total.toFixed(1)} ms`).join(" | ")} |`));
 } finally {
   await browser?.close();
-  server?.close();
+  await server?.close();
   rmSync(work, { recursive: true, force: true });
 }

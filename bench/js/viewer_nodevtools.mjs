@@ -17,7 +17,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -26,50 +25,12 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, "..", "..");
 const { buildViewer } = await import(pathToFileURL(path.join(REPO, "js", "tools", "build-viewer.mjs")).href);
 const { byKind, cpuDelta, cpuSnapshot } = await import(pathToFileURL(path.join(HERE, "proc_cpu.mjs")).href);
+const { startNginx } = await import(pathToFileURL(path.join(HERE, "servers.mjs")).href);
 const args = process.argv.slice(2);
 const rounds = args.includes("--rounds") ? Number(args[args.indexOf("--rounds") + 1]) : 2;
 const baseline = args.includes("--baseline") ? path.resolve(args[args.indexOf("--baseline") + 1]) : null;
 const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1300,850"];
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-
-async function startNginx(root) {
-  const port = await freePort();
-  const dir = mkdtempSync(path.join(os.tmpdir(), "chronozarr-nginx-"));
-  writeFileSync(
-    path.join(dir, "nginx.conf"),
-    `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log warn;
-events { worker_connections 256; }
-http {
-  types { text/html html; text/javascript js mjs; application/json json; application/wasm wasm; }
-  default_type application/octet-stream;
-  access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir}; fastcgi_temp_path ${dir}; uwsgi_temp_path ${dir}; scgi_temp_path ${dir};
-  sendfile on; keepalive_timeout 65; etag on;
-  server { listen 127.0.0.1:${port}; root ${root};
-    location / { add_header Access-Control-Allow-Origin * always; add_header Cache-Control "no-cache" always; } }
-}
-`,
-  );
-  const proc = spawn("nginx", ["-p", dir, "-c", path.join(dir, "nginx.conf")], { stdio: "ignore" });
-  process.on("exit", () => proc.kill("SIGTERM"));
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise((r) => {
-      const s = net.connect(port, "127.0.0.1", () => (s.end(), r(true)));
-      s.on("error", () => r(false));
-    });
-    if (ok) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { url: `http://127.0.0.1:${port}`, stop: () => proc.kill("SIGTERM"), dir };
-}
 
 // The driver page: the viewer in an iframe, the scrubs of viewer.mjs, marks and results posted.
 const driver = (dir, report) => `<!doctype html><meta charset="utf-8"><body style="margin:0">
@@ -134,7 +95,7 @@ try {
   if (made.status !== 0) throw new Error(`make_store.py failed:\n${made.stdout}${made.stderr}`);
   await buildViewer(path.join(work, "viewer"));
   if (baseline) cpSync(baseline, path.join(work, "baseline"), { recursive: true });
-  nginx = await startNginx(work);
+  nginx = await startNginx(work, { accessLog: false });
   let waiting = null;
   const cpu = {};
   report = http.createServer((req, res) => {

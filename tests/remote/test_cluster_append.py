@@ -40,7 +40,7 @@ from tests.remote.test_cluster_encode import download
 
 distributed = pytest.importorskip("distributed")
 
-pytestmark = [*LOADER_WARNINGS, pytest.mark.filterwarnings("ignore::ResourceWarning")]
+pytestmark = LOADER_WARNINGS
 
 SHARDED = "  shard: true\n  shard_time: 2\n"
 

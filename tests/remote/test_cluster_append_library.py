@@ -24,8 +24,6 @@ from tests.remote.test_cluster_encode import CLIENT_KEY, download
 
 distributed = pytest.importorskip("distributed")
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
-
 #: what the client of an append may write: the metadata, and the append journal (decision 0020)
 APPEND_CLIENT_KEY = re.compile(rf"{CLIENT_KEY.pattern}|\.chronozarr-append\.json")
 APPEND_CASES = [n for n in sorted(pinned.CASES) if "append" in n]

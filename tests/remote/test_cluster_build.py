@@ -36,7 +36,7 @@ from tests.remote.test_cluster_encode import CLIENT_KEY, download
 
 distributed = pytest.importorskip("distributed")
 
-pytestmark = [*LOADER_WARNINGS, pytest.mark.filterwarnings("ignore::ResourceWarning")]
+pytestmark = LOADER_WARNINGS
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,6 @@ from tests.remote.conftest import Moto, list_keys, new_bucket
 
 distributed = pytest.importorskip("distributed")
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
-
 #: what the client may write: metadata (spec 9) and the work prefix; never a chunk of a level
 CLIENT_KEY = re.compile(
     r"(.*zarr\.json|(\d+/)?(time|band|y|x)/c/0|volatility/c/0/0|provenance_items/c/\d+|\.cz-build/.*)"

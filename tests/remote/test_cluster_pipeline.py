@@ -19,8 +19,6 @@ from tests.dask_procs import DaskProcs
 
 distributed = pytest.importorskip("distributed")
 
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
-
 CS, N_TIME = 16, 2
 GRID = 4  # level 0: 4 x 4 cells, level 1: 2 x 2, level 2: 1
 
@@ -139,3 +137,40 @@ def test_a_pipelined_run_interrupted_with_coarser_cells_written_resumes_to_the_l
     assert summary.resumed
     assert len(_spans(stream.data, "cz-level1")) == 4 - len(level1_done)
     assert pinned.digests(tmp_path / "local.zarr") == pinned.digests(target)
+
+
+def contexts(dask_scheduler: Any) -> list[str]:
+    """(On the scheduler) the keys of the shared contexts it holds."""
+    return [str(k) for k in dask_scheduler.tasks if "-context-" in str(k)]
+
+
+def test_a_run_keeps_the_clients_stream_to_the_scheduler(tmp_path: Path, client: Any) -> None:
+    """The end of a run releases the shared context and never loses the client: the forced
+    cancel it used to send recursed into finished, released tasks, tripped an assertion in the
+    scheduler, which dropped the client's stream; the client reconnected, and the reconnect
+    still in flight at ``client.close()`` leaked a socket (a ResourceWarning in a later test)."""
+    from tests.conftest import monthly, synthetic_series
+
+    data = synthetic_series(N_TIME, 2, GRID * CS, GRID * CS, "uint16", seed=3)
+    kw: dict[str, Any] = dict(
+        times=monthly(N_TIME), bands=["a", "b"], crs="EPSG:32631",
+        transform=[10.0, 0.0, 0.0, 0.0, -10.0, 0.0], chunk_size=CS, encoding="auto",
+    )  # fmt: skip
+    comm = client.scheduler_comm
+    before = set(client.run_on_scheduler(contexts))  # an earlier test's failed run may hold one
+    for run in range(2):  # the auto sample and the pyramid: several runs, each with a context
+        chronozarr.encode(data, tmp_path / f"s{run}.zarr", scheduler=client, **kw)
+
+    def client_actions(dask_scheduler: Any, cid: str = client.id) -> list[str]:
+        return [e.get("action") for _t, e in dask_scheduler.get_events(cid) if isinstance(e, dict)]
+
+    actions = client.run_on_scheduler(client_actions)
+    assert "remove-client" not in actions, actions
+    assert client.scheduler_comm is comm and client.status == "running"
+    # the released contexts are forgotten (the release travels on the batched stream: poll)
+    deadline = time.monotonic() + 10
+    while (
+        leftovers := set(client.run_on_scheduler(contexts)) - before
+    ) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not leftovers
