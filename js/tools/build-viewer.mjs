@@ -12,8 +12,8 @@
 //                          on its main thread (no Worker, or an array not in the consolidated
 //                          metadata), and blosc / lz4 by the decode workers for a store using them
 //   decode-worker.js       the chunk decoder Worker (map/decode-worker.js with zarrita and
-//                          zstddec inlined; numcodecs' zstd, blosc and lz4 from the sibling
-//                          files when needed), started by the page's early script
+//                          zstddec inlined; blosc and lz4 from the sibling files when needed),
+//                          started by the page's early script
 //   maplibre-gl-worker.mjs MapLibre's worker (the early script fetches it with maplibre-gl.js)
 //   style.json             the offline basemap: a background and a generated graticule, no tiles
 //
@@ -114,12 +114,11 @@ export async function buildViewer(out = OUT) {
       outfile: path.join(out, `numcodecs-${c}.js`),
     });
   }
-  // The decode worker carries zstddec (decode-only zstd, 75 kB: the first frame decodes with it)
-  // and loads numcodecs' zstd (faster per chunk, after the first frame) and blosc / lz4 (if a
-  // store uses them) from their sibling files: each worker parses and compiles about 0.1 MB
-  // before its first chunk (0.78 MB with numcodecs' zstd inlined, 1.4 MB with all three).
+  // The decode worker carries zstddec (decode-only zstd, 75 kB, decision 0027) and loads blosc /
+  // lz4 from their sibling files if a store uses them: each worker parses and compiles about
+  // 0.1 MB before its first chunk (0.78 MB with numcodecs' zstd inlined, 1.4 MB with all three).
   const lazyRareCodecs = {
-    name: "lazy-numcodecs-in-worker",
+    name: "lazy-rare-numcodecs",
     setup(b) {
       b.onResolve({ filter: /^numcodecs\/(zstd|blosc|lz4)$/ }, (args) => ({ path: `./numcodecs-${args.path.split("/")[1]}.js`, external: true }));
     },

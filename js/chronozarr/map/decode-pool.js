@@ -50,17 +50,6 @@ export class DecodePool {
   /** Post a job to the least busy worker; resolves to the worker's answer. */
   _post(msg, transfer) {
     if (this.broken) return Promise.resolve({ ok: false, name: "WorkerError", message: "decode worker failed" });
-    if (!this._fast) {
-      // The pool's first job: the Workers load their faster zstd now (decode-worker.js), after
-      // the early decodes of the viewer's first frame, which need no pool job.
-      this._fast = true;
-      this.workers.forEach((w, k) => {
-        const fid = this._next++;
-        this.busy[k]++;
-        this._pending.set(fid, { k, done: () => {} });
-        w.postMessage({ id: fid, fast: true });
-      });
-    }
     let k = 0;
     for (let i = 1; i < this.workers.length; i++) if (this.busy[i] < this.busy[k]) k = i;
     const id = this._next++;

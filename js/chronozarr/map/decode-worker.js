@@ -6,7 +6,6 @@
 //   in:  {id, path, doc, bytes, prefix?}   doc = the array's zarr.json, bytes = the inner chunk
 //                                 (transferred), prefix = elements needed from the chunk's start
 //                                 (a zstd chunk is then decoded only that far; data may be shorter)
-//        {id, fast: true}         load the faster zstd now (below; answers {id, ok})
 //        {id, warm: true, port?}  load zstd and compile its WebAssembly now (answers {id, ok});
 //                                 jobs that arrive on `port` are answered to the page as well,
 //                                 and the warm-up's answer goes to `port` too ({id, ok, ready:
@@ -17,13 +16,13 @@
 //        {id, ok: false, name, message}
 //
 // zstd (the project's default codec, spec 8) is decoded here by zstddec (a decode-only
-// WebAssembly build of zstd, 75 kB with its WASM inlined) from the Worker's start, so a Worker
-// is ready for the first frame's chunks soon after its script arrives (numcodecs' zstd is 0.75 MB
-// to fetch, parse and compile, which on 2 cores made the first frame wait for its decoders).
-// numcodecs' zstd decodes a chunk in about 0.6x zstddec's time (bench/js/zstd_decoders.mjs), so
-// it is loaded once the pool posts its first job ({fast: true}: after the viewer's first frame)
-// and takes over for scrubbing. Both decode a frame to the same bytes (a test checks); frames
-// reach them only after bounded.js checkZstd has checked the declared size (issue 14).
+// WebAssembly build of zstd, 75 kB with its WASM inlined), so a Worker is ready for the first
+// frame's chunks soon after its script arrives: numcodecs' zstd, which the main thread uses, is
+// 0.75 MB to fetch, parse and compile, and on 2 cores the first frame waited for its decoders.
+// Warm, zstddec decodes the bench store's chunks in 1.04-1.10x numcodecs' time
+// (bench/js/zstd_decoders.mjs), to the same bytes; decode-pool.test.js checks every zstd fixture
+// against the Python reader. A frame reaches it only after bounded.js checkZstd has checked its
+// declared size (issue 14), and its output length is checked against that size.
 //
 // This file imports zarrita's codec registry and zstddec (bare specifiers): bundle it for a page
 // (`npm run build:viewer` writes dist/viewer/decode-worker.js).
@@ -36,26 +35,14 @@ import { parseArray } from "../metadata.js";
 
 const small = new ZSTDDecoder();
 let smallReady = null;
-let fast = null; // numcodecs' zstd codec, once loaded
-let fastLoading = null;
 
-function loadFast() {
-  fastLoading ??= import("numcodecs/zstd")
-    .then((m) => {
-      fast = m.default.fromConfig({ level: 1 });
-    })
-    .catch(() => {}); // zstddec goes on decoding
-  return fastLoading;
-}
-
-/** The zstd codec of zarrita's registry in this Worker: zstddec until numcodecs' is loaded. */
+/** The zstd codec of zarrita's registry in this Worker: zstddec. */
 class WorkerZstd {
   static fromConfig() {
     return new WorkerZstd();
   }
 
   async decode(bytes) {
-    if (fast) return fast.decode(bytes);
     await (smallReady ??= small.init());
     const n = zstdContentSize(bytes);
     if (n === null) throw new Error("zstd frame without a declared content size");
@@ -95,11 +82,6 @@ async function handle(msg, reply) {
     if (msg?.warm) {
       await warm();
       reply({ id, ok: true });
-      return;
-    }
-    if (msg?.fast) {
-      await loadFast();
-      reply({ id, ok: fast !== null });
       return;
     }
     const n = bytes.byteLength;
