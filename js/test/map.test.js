@@ -519,6 +519,28 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     assert.equal(new Set(got.names).size, got.names.length, `a timestep-0 chunk was fetched twice: ${got.names.join(", ")}`);
   });
 
+  test("an oversized first chunk is not read by the early fetcher: the reader GETs it and refuses it by name", async () => {
+    const s = mapManifest.stores.utm;
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 760 } });
+    // 8 MiB for a chunk of a few kB: over the early fetcher's cap (twice the raw chunk) and the reader's bound.
+    await ctx.route(/\/utm\.zarr\/0\/data\/c\/0\/0\/0\/0$/, (route) => route.fulfill({ status: 200, body: Buffer.alloc(8 * 1024 * 1024, 7) }));
+    const page = await ctx.newPage();
+    page.on("pageerror", (err) => pageErrors.push(err.message));
+    await page.goto(`${server.url}/index.html?style=style.json&store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+    await page.waitForFunction(() => document.body.dataset.state === "error", null, { timeout: 30000 });
+    const got = await page.evaluate(() => ({
+      refetched: window.CHRONOZARR_VIEWER.early.refetched ?? 0,
+      planned: window.CHRONOZARR_VIEWER.early.planned ?? 0,
+      title: document.getElementById("error-title").textContent,
+      message: document.getElementById("error-message").textContent,
+    }));
+    await ctx.close();
+    assert.ok(got.planned > 0, JSON.stringify(got));
+    assert.equal(got.refetched, 1, `the early fetcher refused the oversized chunk (${JSON.stringify(got)})`);
+    assert.match(got.title, /Could not read the store/);
+    assert.match(got.message, /0\/data\/c\/0\/0\/0\/0/, "the banner names the chunk");
+  });
+
   test("the first frame is drawn before MapLibre has loaded, where the map then draws it (the same canvas, the same pixels within 1 px)", async () => {
     const s = mapManifest.stores.utm;
     const ctx = await browser.newContext({ viewport: { width: 1200, height: 760 } });
