@@ -844,11 +844,11 @@ function earlyFetch() {
     }
     // The page's early chunk requests (index.html: earlyChunks), each answered once; until the
     // early script has named them (it parses the root beside this reader), a GET waits for it.
-    if (plain && early.named && !named) return early.named.then(() => ((named = true), take(url, init)));
-    return take(url, init);
+    if (plain && early.named && !named) return early.named.then(() => ((named = true), take(url, init, plain)));
+    return take(url, init, plain);
   };
-  function take(url, init) {
-    const chunk = (init.method ?? "GET") === "GET" && !init.headers?.Range ? early.chunks?.[url] : undefined;
+  function take(url, init, plain) {
+    const chunk = plain ? early.chunks?.[url] : undefined;
     if (chunk) {
       delete early.chunks[url];
       marks.earlyChunks = (marks.earlyChunks ?? 0) + 1;

@@ -530,12 +530,10 @@ export class ChronozarrLayer {
    */
   drawBeforeMap(camera, container, { preserveDrawingBuffer = false } = {}) {
     if (this.rendering !== "overlay" || this._map) return Promise.resolve(false);
-    const canvas = container.ownerDocument.createElement("canvas");
-    const gl = canvas.getContext("webgl2", { ...OVERLAY_CONTEXT, preserveDrawingBuffer });
+    const { canvas, gl } = overlayCanvas(container.ownerDocument, preserveDrawingBuffer);
     if (!gl) return Promise.resolve(false);
-    canvas.className = "chronozarr-overlay";
     // Above whatever the map puts in the container until onAdd moves it after the map's canvas.
-    canvas.style.cssText = "position:absolute;left:0;top:0;pointer-events:none;z-index:1;";
+    canvas.style.zIndex = "1";
     container.append(canvas);
     this.canvas = canvas;
     this._gl = gl;
@@ -612,11 +610,8 @@ export class ChronozarrLayer {
    */
   _addOverlay(map, mapGl) {
     const mapCanvas = map.getCanvas();
-    const canvas = mapCanvas.ownerDocument.createElement("canvas");
-    canvas.className = "chronozarr-overlay";
-    canvas.style.cssText = "position:absolute;left:0;top:0;pointer-events:none;";
     const preserve = mapGl.getContextAttributes?.()?.preserveDrawingBuffer ?? false;
-    const gl = canvas.getContext("webgl2", { ...OVERLAY_CONTEXT, preserveDrawingBuffer: preserve });
+    const { canvas, gl } = overlayCanvas(mapCanvas.ownerDocument, preserve);
     if (!gl) {
       this.rendering = "interleaved";
       return null;
@@ -1037,6 +1032,14 @@ export class ChronozarrLayer {
       this._resolveWaiters();
     }
   }
+}
+
+/** The overlay's canvas (no pointer events, at the container's origin) and its WebGL2 context, or gl null. */
+function overlayCanvas(doc, preserveDrawingBuffer) {
+  const canvas = doc.createElement("canvas");
+  canvas.className = "chronozarr-overlay";
+  canvas.style.cssText = "position:absolute;left:0;top:0;pointer-events:none;";
+  return { canvas, gl: canvas.getContext("webgl2", { ...OVERLAY_CONTEXT, preserveDrawingBuffer }) };
 }
 
 function linkProgram(gl, vs, fs) {
