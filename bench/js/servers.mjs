@@ -2,8 +2,10 @@
 // viewer_frame_costs.mjs), in one place so that they serve alike:
 //
 // - freePort(): a TCP port free on 127.0.0.1 at the time of the call.
-// - startNginx(root, { accessLog }): nginx serving `root` on a free port with the CORS and
-//   no-cache headers of docs/hosting.md, keep-alive on; returns { url, port, dir, stop }. The
+// - startNginx(root, { accessLog, priority }): nginx serving `root` on a free port with the CORS
+//   and no-cache headers of docs/hosting.md, keep-alive on; `priority: true` runs its worker at a
+//   higher scheduling priority than the browser (when root: it stands for a remote server, which
+//   does not share the browser's cores); returns { url, port, dir, stop }. The
 //   process is killed when this process exits (never left behind); `dir` holds its config and
 //   logs (the caller removes it).
 // - startStaticServer(root): a small Node static file server (whole files, no Range), for
@@ -40,13 +42,13 @@ async function waitForPort(port) {
 }
 
 /** nginx serving `root` on 127.0.0.1 (a free port); `accessLog: false` logs no request. */
-export async function startNginx(root, { accessLog = true } = {}) {
+export async function startNginx(root, { accessLog = true, priority = false } = {}) {
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), "chronozarr-nginx-"));
   const conf = path.join(dir, "nginx.conf");
   writeFileSync(
     conf,
-    `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log warn;
+    `worker_processes 1; daemon off; ${priority && process.getuid?.() === 0 ? "worker_priority -10;" : ""} pid ${dir}/nginx.pid; error_log ${dir}/error.log warn;
 events { worker_connections 256; }
 http {
   types { text/html html; text/javascript js mjs; text/css css; application/json json; application/wasm wasm; }
