@@ -2,7 +2,7 @@
 // scrubbing and playing, in headless Chromium (SwiftShader WebGL).
 //
 //   cd js && npm ci && node ../bench/js/viewer.mjs [--reps 5] [--rtt 80] [--no-write] [--baseline DIR]
-//       [--baseline-reader SRC] [--first-only] [--trace]
+//       [--baseline-reader SRC] [--first-only] [--trace] [--far-rtt 240]
 //
 // --first-only measures the first frames alone (nothing written); --trace prints, per cold load,
 // every request (start, request sent, first byte, end, new or reused connection), the page's early
@@ -16,10 +16,14 @@
 //
 // Setup: the bench store (bench/js/make_store.py: 24 x 2 x 1024 x 1024 uint16, cs 512 = a 2 x 2
 // cell view, star-delta, zstd, unsharded) and the built viewer (npm run build:viewer) served by
-// nginx on 127.0.0.1, behind a small proxy of our own that adds the RTT to every request (the
-// request waits RTT before it is forwarded) and to every new TCP connection (the handshake), so
-// HTTP/1.1 with Chromium's 6 connections per host behaves as over a real 80 ms link. Each first
-// frame run uses a fresh browser context (cold cache). The split comes from the page's Resource
+// nginx on 127.0.0.1, behind a small proxy of our own (delay_proxy.mjs, a process of its own at a
+// higher priority than the browser) that adds the RTT to every request (the request waits RTT
+// before it is forwarded) and to every new TCP connection (the handshake), so HTTP/1.1 with
+// Chromium's 6 connections per host behaves as over a real 80 ms link. Each first frame run uses
+// a fresh browser context (cold cache); the same frame is also measured at --far-rtt (240 ms by
+// default), where the network outweighs the CPU, and a blank page gives the harness's floor.
+// Playwright's DevTools session is attached from the page's start and costs the load CPU:
+// first_frame_nodevtools.mjs measures the first frame without it. The split comes from the page's Resource
 // Timing entries; "first frame" is when the layer's frame was rendered (onFrame after MapLibre's
 // render), measured from navigation start.
 //
@@ -31,7 +35,6 @@
 
 import { spawnSync } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, readFileSync, writeFileSync } from "node:fs";
-import http from "node:http";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -44,12 +47,17 @@ const { chromium } = require("playwright-core");
 const { buildViewer } = await import(pathToFileURL(path.join(REPO, "js", "tools", "build-viewer.mjs")).href);
 const { build } = require("esbuild");
 const { byKind, cpuDelta, cpuSnapshot } = await import(pathToFileURL(path.join(HERE, "proc_cpu.mjs")).href);
-const { freePort, startNginx } = await import(pathToFileURL(path.join(HERE, "servers.mjs")).href);
+const { startNginx } = await import(pathToFileURL(path.join(HERE, "servers.mjs")).href);
+const { startDelayProxy } = await import(pathToFileURL(path.join(HERE, "delay_proxy.mjs")).href);
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
 const reps = opt("--reps", 5);
 const RTT = opt("--rtt", 80);
+// --far-rtt: a second, longer round trip at which the same first frame is measured (this build
+// only), so that the network's waits outweigh the machine's CPU work and the frame's count of
+// round trips shows through (at 80 ms on two cores, a fresh renderer's own start-up competes).
+const FAR_RTT = opt("--far-rtt", 3 * RTT);
 // --first-only: the first-frame half alone (no display rates, nothing written); --trace: print
 // every request of each first-frame run (start, connection reused or new, response end).
 const firstOnly = args.includes("--first-only");
@@ -70,30 +78,6 @@ const CHROMIUM = "/usr/bin/chromium";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
 
-/** HTTP/1.1 proxy adding `rtt` ms per request and per new client connection. */
-async function startDelayProxy(targetPort, rtt) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const server = http.createServer((req, res) => {
-    const t0 = performance.now();
-    if (process.env.CZ_PROXY_LOG) res.on("finish", () => console.log(`proxy ${t0.toFixed(0)} +${(performance.now() - t0).toFixed(0)} ${req.url}`));
-    setTimeout(() => {
-      const up = http.request({ host: "127.0.0.1", port: targetPort, method: req.method, path: req.url, headers: req.headers, agent }, (r) => {
-        res.writeHead(r.statusCode, r.headers);
-        r.pipe(res);
-      });
-      up.on("error", () => res.destroy());
-      req.pipe(up);
-    }, rtt);
-  });
-  server.on("connection", (socket) => {
-    socket.pause(); // the TCP handshake costs one round trip before the first byte is read
-    setTimeout(() => socket.resume(), rtt);
-  });
-  const port = await freePort();
-  await new Promise((r) => server.listen(port, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); agent.destroy(); }) };
-}
-
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -104,6 +88,7 @@ chmodSync(work, 0o755); // nginx workers run as an unprivileged user
 const loadBefore = os.loadavg()[0];
 let nginx;
 let proxy;
+let far;
 let browser;
 try {
   const made = spawnSync(python, [path.join(HERE, "make_store.py"), path.join(work, "store.zarr")], { encoding: "utf8" });
@@ -134,15 +119,17 @@ try {
     writeFileSync(path.join(work, name, "index.html"), `<!doctype html><meta charset="utf-8"><script type="module" src="reader.js"></script>`);
   };
   await buildReader(REPO, "reader");
+  writeFileSync(path.join(work, "blank.html"), `<!doctype html><meta charset="utf-8"><title>blank</title>`);
   if (baselineReader) await buildReader(baselineReader, "reader-base");
-  nginx = await startNginx(work);
+  nginx = await startNginx(work, { priority: true });
   proxy = await startDelayProxy(nginx.port, RTT);
+  far = await startDelayProxy(nginx.port, FAR_RTT);
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
   const viewport = { width: 1280, height: 800 };
 
   // --- first frame, cold, through the delay proxy ------------------------------------------------
-  /** One cold first frame of the viewer folder `dir` through the delay proxy (Resource Timing split). */
-  const firstFrame = async (dir) => {
+  /** One cold first frame of the viewer folder `dir` through the delay proxy `via` (Resource Timing split). */
+  const firstFrame = async (dir, via = proxy) => {
     const ctx = await browser.newContext({ viewport });
     const page = await ctx.newPage();
     if (trace) {
@@ -151,8 +138,11 @@ try {
         new PerformanceObserver((l) => window.__czLongTasks.push(...l.getEntries())).observe({ type: "longtask", buffered: true });
       });
     }
-    await page.goto(`${proxy.url}/${dir}/index.html?style=style.json&store=../store.zarr/`, { waitUntil: "commit" });
+    const cpuBefore = cpuSnapshot();
+    await page.goto(`${via.url}/${dir}/index.html?style=style.json&store=../store.zarr/`, { waitUntil: "commit" });
     await page.waitForFunction(() => window.viewer?.firstFrameAt, null, { timeout: 60000 });
+    // Where the cores went from navigation to the first frame (every thread still alive then).
+    const cpuToFrame = cpuDelta(cpuBefore, cpuSnapshot());
     // Then the map's frame (basemap and layer; since decision 0027 the layer's first frame is
     // drawn before MapLibre has loaded, and the map adopts it): body[data-state] "ready".
     await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 60000 });
@@ -209,22 +199,44 @@ try {
       console.log(`${dir}: frame ${out.frame.toFixed(0)} ms; codeStart ${out.codeStart.toFixed(0)} storeOpen ${out.storeOpen.toFixed(0)} styleLoaded ${out.styleLoaded.toFixed(0)}`);
       console.log(`  early marks: ${Object.entries(out.earlyMarks).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(", ")}`);
       console.log(`  main-thread long tasks [start, ms]: ${JSON.stringify(out.longTasks)}`);
+      const busy = [...cpuToFrame].sort((a, b) => b.ms - a.ms);
+      console.log(`  CPU ms to the first frame (${busy.reduce((a, r) => a + r.ms, 0).toFixed(0)} in all): ${busy.filter((r) => r.ms >= 5).map((r) => `${r.kind}/${r.thread} ${r.ms.toFixed(0)}`).join(", ")}`);
       for (const r of [...out.trace].sort((a, b) => a.start - b.start)) {
         console.log(`  ${r.start.toFixed(0).padStart(5)} req ${r.requestStart.toFixed(0).padStart(5)} ttfb ${r.responseStart.toFixed(0).padStart(5)} end ${r.end.toFixed(0).padStart(5)} ${r.newConnection ? "new-conn" : "reused  "} ${r.name}`);
       }
     }
+    out.cpuToFrame = cpuToFrame.reduce((a, r) => a + r.ms, 0);
     delete out.trace;
     delete out.earlyMarks;
     delete out.longTasks;
     return out;
   };
+  /**
+   * The harness's own floor: a blank page (no script, no request) navigated in a fresh context
+   * through the same proxy: time to its load event and the CPU all processes spent to then (a
+   * fresh renderer's start-up, which a first frame at 80 ms RTT on two cores competes with).
+   */
+  const blankPage = async () => {
+    const ctx = await browser.newContext({ viewport });
+    const page = await ctx.newPage();
+    const cpuBefore = cpuSnapshot();
+    await page.goto(`${proxy.url}/blank.html`, { waitUntil: "load" });
+    const cpu = cpuDelta(cpuBefore, cpuSnapshot()).reduce((a, r) => a + r.ms, 0);
+    const load = await page.evaluate(() => performance.getEntriesByType("navigation")[0].loadEventEnd);
+    await ctx.close();
+    return { cpu, load };
+  };
   const first = [];
   const firstBase = [];
+  const firstFar = [];
+  const blank = [];
   const bare = [];
   const bareBase = [];
   for (let i = 0; i < (displayOnly ? 0 : reps); i++) {
     first.push(await firstFrame("viewer"));
     if (baseline) firstBase.push(await firstFrame("baseline"));
+    firstFar.push(await firstFrame("viewer", far));
+    blank.push(await blankPage());
     for (const [dir, into] of [["reader", bare], ...(baselineReader ? [["reader-base", bareBase]] : [])]) {
       const ctx2 = await browser.newContext({ viewport });
       const p2 = await ctx2.newPage();
@@ -236,6 +248,10 @@ try {
   }
   const f = displayOnly ? null : Object.fromEntries(Object.keys(first[0]).map((k) => [k, median(first.map((r) => r[k]))]));
   const rt = (ms) => (ms / RTT).toFixed(1);
+  const ff = displayOnly ? null : Object.fromEntries(Object.keys(firstFar[0]).map((k) => [k, median(firstFar.map((r) => r[k]))]));
+  const rtFar = (ms) => (ms / FAR_RTT).toFixed(1);
+  const blankLoad = displayOnly ? 0 : median(blank.map((b) => b.load));
+  const blankCpu = displayOnly ? 0 : median(blank.map((b) => b.cpu));
   if (firstOnly) {
     const ms = (v) => `${v.toFixed(0)} ms = ${rt(v)} RTT`;
     const show = (label, r) =>
@@ -245,6 +261,10 @@ try {
           `${r.chunkRequests} chunk GETs (${r.earlyChunks} early, ${r.earlyDecoded} decoded early, ${r.chunksOnNewConnections} on a new connection); read/upload/render ${r.frameRead.toFixed(0)}/${r.frameUpload.toFixed(0)}/${r.frameRender.toFixed(0)} ms`,
       );
     show(`this build, median of ${reps}`, f);
+    console.log(
+      `this build at ${FAR_RTT} ms RTT: first frame ${ff.frame.toFixed(0)} ms = ${rtFar(ff.frame)} RTT; page ${rtFar(ff.page)}, root ${rtFar(ff.root)}, first chunk requested ${rtFar(ff.chunkStart)}, chunks ${rtFar(ff.chunks)} RTT (${ff.chunksOnNewConnections} on a new connection); ` +
+        `CPU to the first frame ${f.cpuToFrame.toFixed(0)} ms at ${RTT} ms RTT; a blank page: load ${blankLoad.toFixed(0)} ms, CPU ${blankCpu.toFixed(0)} ms`,
+    );
     if (baseline) show(`baseline, median of ${reps}`, Object.fromEntries(Object.keys(firstBase[0]).map((k) => [k, median(firstBase.map((r) => r[k]))])));
     if (baselineReader) console.log(`bare reader, baseline source: ${ms(median(bareBase))}`);
     console.log(`bare reader: ${ms(median(bare))}; load average ${loadBefore.toFixed(1)} before, ${os.loadavg()[0].toFixed(1)} after`);
@@ -500,6 +520,9 @@ try {
     ["  page-folder requests before the frame (code, workers, style) / their bytes", `${f.codeRequests} / ${Math.round(f.bundleBytes).toLocaleString("en-US")} B`],
     ["  decode + upload + draw after the last chunk", `${f.afterChunks.toFixed(0)} ms`],
     ["  first frame's read (request to decoded, 4 cells; the uploads of cells read first overlap it) / texture upload / wait until drawn", `${f.frameRead.toFixed(0)} / ${f.frameUpload.toFixed(0)} / ${f.frameRender.toFixed(0)} ms`],
+    ["  CPU of all processes from navigation to the frame (2 cores) / the same for a blank page to its load event (the harness: a fresh renderer's start-up), load at", `${f.cpuToFrame.toFixed(0)} / ${blankCpu.toFixed(0)} ms, ${blankLoad.toFixed(0)} ms`],
+    [`First frame, viewer, at ${FAR_RTT} ms RTT (the network outweighs the CPU work: the frame's round trips): frame / page / root / first chunk requested / chunks received`, `${rtFar(ff.frame)} / ${rtFar(ff.page)} / ${rtFar(ff.root)} / ${rtFar(ff.chunkStart)} / ${rtFar(ff.chunks)} RTT`],
+    [`  chunk GETs that opened a new connection (HTTP/1.1) at ${FAR_RTT} ms / at ${RTT} ms`, `${ff.chunksOnNewConnections} / ${f.chunksOnNewConnections} of ${f.chunkRequests}`],
     ["First frame, bare reader (bundled page: open + 4 cells), cold cache", `${median(bare).toFixed(0)} ms = ${rt(median(bare))} RTT`],
   ];
   const rows = [
@@ -575,7 +598,7 @@ try {
     "",
     `The bundled viewer (\`npm run build:viewer\`) in headless Chromium ${chrome} (SwiftShader WebGL, ${viewport.width} x ${viewport.height}), offline style, on the bench store`,
     "(24 x 2 x 1024 x 1024 uint16, cs 512, a 2 x 2 cell view, star-delta every 6, zstd 5, unsharded) served by nginx on 127.0.0.1.",
-    `First frames go through the benchmark's proxy adding ${RTT} ms per request and per new TCP connection (HTTP/1.1), a fresh browser context per run (cold cache), median of ${reps};`,
+    `First frames go through the benchmark's proxy (bench/js/delay_proxy.mjs, a process of its own at a higher priority, as nginx's worker, since they stand for the network and a remote server) adding ${RTT} ms per request and per new TCP connection (HTTP/1.1), a fresh browser context per run (cold cache), median of ${reps};`,
     "display rates go direct to nginx and are counted by requestAnimationFrame in the page (animation frames showing a new timestep).",
     `Machine: ${os.cpus().length} cores shared with other work (load average ${loadBefore.toFixed(1)} before, ${loadAfter.toFixed(1)} after), ${new Date().toISOString().slice(0, 10)}.`,
     "",
@@ -598,6 +621,10 @@ try {
     "decision 0024), so a scrub frame costs a texture upload and a redraw of the layer's canvas, not a MapLibre repaint of the basemap (the",
     "interleaved rows draw in MapLibre's context as before; the repaint rows give MapLibre's own rates: nothing changing, basemap only,",
     "layer only, the layer's meshes with a constant colour, and an empty map with every layer hidden).",
+"Playwright's DevTools client is attached to the page from its start and costs it CPU (the CPU row: all processes, against a blank",
+    "page's in the same harness); bench/js/first_frame_nodevtools.mjs measures the same frame without it (the next section). The 240 ms",
+    "rows give the frame's round trips where the network outweighs the CPU: page 2 (connection + GET), root 1, chunks 2 (three of the",
+    "four GETs open a connection; decision 0028).",
     "",
   ].join("\n");
   if (write) {
@@ -606,7 +633,7 @@ try {
     const start = doc.indexOf("## Map viewer (browser)");
     if (start >= 0) {
       const next = doc.indexOf("\n## ", start + 1);
-      doc = doc.slice(0, start) + section + (next >= 0 ? doc.slice(next + 1) : "");
+      doc = doc.slice(0, start) + section + (next >= 0 ? `\n${doc.slice(next + 1)}` : "");
     } else {
       doc = `${doc.replace(/\s*$/, "\n\n")}${section}`;
     }
@@ -617,6 +644,7 @@ try {
 } finally {
   await browser?.close();
   await proxy?.close();
+  await far?.close();
   nginx?.stop();
   rmSync(work, { recursive: true, force: true });
   if (nginx) rmSync(nginx.dir, { recursive: true, force: true });
