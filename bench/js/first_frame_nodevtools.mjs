@@ -60,6 +60,7 @@ chmodSync(work, 0o755); // nginx workers run as an unprivileged user
 const loadBefore = os.loadavg()[0];
 let nginx;
 let proxy;
+let zero;
 let version = "";
 try {
   const made = spawnSync(python, [path.join(HERE, "make_store.py"), path.join(work, "store.zarr")], { encoding: "utf8" });
@@ -68,20 +69,25 @@ try {
   if (baseline) cpSync(baseline, path.join(work, "baseline"), { recursive: true });
   nginx = await startNginx(work, { priority: true, accessLog: false });
   proxy = await startDelayProxy(nginx.port, RTT);
+  // The same path with no added latency: the frame with no round trip to wait for, the client's
+  // work alone. (Its difference from the frame at RTT is no count of round trips: at RTT, most of
+  // that work, the bundle, the Workers, WebGL, runs while the page waits on the network.)
+  zero = await startDelayProxy(nginx.port, 0);
 
   /** One cold first frame of the viewer folder `dir`, read after the fact from the page's clocks. */
-  const run = async (dir, i) => {
+  const run = async (dir, i, via = proxy) => {
     const profile = mkdtempSync(path.join(work, "profile-"));
-    const target = `${proxy.url}/${dir}/index.html?style=style.json&store=../store.zarr/`;
-    writeFileSync(path.join(work, `go-${dir}-${i}.html`), `<!doctype html><script>setTimeout(function () { location.href = ${JSON.stringify(target)}; }, ${LEAD_MS});</script>`);
-    const proc = spawn("/usr/bin/chromium", [...ARGS, `--user-data-dir=${profile}`, "--remote-debugging-port=0", `${nginx.url}/go-${dir}-${i}.html`], { stdio: "ignore", detached: true });
+    const target = `${via.url}/${dir}/index.html?style=style.json&store=../store.zarr/`;
+    const rtt = via === proxy ? RTT : 0;
+    writeFileSync(path.join(work, `go-${dir}-${i}-${rtt}.html`), `<!doctype html><script>setTimeout(function () { location.href = ${JSON.stringify(target)}; }, ${LEAD_MS});</script>`);
+    const proc = spawn("/usr/bin/chromium", [...ARGS, `--user-data-dir=${profile}`, "--remote-debugging-port=0", `${nginx.url}/go-${dir}-${i}-${rtt}.html`], { stdio: "ignore", detached: true });
     const exited = new Promise((r) => proc.once("exit", r));
     try {
       await sleep(ATTACH_MS);
       const port = readFileSync(path.join(profile, "DevToolsActivePort"), "utf8").split("\n")[0];
       const browser = await chromium.connectOverCDP(`http://127.0.0.1:${port}`);
       version ||= browser.version();
-      const page = browser.contexts()[0].pages().find((p) => p.url().startsWith(proxy.url));
+      const page = browser.contexts()[0].pages().find((p) => p.url().startsWith(via.url));
       if (!page) throw new Error(`${dir}: the driver page did not reach the viewer`);
       const out = await page.evaluate(() => {
         const now = performance.now();
@@ -122,7 +128,7 @@ try {
       // has none to the proxy) and GET, the root's GET (and a connection if it opened one), the
       // chunks' GETs (and one connection more if any chunk opened one: they run in parallel).
       out.trips = 2 + (out.rootFresh ? 2 : 1) + (out.freshChunks > 0 ? 2 : 1);
-      out.client = out.frame - out.trips * RTT;
+      out.client = out.frame - out.trips * rtt;
       out.afterChunks = out.frame - out.chunks;
       return out;
     } finally {
@@ -133,9 +139,11 @@ try {
 
   const mine = [];
   const theirs = [];
+  const mineZero = [];
   for (let i = 0; i < reps; i++) {
     mine.push(await run("viewer", i));
     if (baseline) theirs.push(await run("baseline", i));
+    mineZero.push(await run("viewer", i, zero));
   }
   const loadAfter = os.loadavg()[0];
   const rt = (ms) => (ms / RTT).toFixed(1);
@@ -158,10 +166,16 @@ try {
     };
   };
   const a = summary(mine);
+  const z = summary(mineZero);
   const rows = (s) => [
     ["First frame, navigation to the layer's frame drawn (median; fastest - slowest)", `${s.frame.toFixed(0)} ms = ${rt(s.frame)} RTT (${s.spread[0].toFixed(0)} - ${s.spread[1].toFixed(0)} ms)`],
     ["  round trips waited for: page (connection + GET), root (GET), chunks (connection + GET)", `${s.trips} = ${(s.trips * RTT).toFixed(0)} ms`],
     ["  the rest: the client's own time (scripts, bodies, decode, upload, draw)", `${s.client.toFixed(0)} ms`],
+    ...(s === a
+      ? [
+          ["  the same frame with no added latency (proxy at 0 ms: the client's work alone; fastest - slowest)", `${z.frame.toFixed(0)} ms (${z.spread[0].toFixed(0)} - ${z.spread[1].toFixed(0)} ms); after the last chunk's body ${z.afterChunks.toFixed(0)} ms`],
+        ]
+      : []),
     ["  page received / root requested / root received", `${s.page.toFixed(0)} / ${s.rootStart.toFixed(0)} / ${s.root.toFixed(0)} ms = ${rt(s.page)} / ${rt(s.rootStart)} / ${rt(s.root)} RTT`],
     ["  chunks requested / received (network) / handed to the page / last decoded", `${s.chunkStart.toFixed(0)} / ${s.chunks.toFixed(0)} / ${s.chunkInPage.toFixed(0)} / ${s.decoded.toFixed(0)} ms`],
     ["  chunk GETs that opened a new connection (of 4; Chromium opens them on demand, 6 per host)", `${s.freshChunks}`],
@@ -198,7 +212,9 @@ try {
     "Reading the figures: over HTTP/1.1 a cold 2 x 2-cell frame waits for 5 round trips at least: the page's connection and GET, the",
     "root's GET (the page's inline script sends it first, on the page's connection), and the chunks' GETs, three of which must open a",
     "connection (Chromium opens connections when requests wait, one more per preconnect at most, and a request to warm one costs its own",
-    "round trip: decision 0028). The rest is the client's. viewer.mjs measures the same frame with Playwright's DevTools client attached.",
+    "round trip: decision 0028). The rest is the client's. With no added latency the same frame takes the client's work alone: at RTT,",
+    "most of that work (the bundle, the Workers, WebGL) runs while the page waits on the network, and what is left on the path is the",
+    "\"client's own time\" row. viewer.mjs measures the same frame with Playwright's DevTools client attached.",
     "",
   ].join("\n");
   if (write) {
@@ -217,6 +233,7 @@ try {
   }
 } finally {
   await proxy?.close();
+  await zero?.close();
   nginx?.stop();
   try {
     rmSync(work, { recursive: true, force: true, maxRetries: 5 });
