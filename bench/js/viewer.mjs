@@ -143,6 +143,8 @@ try {
     await page.waitForFunction(() => window.viewer?.firstFrameAt, null, { timeout: 60000 });
     // Where the cores went from navigation to the first frame (every thread still alive then).
     const cpuToFrame = cpuDelta(cpuBefore, cpuSnapshot());
+    // The frame rendered: the GPU has run its commands (layer.rendered(); builds before it have none).
+    await page.waitForFunction(() => window.viewer.firstFrameRenderedAt || !window.viewer.layer?.rendered, null, { timeout: 60000 });
     // Then the map's frame (basemap and layer; since decision 0027 the layer's first frame is
     // drawn before MapLibre has loaded, and the map adopts it): body[data-state] "ready".
     await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 60000 });
@@ -186,6 +188,7 @@ try {
           bundleBytes: res.filter((r) => /\/(viewer|baseline)\/[^/]*\.(js|mjs)$/.test(r.name) && r.startTime < window.viewer.firstFrameAt).reduce((a, r) => a + r.encodedBodySize, 0),
           codeRequests: res.filter((r) => /\/(viewer|baseline)\/[^/]*\.(js|mjs|css|json)$/.test(r.name) && r.startTime < window.viewer.firstFrameAt).length,
           frame: window.viewer.firstFrameAt,
+          rendered: window.viewer.firstFrameRenderedAt ?? window.viewer.firstFrameAt,
           afterChunks: window.viewer.firstFrameAt - Math.max(...chunks.map((r) => r.responseEnd)),
           requests: res.length + 1,
           earlyMarks: window.CHRONOZARR_VIEWER?.early?.marks ?? {},
@@ -509,6 +512,7 @@ try {
   const loadAfter = os.loadavg()[0];
   const firstRows = displayOnly ? [] : [
     ["First frame, viewer (bundled), 2 x 2 cells, cold cache: navigation to the layer's frame drawn (before MapLibre has loaded, decision 0027)", `${f.frame.toFixed(0)} ms = ${rt(f.frame)} RTT`],
+    ["  the same frame rendered: the GPU has run its commands (layer.rendered(), a fence; SwiftShader renders at the composite, which reads the canvas back)", `${f.rendered.toFixed(0)} ms = ${rt(f.rendered)} RTT`],
     ["  map frame: the basemap and the layer drawn by MapLibre (body[data-state] ready)", `${f.mapFrame.toFixed(0)} ms = ${rt(f.mapFrame)} RTT`],
     ["  MapLibre (maplibre-gl.js, fetched once the chunks are in) received / evaluated", `${f.maplibre.toFixed(0)} / ${f.maplibreEvaluated.toFixed(0)} ms`],
     ["  page (index.html received)", `${f.page.toFixed(0)} ms = ${rt(f.page)} RTT`],

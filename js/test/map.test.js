@@ -519,6 +519,36 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     assert.equal(new Set(got.names).size, got.names.length, `a timestep-0 chunk was fetched twice: ${got.names.join(", ")}`);
   });
 
+  test("layer.rendered() resolves only once the GPU has signalled the frame's fence; the viewer marks it after the draw", async () => {
+    const s = mapManifest.stores.utm;
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 760 } });
+    const page = await ctx.newPage();
+    page.on("pageerror", (err) => pageErrors.push(err.message));
+    // Record every fence status the page reads, in order, with what rendered() resolved after.
+    await page.addInitScript(() => {
+      window.__czSync = [];
+      const get = WebGL2RenderingContext.prototype.getSyncParameter;
+      WebGL2RenderingContext.prototype.getSyncParameter = function (sync, pname) {
+        const v = get.call(this, sync, pname);
+        if (pname === this.SYNC_STATUS) window.__czSync.push(v === this.SIGNALED ? "signaled" : "unsignaled");
+        return v;
+      };
+    });
+    await page.goto(`${server.url}/index.html?style=style.json&store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+    await page.waitForFunction(() => window.viewer?.firstFrameRenderedAt, null, { timeout: 30000 });
+    const got = await page.evaluate(async () => {
+      const first = { issued: window.viewer.firstFrameAt, rendered: window.viewer.firstFrameRenderedAt, statuses: [...window.__czSync] };
+      window.__czSync.length = 0;
+      await window.viewer.layer.rendered();
+      return { ...first, again: [...window.__czSync] };
+    });
+    await ctx.close();
+    assert.ok(got.rendered >= got.issued, `rendered at ${got.rendered} before the draw was issued at ${got.issued}`);
+    assert.equal(got.statuses.at(-1), "signaled", `the first frame's mark came before its fence signalled: ${got.statuses.join(",")}`);
+    assert.deepEqual(got.again.slice(0, -1).filter((x) => x === "signaled"), [], "rendered() polled past a signalled fence");
+    assert.equal(got.again.at(-1), "signaled", `rendered() resolved without its fence signalled: ${got.again.join(",")}`);
+  });
+
   test("an oversized first chunk is not read by the early fetcher: the reader GETs it and refuses it by name", async () => {
     const s = mapManifest.stores.utm;
     const ctx = await browser.newContext({ viewport: { width: 1200, height: 760 } });

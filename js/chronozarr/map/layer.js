@@ -425,6 +425,27 @@ export class ChronozarrLayer {
     return { min, max };
   }
 
+  /**
+   * Resolves once the GPU has run every command the layer has issued so far (a WebGL2 fence;
+   * at once without a context or fences): the frame drawn is then rendered, not only asked
+   * for. Polled on tasks, never blocking the page's thread.
+   */
+  rendered() {
+    const gl = this._gl;
+    const sync = gl?.fenceSync?.(gl.SYNC_GPU_COMMANDS_COMPLETE, 0);
+    if (!sync) return Promise.resolve();
+    gl.flush();
+    return new Promise((resolve) => {
+      const poll = () => {
+        if (gl.isContextLost() || gl.getSyncParameter(sync, gl.SYNC_STATUS) === gl.SIGNALED) {
+          gl.deleteSync(sync);
+          resolve();
+        } else setTimeout(poll, 1);
+      };
+      poll();
+    });
+  }
+
   /** Recompute the stretch from the frame on screen (2-98 %); resolves to {min, max}. */
   async autoStretch() {
     const info = this._shownInfo;
