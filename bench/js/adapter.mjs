@@ -6,7 +6,7 @@
 //   cd js && npm ci && node ../bench/js/adapter.mjs [--reps 9] [--no-write]
 
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -20,6 +20,7 @@ const zexp = JSON.parse(readFileSync(path.join(zarritaDir, "package.json"), "utf
 const zarr = await import(pathToFileURL(path.join(zarritaDir, typeof zexp === "string" ? zexp : (zexp.import ?? zexp.default))).href);
 const { startServer } = await import(pathToFileURL(path.join(JS, "test", "server.js")).href);
 const { chronozarrStore } = await import(pathToFileURL(path.join(JS, "chronozarr", "store-adapter.js")).href);
+const { writeSection } = await import(pathToFileURL(path.join(HERE, "report.mjs")).href);
 
 const args = process.argv.slice(2);
 const reps = Number(args[args.indexOf("--reps") + 1]) || 9;
@@ -154,15 +155,7 @@ try {
       "",
     ].join("\n");
     const file = path.join(REPO, "docs", "benchmarks.md");
-    let doc = readFileSync(file, "utf8");
-    const start = doc.indexOf("## Store adapter (zarrita)");
-    if (start >= 0) {
-      const next = doc.indexOf("\n## ", start + 1);
-      doc = doc.slice(0, start) + section + (next >= 0 ? doc.slice(next + 1) : "");
-    } else {
-      doc = `${doc.replace(/\s*$/, "\n\n")}${section}`;
-    }
-    writeFileSync(file, doc);
+    writeSection(file, section);
     console.log(`updated ${path.relative(REPO, file)}`);
   }
 } finally {

@@ -43,7 +43,7 @@ function serve(targetPort, rtt) {
 }
 
 /** Raise `pid`'s scheduling priority (a remote machine's work is not the browser's); a no-op when not permitted. */
-export function prioritize(pid) {
+function prioritize(pid) {
   try {
     os.setPriority(pid, -10);
   } catch {

@@ -36,6 +36,7 @@ const { chromium } = require("playwright-core");
 const { buildViewer } = await import(pathToFileURL(path.join(REPO, "js", "tools", "build-viewer.mjs")).href);
 const { startNginx } = await import(pathToFileURL(path.join(HERE, "servers.mjs")).href);
 const { startDelayProxy } = await import(pathToFileURL(path.join(HERE, "delay_proxy.mjs")).href);
+const { median, writeSection } = await import(pathToFileURL(path.join(HERE, "report.mjs")).href);
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
@@ -49,10 +50,6 @@ const ATTACH_MS = LEAD_MS + 1500 + 25 * RTT; // when this script attaches: the f
 // 1280 x 800 CSS px of page, as viewer.mjs's viewport: headless Chromium's window is 143 px taller.
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1280,943"];
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const work = mkdtempSync(path.join(os.tmpdir(), "chronozarr-first-frame-"));
@@ -228,20 +225,7 @@ try {
     "back, 60-100 ms after the draw call (flushing the uploads earlier, as they arrive, measured 1.02-1.04x: no gain).",
     "",
   ].join("\n");
-  if (write) {
-    const file = path.join(REPO, "docs", "benchmarks.md");
-    let doc = readFileSync(file, "utf8");
-    const title = "## Map viewer: first frame, no DevTools client";
-    const start = doc.indexOf(title);
-    if (start >= 0) {
-      const next = doc.indexOf("\n## ", start + 1);
-      doc = doc.slice(0, start) + section + (next >= 0 ? `\n${doc.slice(next + 1)}` : "");
-    } else {
-      const after = doc.indexOf("\n## ", doc.indexOf("## Map viewer (browser)") + 1);
-      doc = after >= 0 ? `${doc.slice(0, after + 1)}${section}\n${doc.slice(after + 1)}` : `${doc.replace(/\s*$/, "\n\n")}${section}`;
-    }
-    writeFileSync(file, doc);
-  }
+  if (write) writeSection(path.join(REPO, "docs", "benchmarks.md"), section, { after: "## Map viewer (browser)" });
 } finally {
   await proxy?.close();
   await zero?.close();

@@ -6,7 +6,7 @@
 //   cd js && npm ci && node ../bench/js/run.mjs [--reps 15] [--no-write] [--shard]
 
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -17,6 +17,7 @@ const REPO = path.resolve(HERE, "..", "..");
 const require = createRequire(path.join(REPO, "js", "package.json"));
 const { chromium } = require("playwright-core");
 const { startServer } = await import(pathToFileURL(path.join(REPO, "js", "test", "server.js")).href);
+const { writeSection } = await import(pathToFileURL(path.join(HERE, "report.mjs")).href);
 
 const args = process.argv.slice(2);
 const reps = Number(args[args.indexOf("--reps") + 1]) || 15;
@@ -113,15 +114,7 @@ try {
       "",
     ].join("\n");
     const file = path.join(REPO, "docs", "benchmarks.md");
-    let doc = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmarks\n\n";
-    const start = doc.indexOf("## Browser reader");
-    if (start >= 0) {
-      const next = doc.indexOf("\n## ", start + 1);
-      doc = doc.slice(0, start) + section + (next >= 0 ? doc.slice(next + 1) : "");
-    } else {
-      doc = `${doc.replace(/\s*$/, "\n\n")}${section}`;
-    }
-    writeFileSync(file, doc);
+    writeSection(file, section);
     console.log(`updated ${path.relative(REPO, file)}`);
   }
 } finally {

@@ -34,7 +34,7 @@
 // them. Writes the "Map viewer (browser)" section of docs/benchmarks.md.
 
 import { spawnSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -49,6 +49,7 @@ const { build } = require("esbuild");
 const { byKind, cpuDelta, cpuSnapshot } = await import(pathToFileURL(path.join(HERE, "proc_cpu.mjs")).href);
 const { startNginx } = await import(pathToFileURL(path.join(HERE, "servers.mjs")).href);
 const { startDelayProxy } = await import(pathToFileURL(path.join(HERE, "delay_proxy.mjs")).href);
+const { median, writeSection } = await import(pathToFileURL(path.join(HERE, "report.mjs")).href);
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
@@ -78,10 +79,6 @@ const CHROMIUM = "/usr/bin/chromium";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 const work = mkdtempSync(path.join(os.tmpdir(), "chronozarr-viewer-bench-"));
 chmodSync(work, 0o755); // nginx workers run as an unprivileged user
@@ -631,18 +628,7 @@ try {
     "four GETs open a connection; decision 0028).",
     "",
   ].join("\n");
-  if (write) {
-    const file = path.join(REPO, "docs", "benchmarks.md");
-    let doc = readFileSync(file, "utf8");
-    const start = doc.indexOf("## Map viewer (browser)");
-    if (start >= 0) {
-      const next = doc.indexOf("\n## ", start + 1);
-      doc = doc.slice(0, start) + section + (next >= 0 ? `\n${doc.slice(next + 1)}` : "");
-    } else {
-      doc = `${doc.replace(/\s*$/, "\n\n")}${section}`;
-    }
-    writeFileSync(file, doc);
-  }
+  if (write) writeSection(path.join(REPO, "docs", "benchmarks.md"), section);
   }
   }
 } finally {
