@@ -890,6 +890,10 @@ async function open(url) {
   let opened = null;
   const storeP = openStore(url, {
     timeout: 20000,
+    // Deltas stream through the layer's own caches (rawCacheBytes, the frame cache); writing each
+    // to the browser's HTTP cache as well cost the network service ~2 ms of CPU per 0.7 MB chunk
+    // (bench/js/fetch_cost.mjs), a tenth of a scrub step's budget. Anchors and metadata keep it.
+    deltaCache: "no-store",
     fetch: earlyFetch(),
     makeDecoder: pool ? pool.makeDecoder(() => opened?.rootDocument) : undefined,
   });

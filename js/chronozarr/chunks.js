@@ -16,8 +16,9 @@ const MISSING = Symbol("missing"); // a shard that does not exist (404): all fil
 export class ChunkReader {
   /**
    * source: an HttpSource; shardBytes and variable: chronozarr.shard_bytes and .variable (7.3);
-   * budgets: {cacheBytes, indexCacheBytes, rawCacheBytes, makeDecoder}; makeDecoder (optional)
-   * builds an array's decoder elsewhere (a Worker pool) and is given makeChunkDecoder to fall back on.
+   * budgets: {cacheBytes, indexCacheBytes, rawCacheBytes, makeDecoder, deltaCache}; makeDecoder
+   * (optional) builds an array's decoder elsewhere (a Worker pool) and is given makeChunkDecoder
+   * to fall back on; deltaCache (optional) is the RequestInit.cache mode of delta chunk GETs.
    */
   constructor(source, { shardBytes, variable }, budgets) {
     this.source = source;
@@ -29,6 +30,7 @@ export class ChunkReader {
     this.inflight = new InFlight();
     this._decoders = new Map();
     this._makeDecoder = budgets.makeDecoder ?? null;
+    this._deltaCache = budgets.deltaCache;
   }
 
   /** The decoder of `array` (codecs.makeChunkDecoder), built once per array. */
@@ -58,8 +60,11 @@ export class ChunkReader {
     );
   }
 
-  /** {bytes, where} of the inner chunk at `coords`; bytes null when it is fill (absent, empty). */
-  async chunkBytes(array, coords, signal) {
+  /**
+   * {bytes, where} of the inner chunk at `coords`; bytes null when it is fill (absent, empty).
+   * `cache`: the RequestInit.cache mode of the chunk's GET (a shard index's GET keeps the default).
+   */
+  async chunkBytes(array, coords, signal, cache) {
     const loc = locateChunk(array, coords);
     // The decoder (its codec's WebAssembly compiled on first use) is built while the GET is in
     // flight, not after the bytes arrive (issue 10: the first frame's path). Its failure (an
@@ -70,7 +75,7 @@ export class ChunkReader {
       this.source.stats.chunkReads++;
       // Issue 14: no chunk object may be longer than a compressed chunk of its decoded size.
       const maxBytes = compressedBound(array.innerLength * array.bytesPerElement);
-      return { bytes: await this.source.request(loc.key, { signal, maxBytes }), where: `${url}${loc.key}` };
+      return { bytes: await this.source.request(loc.key, { signal, maxBytes, cache }), where: `${url}${loc.key}` };
     }
     const index = await this.shardIndex(array, loc, signal);
     const where = `${url}${loc.key} (inner chunk ${loc.entry})`;
@@ -79,7 +84,7 @@ export class ChunkReader {
     const n = index[2 * loc.entry + 1];
     if (off < 0) return { bytes: null, where };
     this.source.stats.chunkReads++;
-    const bytes = await this.source.request(loc.key, { range: [off, off + n - 1], signal });
+    const bytes = await this.source.request(loc.key, { range: [off, off + n - 1], signal, cache });
     if (bytes === null) throw new CorruptStoreError(`${url}${loc.key}: shard vanished (HTTP 404) after its index was read`);
     return { bytes, where };
   }
@@ -118,7 +123,7 @@ export class ChunkReader {
     const key = cacheKey(array.path, coords);
     let got = this.rawCache.get(key);
     if (got === undefined) {
-      got = await this.inflight.run(`raw:${key}`, (sig) => this.chunkBytes(array, coords, sig), signal);
+      got = await this.inflight.run(`raw:${key}`, (sig) => this.chunkBytes(array, coords, sig, this._deltaCache), signal);
       this.rawCache.set(key, got, (got.bytes?.byteLength ?? 0) + 64);
     }
     return got;

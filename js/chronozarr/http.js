@@ -69,8 +69,9 @@ export class HttpSource {
    * null on 404 (an absent key: spec 9). range: [first, last] inclusive, or {suffix: n}.
    * maxBytes: the most a whole-object answer may hold (Content-Length checked before the body
    * is read, the byte count while it is read); a 206 answer may hold exactly its range.
+   * cache: the request's RequestInit.cache mode (e.g. "no-store"); absent, the fetch default.
    */
-  async request(key, { method = "GET", range = null, signal, maxBytes = Infinity } = {}) {
+  async request(key, { method = "GET", range = null, signal, maxBytes = Infinity, cache } = {}) {
     // Issue 14: the URL is built so that no key can leave the store's prefix (names.js).
     const url = joinUrl(this.url, key, this.query);
     const headers = { ...this.headers };
@@ -94,7 +95,9 @@ export class HttpSource {
     try {
       let res;
       try {
-        res = await this.fetch(url, { method, headers, signal: ctrl.signal });
+        const init = { method, headers, signal: ctrl.signal };
+        if (cache !== undefined) init.cache = cache;
+        res = await this.fetch(url, init);
       } catch (err) {
         if (signal?.aborted) throw abortError(signal);
         if (timedOut) throw timeoutError(`: ${method} ${url}`);
@@ -129,7 +132,7 @@ export class HttpSource {
       }
       let bytes;
       try {
-        bytes = await readBounded(res, limit, url);
+        bytes = await readBounded(res, limit, url, declared == null ? null : Number(declared));
       } catch (err) {
         if (err instanceof CorruptStoreError) throw err;
         if (signal?.aborted) throw abortError(signal);
@@ -155,13 +158,28 @@ export class HttpSource {
   }
 }
 
-/** The body of `res` as a Uint8Array, refused (CorruptStoreError) once it passes `limit` bytes. */
-async function readBounded(res, limit, url) {
+/**
+ * The body of `res` as a Uint8Array, refused (CorruptStoreError) once it passes `limit` bytes.
+ * With a declared length (Content-Length) the body is read straight into one buffer of that
+ * size where the stream allows it (a BYOB reader): no part copied twice, no part list. The
+ * declared length may be less than the body (a cross-origin answer hides Content-Encoding, and a
+ * decompressed body outgrows the compressed length), so a body that fills the buffer is read on.
+ */
+async function readBounded(res, limit, url, declared = null) {
   const tooLong = () => new CorruptStoreError(`${url}: the answer is longer than the ${limit} bytes this object may hold`);
   if (!res.body?.getReader) {
     const bytes = new Uint8Array(await res.arrayBuffer());
     if (bytes.byteLength > limit) throw tooLong();
     return bytes;
+  }
+  if (declared > 0 && declared <= limit) {
+    let byob;
+    try {
+      byob = res.body.getReader({ mode: "byob" });
+    } catch {
+      byob = null; // not a byte stream (a constructed or polyfilled Response): read it in parts
+    }
+    if (byob) return readInto(byob, declared, limit, tooLong);
   }
   const reader = res.body.getReader();
   const parts = [];
@@ -176,6 +194,37 @@ async function readBounded(res, limit, url) {
     }
     parts.push(value);
   }
+  return concat(parts, total);
+}
+
+/** Read a BYOB reader into a buffer of `size` bytes; a longer body goes on in parts, to `limit`. */
+async function readInto(reader, size, limit, tooLong) {
+  let buf = new ArrayBuffer(size);
+  let at = 0;
+  while (at < size) {
+    const { done, value } = await reader.read(new Uint8Array(buf, at, size - at));
+    if (value) buf = value.buffer; // the read transfers the buffer: keep its new handle
+    if (done) return new Uint8Array(buf, 0, at);
+    at += value.byteLength;
+  }
+  // Full: the body ends here unless it is longer than declared.
+  const parts = [new Uint8Array(buf)];
+  let total = size;
+  for (;;) {
+    const { done, value } = await reader.read(new Uint8Array(Math.min(65536, limit - total + 1)));
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      reader.cancel().catch(() => {});
+      throw tooLong();
+    }
+    parts.push(value);
+  }
+  return concat(parts, total);
+}
+
+/** The parts as one Uint8Array (the part itself when there is one). */
+function concat(parts, total) {
   if (parts.length === 1) return parts[0];
   const out = new Uint8Array(total);
   let at = 0;

@@ -45,7 +45,10 @@ export class CellData {
  * timeout (ms per request), cacheBytes, indexCacheBytes, rawCacheBytes, concurrency,
  * v01Scale (scale of a 0.1.x store's string bands; 0.0001 by spec 3.6), makeDecoder (optional
  * `(array, makeChunkDecoder) => decoder promise`: where chunks are decoded, e.g. a Worker pool;
- * it must return what makeChunkDecoder(array) would, and may return that for arrays it declines).
+ * it must return what makeChunkDecoder(array) would, and may return that for arrays it declines),
+ * deltaCache (the RequestInit.cache mode of delta chunk GETs, e.g. "no-store": a delta is read
+ * once per session into rawCacheBytes, and a map that streams them can skip the browser's HTTP
+ * cache, whose writes cost CPU per byte; default: the fetch default).
  */
 export async function openStore(url, options = {}) {
   const store = new ChronozarrStore(url, options);
@@ -115,6 +118,7 @@ export class ChronozarrStore {
       indexCacheBytes: o.indexCacheBytes ?? DEFAULTS.indexCacheBytes,
       rawCacheBytes: o.rawCacheBytes ?? DEFAULTS.rawCacheBytes,
       makeDecoder: o.makeDecoder,
+      deltaCache: o.deltaCache,
     });
     this.chunkCache = this.chunks.chunkCache;
     this.indexCache = this.chunks.indexCache;

@@ -4,9 +4,13 @@
 // their byte budget, and AbortSignal on every read.
 
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import http from "node:http";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { openStore } from "../chronozarr/decoder.js";
+import { gzipSync } from "node:zlib";
+import { CorruptStoreError, openStore } from "../chronozarr/decoder.js";
+import { HttpSource } from "../chronozarr/http.js";
 import { countingFetch, fileSize, fixtures } from "./fixtures.js";
 import { startServer } from "./server.js";
 
@@ -271,3 +275,102 @@ describe("AbortSignal", () => {
     assert.ok(Date.now() - t0 < 2000);
   });
 });
+
+/** A fetch that logs each request's URL, kind (classify) and RequestInit.cache. */
+function cacheLog() {
+  const log = [];
+  const f = (url, init = {}) => {
+    log.push({ url: String(url), method: init.method ?? "GET", range: init.headers?.Range ?? null, cache: init.cache });
+    return fetch(url, init);
+  };
+  f.log = log;
+  return f;
+}
+
+describe("deltaCache: the cache mode of delta chunk GETs", () => {
+  test("unsharded: every delta GET and no other request carries it; absent, no request names a mode", async () => {
+    const entry = byName["uint16-star-delta-unsharded-zstd"];
+    for (const mode of ["no-store", undefined]) {
+      const f = cacheLog();
+      const store = await openStore(urlOf(entry), { fetch: f, deltaCache: mode });
+      for (let t = 0; t < store.nTime; t++) await store.readCell({ t, row: 0, col: 0 });
+      let deltas = 0;
+      for (const req of f.log) {
+        const c = classify(entry, req, store);
+        const m = /^0\/data\/c\/(\d+)\//.exec(c.rel);
+        const isDelta = c.kind === "chunk" && m !== null && store.temporal.reference(Number(m[1])) !== null;
+        deltas += isDelta;
+        assert.equal(req.cache, isDelta ? mode : undefined, `${c.rel}: cache ${req.cache}`);
+      }
+      const expected = [...Array(store.nTime).keys()].filter((t) => store.temporal.reference(t) !== null).length;
+      assert.ok(expected > 0, "the store has deltas");
+      assert.equal(deltas, expected);
+    }
+  });
+
+  test("sharded: the delta ranges carry it, the shard indices and anchors do not", async () => {
+    const entry = byName["uint16-star-delta-shard4-zstd"];
+    const f = cacheLog();
+    const store = await openStore(urlOf(entry), { fetch: f, deltaCache: "no-store" });
+    for (let t = 0; t < store.nTime; t++) await store.readCell({ t, row: 0, col: 0 });
+    const kinds = f.log.map((req) => ({ ...classify(entry, req, store), cache: req.cache }));
+    const marked = kinds.filter((k) => k.cache === "no-store");
+    assert.ok(marked.every((k) => k.kind === "chunk" && k.variable === "data"), JSON.stringify(marked));
+    assert.ok(kinds.some((k) => k.kind === "index" && k.cache === undefined), "shard indices keep the default");
+    const deltas = [...Array(store.nTime).keys()].filter((t) => store.temporal.reference(t) !== null).length;
+    assert.equal(marked.length, deltas);
+    const anchors = kinds.filter((k) => k.kind === "chunk" && k.variable === "data" && k.cache === undefined);
+    assert.equal(anchors.length, store.nTime - deltas);
+  });
+});
+
+describe("response bodies (http.js readBounded)", () => {
+  const big = randomBytes(3 * 1024 * 1024 + 17);
+  const small = randomBytes(200_000);
+  const gz = gzipSync(Buffer.alloc(900_000, 7)); // compresses ~1000x: the body outgrows Content-Length
+  let host;
+  before(async () => {
+    host = http.createServer(async (req, res) => {
+      if (req.url === "/big") {
+        res.writeHead(200, { "content-length": big.byteLength });
+        for (let at = 0; at < big.byteLength; at += 65536) {
+          res.write(big.subarray(at, at + 65536)); // many pieces: the body arrives in many reads
+          await new Promise((r) => setImmediate(r));
+        }
+        return res.end();
+      }
+      if (req.url === "/gz") {
+        res.writeHead(200, { "content-length": gz.byteLength, "content-encoding": "gzip" });
+        return res.end(gz);
+      }
+      res.writeHead(200, { "content-length": small.byteLength });
+      res.end(small);
+    });
+    await new Promise((r) => host.listen(0, "127.0.0.1", r));
+  });
+  after(() => new Promise((r) => host.close(r)));
+  const source = () => new HttpSource(`http://127.0.0.1:${host.address().port}/`, { timeout: 10_000 });
+
+  test("Node's fetch gives byte streams, so these reads take the one-buffer path", async () => {
+    const res = await fetch(`http://127.0.0.1:${host.address().port}/small`);
+    const reader = res.body.getReader({ mode: "byob" });
+    assert.ok((await reader.read(new Uint8Array(16))).value.byteLength > 0);
+    await reader.cancel();
+  });
+
+  test("a body read in many pieces into its declared length is the body, byte for byte", async () => {
+    const bytes = await source().request("big");
+    assert.equal(bytes.byteLength, big.byteLength);
+    assert.ok(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).equals(big));
+    const again = await source().request("small", { maxBytes: small.byteLength });
+    assert.ok(Buffer.from(again.buffer, again.byteOffset, again.byteLength).equals(small));
+  });
+
+  test("a body longer than its Content-Length (decompressed) is read whole, and still bounded", async () => {
+    const bytes = await source().request("gz");
+    assert.equal(bytes.byteLength, 900_000);
+    assert.ok(bytes.every((b) => b === 7));
+    await assert.rejects(source().request("gz", { maxBytes: 500_000 }), (err) => err instanceof CorruptStoreError && /longer than the 500000 bytes/.test(err.message));
+  });
+});
+
