@@ -4,11 +4,16 @@
 //
 // The map viewer's "anchors resident" scrub fetches 3.3 delta chunks of ~0.7 MB per timestep;
 // this measures that cost alone, outside the viewer: /usr/bin/chromium started on its own (no
-// remote debugging) on a page that fetches an object 120 times, 4 at a time, with fetch() +
-// arrayBuffer(), from a small Node server on 127.0.0.1, for a 0.7 MB object (one of the bench
-// store's delta chunks, bench/js/make_store.py) and a 7 KB one. CPU per request of each process
-// kind comes from /proc around the loop (proc_cpu.mjs): the 7 KB figure is the per-request
-// overhead, the difference the per-byte cost. Prints a table; writes nothing.
+// remote debugging) on a page that fetches an object 120 times, 4 at a time, from a small Node
+// server on 127.0.0.1, for a 0.7 MB object (one of the bench store's delta chunks,
+// bench/js/make_store.py) and a 7 KB one, three ways: fetch() + arrayBuffer() through the HTTP
+// cache (the default), the same with cache: "no-store" (what the viewer's delta GETs do), and
+// no-store read into one buffer of the Content-Length (a BYOB reader, as the reader's
+// http.js readBounded does). CPU per request of each process kind comes from /proc around the
+// loop (proc_cpu.mjs), which starts 3 s after the page has loaded: a fresh renderer's start-up
+// costs most of a core in its first second (the two idle rows: 1 s of nothing, right after the
+// load and 3 s after it), which an earlier version of this script counted in the loop. The 7 KB figure is the per-request overhead, the difference the per-byte cost.
+// Prints a table; writes nothing.
 
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -27,13 +32,34 @@ const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "
 const N = 120;
 
 const page = `<!doctype html><script type="module">
-const file = new URLSearchParams(location.search).get("file");
-const one = (i) => fetch("/" + file + "?" + i).then((r) => r.arrayBuffer());
+const q = new URLSearchParams(location.search);
+const file = q.get("file");
+const mode = q.get("mode");
+const init = mode === "default" ? {} : { cache: "no-store" };
+const whole = (i) => fetch("/" + file + "?" + i, init).then((r) => r.arrayBuffer());
+const byob = (i) => fetch("/" + file + "?" + i, init).then(async (r) => {
+  const size = Number(r.headers.get("content-length"));
+  const reader = r.body.getReader({ mode: "byob" });
+  let buf = new ArrayBuffer(size);
+  let at = 0;
+  while (at < size) {
+    const { done, value } = await reader.read(new Uint8Array(buf, at, size - at));
+    buf = value.buffer;
+    if (done) break;
+    at += value.byteLength;
+  }
+  return buf;
+});
+const one = mode === "byob" ? byob : whole;
 await one("warm");
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+if (mode !== "idle-at-load") await sleep(3000); // the fresh renderer's start-up, not counted
 await fetch("/start");
-for (let i = 0; i < ${N}; i += 4) await Promise.all([0, 1, 2, 3].map((k) => one(i + k)));
+if (mode.startsWith("idle")) await sleep(1000);
+else for (let i = 0; i < ${N}; i += 4) await Promise.all([0, 1, 2, 3].map((k) => one(i + k)));
 await fetch("/done");
 </script>`;
+const MODES = { default: "fetch() + arrayBuffer(), HTTP cache", "no-store": "the same, cache: no-store", byob: "no-store, read into one buffer (BYOB)" };
 
 const work = mkdtempSync(path.join(os.tmpdir(), "chronozarr-fetch-cost-"));
 let server;
@@ -60,16 +86,17 @@ try {
   const rows = [];
   const loads = [os.loadavg()[0]];
   for (let r = 0; r < rounds; r++) {
-    for (const file of ["big", "small"]) {
+    const idle = [["idle-at-load", "small"], ["idle", "small"]];
+    for (const [mode, file] of [...idle, ...Object.keys(MODES).flatMap((m) => [[m, "big"], [m, "small"]])]) {
       const done = new Promise((resolve, reject) => {
         finish = resolve;
         setTimeout(() => reject(new Error("no result within 120 s")), 120_000);
       });
       const profile = mkdtempSync(path.join(os.tmpdir(), "chronozarr-profile-"));
-      const proc = spawn("/usr/bin/chromium", [...ARGS, `--user-data-dir=${profile}`, `${url}/page?file=${file}`], { stdio: "ignore" });
+      const proc = spawn("/usr/bin/chromium", [...ARGS, `--user-data-dir=${profile}`, `${url}/page?file=${file}&mode=${mode}`], { stdio: "ignore" });
       try {
         const kinds = await done;
-        rows.push({ r, file, bytes: objects[file].byteLength, kinds });
+        rows.push({ r, mode, file, bytes: objects[file].byteLength, kinds });
       } finally {
         proc.kill("SIGTERM");
         await new Promise((res) => setTimeout(res, 800));
@@ -80,11 +107,15 @@ try {
   }
   const per = (row, k) => (row.kinds[k] ?? 0) / N;
   const total = (row) => Object.values(row.kinds).reduce((a, b) => a + b, 0) / N;
-  console.log(`Chromium alone, fetch() + arrayBuffer(), 4 at a time, ${N} requests per row; load average ${loads.map((l) => l.toFixed(1)).join(" / ")}`);
-  console.log("| round, object | CPU ms per request: renderer / network service / browser / all |");
+  console.log(`Chromium alone, 4 requests at a time, ${N} per row; load average ${loads.map((l) => l.toFixed(1)).join(" / ")}`);
+  for (const row of rows.filter((x) => x.mode.startsWith("idle"))) {
+    const all = Object.values(row.kinds).reduce((a, b) => a + b, 0);
+    console.log(`round ${row.r + 1}: an idle page for 1 s ${row.mode === "idle" ? "3 s after its load" : "right after its load"}: ${all.toFixed(0)} ms of CPU (renderer ${(row.kinds.renderer ?? 0).toFixed(0)})`);
+  }
+  console.log("| round, read, object | CPU ms per request: renderer / network service / browser / all |");
   console.log("|---|---|");
-  for (const row of rows) {
-    console.log(`| ${row.r + 1}, ${row.bytes.toLocaleString("en-US")} B | ${["renderer", "network service", "browser"].map((k) => per(row, k).toFixed(2)).join(" / ")} / ${total(row).toFixed(2)} |`);
+  for (const row of rows.filter((x) => !x.mode.startsWith("idle"))) {
+    console.log(`| ${row.r + 1}, ${MODES[row.mode]}, ${row.bytes.toLocaleString("en-US")} B | ${["renderer", "network service", "browser"].map((k) => per(row, k).toFixed(2)).join(" / ")} / ${total(row).toFixed(2)} |`);
   }
 } finally {
   server?.close();
