@@ -182,19 +182,7 @@ async function readBounded(res, limit, url, declared = null) {
     if (byob) return readInto(byob, declared, limit, tooLong);
   }
   const reader = res.body.getReader();
-  const parts = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      reader.cancel().catch(() => {});
-      throw tooLong();
-    }
-    parts.push(value);
-  }
-  return concat(parts, total);
+  return readRest(reader, () => reader.read(), [], 0, limit, tooLong);
 }
 
 /** Read a BYOB reader into a buffer of `size` bytes; a longer body goes on in parts, to `limit`. */
@@ -208,10 +196,13 @@ async function readInto(reader, size, limit, tooLong) {
     at += value.byteLength;
   }
   // Full: the body ends here unless it is longer than declared.
-  const parts = [new Uint8Array(buf)];
-  let total = size;
+  return readRest(reader, () => reader.read(new Uint8Array(65536)), [new Uint8Array(buf)], size, limit, tooLong);
+}
+
+/** The rest of a body, read in parts by `next()` after `parts` (`total` bytes), refused past `limit`. */
+async function readRest(reader, next, parts, total, limit, tooLong) {
   for (;;) {
-    const { done, value } = await reader.read(new Uint8Array(Math.min(65536, limit - total + 1)));
+    const { done, value } = await next();
     if (done) break;
     total += value.byteLength;
     if (total > limit) {
