@@ -10,8 +10,13 @@ import { CorruptStoreError } from "./errors.js";
 import { LRUCache } from "./lru.js";
 import { compressedBound, locateChunk } from "./metadata.js";
 import { fetchShardIndex, listedShardLength } from "./shard.js";
+import { zstdPrefixEnd } from "./zstd-prefix.js";
 
 const MISSING = Symbol("missing"); // a shard that does not exist (404): all fill (7.2)
+// A range read of a delta's first blocks asks for this much more than the densest chunk of the
+// array needed so far, per content byte, plus a few KiB (a block header, a denser chunk).
+const PREFIX_MARGIN = 1.15;
+const PREFIX_SLACK = 4096;
 
 export class ChunkReader {
   /**
@@ -31,6 +36,7 @@ export class ChunkReader {
     this._decoders = new Map();
     this._makeDecoder = budgets.makeDecoder ?? null;
     this._deltaCache = budgets.deltaCache;
+    this._prefixRatio = new Map(); // array -> compressed bytes per content byte where a prefix ends
   }
 
   /** The decoder of `array` (codecs.makeChunkDecoder), built once per array. */
@@ -119,22 +125,81 @@ export class ChunkReader {
     );
   }
 
-  async _rawDelta(array, coords, signal) {
-    const key = cacheKey(array.path, coords);
-    let got = this.rawCache.get(key);
-    if (got === undefined) {
-      got = await this.inflight.run(`raw:${key}`, (sig) => this.chunkBytes(array, coords, sig, this._deltaCache), signal);
-      this.rawCache.set(key, got, (got.bytes?.byteLength ?? 0) + 64);
+  /**
+   * The content bytes a read of the first `prefix` elements of `array`'s chunk needs, when its
+   * first bytes alone can serve it: an unsharded chunk compressed by zstd alone (zstd-prefix.js);
+   * null when the whole object is needed.
+   */
+  _prefixWant(array, prefix) {
+    if (array.sharding || prefix === undefined || !(prefix >= 1) || prefix >= array.innerLength) return null;
+    if (array.compressors.length !== 1 || array.compressors[0].name !== "zstd") return null;
+    return Math.ceil(prefix) * array.bytesPerElement;
+  }
+
+  /** Record how far into `bytes` the blocks of the first `want` content bytes reach. */
+  _learnPrefix(array, bytes, want) {
+    const reach = bytes ? zstdPrefixEnd(bytes, want) : null;
+    if (!reach || reach.end < 0) return false;
+    this._prefixRatio.set(array, Math.max(this._prefixRatio.get(array) ?? 0, reach.end / want));
+    return true;
+  }
+
+  /**
+   * {bytes, where, partial} of a delta chunk for a read of `want` content bytes from its start
+   * (issue 10): a range read of its first bytes, sized from how far the prefix reached in the
+   * array's chunks read before, when that covers the blocks holding `want` bytes (partial: true);
+   * else, and before any chunk of the array was read whole, the whole object.
+   */
+  async _deltaBytes(array, coords, signal, want) {
+    const ratio = want === null ? undefined : this._prefixRatio.get(array);
+    const bound = compressedBound(array.innerLength * array.bytesPerElement);
+    const n = ratio === undefined ? bound : Math.ceil(want * ratio * PREFIX_MARGIN) + PREFIX_SLACK;
+    if (n < bound) {
+      const loc = locateChunk(array, coords);
+      this.source.stats.chunkReads++;
+      const bytes = await this.source.request(loc.key, { range: { prefix: n }, signal, maxBytes: bound, cache: this._deltaCache });
+      const where = `${this.source.url}${loc.key}`;
+      // Fewer bytes than asked for is the whole object; more, a host that ignored Range.
+      if (bytes === null || bytes.byteLength !== n) return { bytes, where, partial: false };
+      if (this._learnPrefix(array, bytes, want)) return { bytes, where, partial: true };
     }
+    const got = await this.chunkBytes(array, coords, signal, this._deltaCache);
+    if (want !== null) this._learnPrefix(array, got.bytes, want);
+    return { ...got, partial: false };
+  }
+
+  async _rawDelta(array, coords, signal, prefix) {
+    const key = cacheKey(array.path, coords);
+    const want = this._prefixWant(array, prefix);
+    let got = this.rawCache.get(key);
+    // A cached first part serves a read whose blocks it holds; any other read needs the whole.
+    const serves = (g) => !g.partial || (want !== null && (zstdPrefixEnd(g.bytes, want)?.end ?? -1) > 0);
+    if (got !== undefined && serves(got)) return got;
+    const whole = got !== undefined || want === null;
+    got = await this.inflight.run(`raw${whole ? "" : "-first"}:${key}`, (sig) => this._deltaBytes(array, coords, sig, whole ? null : want), signal);
+    if (!serves(got)) got = await this.inflight.run(`raw:${key}`, (sig) => this._deltaBytes(array, coords, sig, null), signal);
+    this.rawCache.set(key, got, (got.bytes?.byteLength ?? 0) + 64);
     return got;
   }
 
   /**
    * A decoded delta chunk, the caller's own; its compressed bytes are kept in the raw cache.
-   * `prefix`: only the first that many elements are needed (the first bands, C order).
+   * `prefix`: only the first that many elements are needed (the first bands, C order); the
+   * chunk's first bytes may then be all that is read. Where they do not decode as the first
+   * blocks (a writer whose blocks are not all full, zstd-prefix.js), the whole object is read
+   * and decoded, and this array's chunks are read whole from then on.
    */
   async deltaChunk(array, coords, signal, prefix) {
-    return this.decode(array, await this._rawDelta(array, coords, signal), prefix);
+    const got = await this._rawDelta(array, coords, signal, prefix);
+    if (!got.partial) return this.decode(array, got, prefix);
+    try {
+      return await this.decode(array, got, prefix);
+    } catch (err) {
+      if (!(err instanceof CorruptStoreError)) throw err;
+      this._prefixRatio.set(array, Infinity); // no more first parts of this array
+      this.rawCache.delete(cacheKey(array.path, coords));
+      return this.decode(array, await this._rawDelta(array, coords, signal), prefix);
+    }
   }
 
   /** Fetch a delta chunk's bytes into the raw cache (prefetch); returns the bytes fetched. */

@@ -32,6 +32,7 @@ export function resolveStoreUrl(url, caller = "openStore") {
 
 /** A host that ignores Range answers 200 with the whole object: cut the range out of it. */
 function checkRange(bytes, status, range, url) {
+  if (range.prefix) return bytes; // at most the first `prefix` bytes (206), or the whole object (200)
   if (range.suffix) {
     if (status === 200) return bytes.subarray(Math.max(0, bytes.byteLength - range.suffix));
     return bytes;
@@ -66,7 +67,10 @@ export class HttpSource {
 
   /**
    * GET (or HEAD) one object, optionally a byte range. Returns a Uint8Array (HEAD: {length}), or
-   * null on 404 (an absent key: spec 9). range: [first, last] inclusive, or {suffix: n}.
+   * null on 404 (an absent key: spec 9). range: [first, last] inclusive, {suffix: n}, or
+   * {prefix: n}: the first n bytes or fewer (an object shorter than n answers with all of it;
+   * a host that ignores Range answers 200 with the whole object, bounded by maxBytes, and that
+   * comes back whole: a caller can tell it from its length).
    * maxBytes: the most a whole-object answer may hold (Content-Length checked before the body
    * is read, the byte count while it is read); a 206 answer may hold exactly its range.
    * cache: the request's RequestInit.cache mode (e.g. "no-store"); absent, the fetch default.
@@ -75,11 +79,16 @@ export class HttpSource {
     // Issue 14: the URL is built so that no key can leave the store's prefix (names.js).
     const url = joinUrl(this.url, key, this.query);
     const headers = { ...this.headers };
-    if (range && !range.suffix) {
+    if (range?.prefix !== undefined && !(Number.isSafeInteger(range.prefix) && range.prefix > 0)) {
+      throw new CorruptStoreError(`${url}: byte range ${JSON.stringify(range)} is not a valid range`);
+    }
+    if (range && !range.suffix && range.prefix === undefined) {
       const ok = Number.isSafeInteger(range[0]) && Number.isSafeInteger(range[1]) && range[0] >= 0 && range[1] >= range[0];
       if (!ok) throw new CorruptStoreError(`${url}: byte range ${JSON.stringify(range)} is not a valid range (a corrupt shard index?)`);
     }
-    if (range) headers.Range = range.suffix ? `bytes=-${range.suffix}` : `bytes=${range[0]}-${range[1]}`;
+    if (range) {
+      headers.Range = range.prefix ? `bytes=0-${range.prefix - 1}` : range.suffix ? `bytes=-${range.suffix}` : `bytes=${range[0]}-${range[1]}`;
+    }
     signal?.throwIfAborted();
     const ctrl = new AbortController();
     let timedOut = false;
@@ -124,7 +133,7 @@ export class HttpSource {
         return len === null ? { length: null } : { length: Number(len) };
       }
       let limit = maxBytes;
-      if (range && res.status === 206) limit = range.suffix ? range.suffix : range[1] - range[0] + 1;
+      if (range && res.status === 206) limit = range.prefix ?? range.suffix ?? range[1] - range[0] + 1;
       const declared = res.headers?.get?.("content-length");
       if (declared != null && Number(declared) > limit) {
         res.body?.cancel?.().catch(() => {});

@@ -20,12 +20,14 @@ const ZSTD_MAGIC = 0xfd2fb528;
 export const ZSTD_BLOCK_MAX = 131072; // 128 KiB (RFC 8878 3.1.1.2.3)
 
 /**
- * A zstd frame whose content is the first `size` bytes of `bytes`' content, for the smallest
- * `size` that is a whole number of blocks and at least `want`: {frame, size}; null when the
- * frame's headers do not prove where its blocks' contents start, or when the cut would hold the
- * whole content anyway. `bytes` is not modified.
+ * Where the first blocks holding `want` content bytes end in `bytes`, a zstd frame or the first
+ * bytes of one: null when the frame's headers do not prove where its blocks' contents start (or
+ * the cut would hold the whole content); otherwise {first, keep, blockMax, keptEnd, lastHeader,
+ * complete, proven}: `keptEnd` the offset just past the `keep`-th block (-1 when `bytes` ends
+ * before it), `complete` whether `bytes` holds the whole frame, `proven` whether the whole frame
+ * was walked and holds exactly the blocks its content size implies.
  */
-export function zstdPrefixFrame(bytes, want) {
+function walk(bytes, want) {
   if (!(want > 0) || bytes.byteLength < 6) return null;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (view.getUint32(0, true) !== ZSTD_MAGIC) return null;
@@ -54,27 +56,55 @@ export function zstdPrefixFrame(bytes, want) {
   const nBlocks = content / blockMax;
   const keep = Math.ceil(want / blockMax);
   if (keep >= nBlocks) return null; // the cut would be the whole frame
-  // Walk the block headers (3 bytes each: Last_Block, Block_Type, Block_Size) to the end.
-  const first = pos;
-  let keptEnd = -1;
-  let lastHeader = -1;
+  // Walk the block headers (3 bytes each: Last_Block, Block_Type, Block_Size) as far as `bytes` goes.
+  const out = { first: pos, keep, blockMax, keptEnd: -1, lastHeader: -1, complete: false, proven: false };
   for (let k = 0; ; k++) {
-    if (pos + 3 > bytes.byteLength) return null;
+    if (pos + 3 > bytes.byteLength) return out; // the first bytes of a frame end here
     const header = bytes[pos] | (bytes[pos + 1] << 8) | (bytes[pos + 2] << 16);
     const type = (header >> 1) & 3;
     if (type === 3) return null; // reserved: corrupt, the whole decode reports it
     const size = header >>> 3;
     const stored = type === 1 ? 1 : size; // an RLE block stores one byte
-    if (k === keep - 1) lastHeader = pos;
+    if (k === keep - 1) out.lastHeader = pos;
     pos += 3 + stored;
-    if (pos > bytes.byteLength) return null;
-    if (k === keep - 1) keptEnd = pos;
+    if (pos > bytes.byteLength) return out;
+    if (k === keep - 1) out.keptEnd = pos;
     if (header & 1) {
-      if (k + 1 !== nBlocks) return null;
-      break;
+      out.complete = true;
+      out.proven = k + 1 === nBlocks;
+      return out;
     }
-    if (k + 1 >= nBlocks) return null; // more blocks than the content size allows
+    if (k + 1 >= nBlocks) {
+      out.complete = true; // more blocks than the content size allows: not ours to cut
+      return out;
+    }
   }
+}
+
+/**
+ * How far into `bytes` (a zstd frame or its first bytes) the blocks holding the first `want`
+ * content bytes reach: {end, complete}, end -1 when `bytes` stops before them; null when the
+ * frame cannot be cut there (zstdPrefixFrame would return null for the whole frame).
+ */
+export function zstdPrefixEnd(bytes, want) {
+  const w = walk(bytes, want);
+  if (!w || (w.complete && !w.proven)) return null;
+  return { end: w.keptEnd, complete: w.complete };
+}
+
+/**
+ * A zstd frame whose content is the first `size` bytes of `bytes`' content, for the smallest
+ * `size` that is a whole number of blocks and at least `want`: {frame, size}; null when the
+ * frame's headers do not prove where its blocks' contents start, or when the cut would hold the
+ * whole content anyway. `bytes` may be only the first bytes of the frame (a range read that
+ * reaches past the blocks needed): the blocks past them are then unseen, so nothing proves each
+ * kept block holds Block_Maximum_Size bytes, and the caller's check that the cut frame decodes to
+ * exactly `size` bytes is the proof (codecs.js). `bytes` is not modified.
+ */
+export function zstdPrefixFrame(bytes, want) {
+  const w = walk(bytes, want);
+  if (!w || w.keptEnd < 0 || (w.complete && !w.proven)) return null;
+  const { first, keptEnd, lastHeader, keep, blockMax } = w;
   const size = keep * blockMax;
   // Single_Segment_flag set, Frame_Content_Size_flag 2 (4 bytes), no checksum, no dictionary.
   const head = 4 + 1 + 4;
