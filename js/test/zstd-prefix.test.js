@@ -196,16 +196,17 @@ test("the reader's decoder with a prefix: the first bands, bounded and checked a
   await assert.rejects(decode(short, "chunk", band), { name: "CorruptStoreError", message: /chunk: zstd decoding failed: zstd frame declares/ });
 });
 
-describe("readCell({bands}) of a store with multi-block chunks equals the Python reader", () => {
-  const { dir, manifest } = fixtures();
-  let server;
-  before(async () => {
-    server = await startServer({ mounts: { "/": dir } });
-  });
-  after(async () => {
-    await server?.close();
-  });
+// One server of the fixture stores for the two store-level suites below.
+const { dir, manifest } = fixtures();
+let server;
+before(async () => {
+  server = await startServer({ mounts: { "/": dir } });
+});
+after(async () => {
+  await server?.close();
+});
 
+describe("readCell({bands}) of a store with multi-block chunks equals the Python reader", () => {
   test("every level, timestep and cell, 1 and 2 of 3 bands; the deltas are decoded only that far", async () => {
     const entry = manifest.prefix;
     const expected = loadExpected(dir, entry);
@@ -240,15 +241,6 @@ describe("readCell({bands}) of a store with multi-block chunks equals the Python
 });
 
 describe("a delta's first bytes: range reads of the blocks a band read decodes (issue 10)", () => {
-  const { dir, manifest } = fixtures();
-  let server;
-  before(async () => {
-    server = await startServer({ mounts: { "/": dir } });
-  });
-  after(async () => {
-    await server?.close();
-  });
-
   /** A fetch logging {url, range, status, bytes}; `edit(url, init)` may answer instead of the server. */
   function logged(edit = () => null) {
     const log = [];
