@@ -210,11 +210,20 @@ def test_interrupted_cluster_build_resumes_to_the_same_bytes(
     progress = StopAfter(10**9)
     build(rec, out=url, options=_options(cluster, tmp_path), progress=progress)
     rerun = {e.path.split("/", 3)[-1] for e in s3env.log.puts(bucket)[before:]}
-    finished = {k.rsplit("/", 1)[-1].removesuffix(".json") for k in summaries}
-    for key in done_chunks:  # a finished cell's chunks are not written again
-        _t, r, c = key.split("/")[3:6]
-        if any(n.startswith(f"{r}.{c}.") for n in finished):
+    # A summary is named {row}.{col}.{start}-{stop} (cell_tasks.py: the cell's timesteps
+    # start..stop-1); a chunk key is 0/data/c/{t}/{band}/{row}/{col}.
+    finished = set()
+    for k in summaries:
+        row, col, times = k.rsplit("/", 1)[-1].removesuffix(".json").split(".")
+        start, stop = (int(x) for x in times.split("-"))
+        finished.update((int(row), int(col), t) for t in range(start, stop))
+    checked = 0
+    for key in done_chunks:  # a finished task's chunks are not written again
+        t, _band, row, col = (int(x) for x in key.split("/")[3:7])
+        if (row, col, t) in finished:
             assert key not in rerun, key
+            checked += 1
+    assert checked, "some chunk of a finished task was checked"
     assert any("resumed" in n for n in progress.notes)
     got = download(s3, bucket, "resumed.zarr", tmp_path / "got")
     assert digests(got) == digests(local)
