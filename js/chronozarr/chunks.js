@@ -69,8 +69,10 @@ export class ChunkReader {
   /**
    * {bytes, where} of the inner chunk at `coords`; bytes null when it is fill (absent, empty).
    * `cache`: the RequestInit.cache mode of the chunk's GET (a shard index's GET keeps the default).
+   * `first` (unsharded only): read the object's first `first` bytes or fewer (HttpSource
+   * {range: {prefix}}; a host that ignores Range answers whole).
    */
-  async chunkBytes(array, coords, signal, cache) {
+  async chunkBytes(array, coords, signal, cache, first) {
     const loc = locateChunk(array, coords);
     // The decoder (its codec's WebAssembly compiled on first use) is built while the GET is in
     // flight, not after the bytes arrive (issue 10: the first frame's path). Its failure (an
@@ -81,7 +83,8 @@ export class ChunkReader {
       this.source.stats.chunkReads++;
       // Issue 14: no chunk object may be longer than a compressed chunk of its decoded size.
       const maxBytes = compressedBound(array.innerLength * array.bytesPerElement);
-      return { bytes: await this.source.request(loc.key, { signal, maxBytes, cache }), where: `${url}${loc.key}` };
+      const range = first === undefined ? null : { prefix: first };
+      return { bytes: await this.source.request(loc.key, { range, signal, maxBytes, cache }), where: `${url}${loc.key}` };
     }
     const index = await this.shardIndex(array, loc, signal);
     const where = `${url}${loc.key} (inner chunk ${loc.entry})`;
@@ -155,13 +158,10 @@ export class ChunkReader {
     const bound = compressedBound(array.innerLength * array.bytesPerElement);
     const n = ratio === undefined ? bound : Math.ceil(want * ratio * PREFIX_MARGIN) + PREFIX_SLACK;
     if (n < bound) {
-      const loc = locateChunk(array, coords);
-      this.source.stats.chunkReads++;
-      const bytes = await this.source.request(loc.key, { range: { prefix: n }, signal, maxBytes: bound, cache: this._deltaCache });
-      const where = `${this.source.url}${loc.key}`;
+      const got = await this.chunkBytes(array, coords, signal, this._deltaCache, n);
       // Fewer bytes than asked for is the whole object; more, a host that ignored Range.
-      if (bytes === null || bytes.byteLength !== n) return { bytes, where, partial: false };
-      if (this._learnPrefix(array, bytes, want)) return { bytes, where, partial: true };
+      if (got.bytes === null || got.bytes.byteLength !== n) return { ...got, partial: false };
+      if (this._learnPrefix(array, got.bytes, want)) return { ...got, partial: true };
     }
     const got = await this.chunkBytes(array, coords, signal, this._deltaCache);
     if (want !== null) this._learnPrefix(array, got.bytes, want);
@@ -177,6 +177,7 @@ export class ChunkReader {
     if (got !== undefined && serves(got)) return got;
     const whole = got !== undefined || want === null;
     got = await this.inflight.run(`raw${whole ? "" : "-first"}:${key}`, (sig) => this._deltaBytes(array, coords, sig, whole ? null : want), signal);
+    // A concurrent read of fewer bands may have shared its first part with this one: read on.
     if (!serves(got)) got = await this.inflight.run(`raw:${key}`, (sig) => this._deltaBytes(array, coords, sig, null), signal);
     this.rawCache.set(key, got, (got.bytes?.byteLength ?? 0) + 64);
     return got;
