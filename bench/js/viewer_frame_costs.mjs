@@ -1,6 +1,7 @@
 // Where a display frame of the map viewer goes, in headless Chromium (SwiftShader WebGL):
 // the layer's overlay canvas redrawn with the layer's shader and with cheaper shaders on the
-// same meshes, a plain WebGL canvas of the same size, the overlay cleared only, a texture
+// same meshes, the cells coloured on the CPU and drawn with one fetch per fragment, a plain
+// WebGL canvas of the same size and of the cells' size, the overlay cleared only, a texture
 // re-upload, and a scrub step (setTime) with and without the viewer's onFrame work.
 // Each figure is frames per second over 90 animation frames, counted by requestAnimationFrame,
 // three rounds interleaved (the machine is shared: compare rows of one round), with the CPU per
@@ -67,6 +68,59 @@ try {
       const u = {};
       for (const n of ["u_matrix", "u_data", "u_mask", "u_vlut", "u_size"]) u[n] = gl.getUniformLocation(prog, n);
       return { program: prog, u, valueLut: true };
+    };
+    // The alternative to the value-table shader: each cell's values coloured on the CPU through a
+    // table of 65,536 RGBA8 colours into an RGBA8 texture, drawn with one fetch per fragment.
+    const gl = layer._gl;
+    const table = new Uint32Array(65536);
+    for (let v = 0; v < 65536; v++) table[v] = 0xff000000 | ((v * 2654435761) >>> 8);
+    const rgba = new Map();
+    for (const c of layer._shown) {
+      const tex = gl.createTexture();
+      gl.bindTexture(gl.TEXTURE_2D, tex);
+      gl.texStorage2D(gl.TEXTURE_2D, 1, gl.RGBA8, c.w, c.h);
+      for (const p of [gl.TEXTURE_MIN_FILTER, gl.TEXTURE_MAG_FILTER]) gl.texParameteri(gl.TEXTURE_2D, p, gl.NEAREST);
+      rgba.set(c.key, { tex, out: new Uint32Array(c.w * c.h) });
+    }
+    window.__rgbaColour = () => {
+      for (const c of layer._shown) {
+        const v = layer._kept.get(c.key).data.data;
+        const { tex, out } = rgba.get(c.key);
+        for (let i = 0; i < out.length; i++) out[i] = table[v[i]];
+        gl.bindTexture(gl.TEXTURE_2D, tex);
+        gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, c.w, c.h, gl.RGBA, gl.UNSIGNED_BYTE, new Uint8Array(out.buffer));
+      }
+    };
+    window.__rgbaColour();
+    const prog = gl.createProgram();
+    const vs = "#version 300 es\nuniform mat4 u_matrix; in vec2 a_pos; in vec2 a_uv; out vec2 v_uv; void main() { v_uv = a_uv; gl_Position = u_matrix * vec4(a_pos, 0.0, 1.0); }";
+    const fs = "#version 300 es\nprecision highp float; uniform sampler2D u_rgba; in vec2 v_uv; out vec4 o; void main() { vec4 c = texelFetch(u_rgba, ivec2(v_uv), 0); if (c.a == 0.0) discard; o = c; }";
+    for (const [type, text] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, fs]]) {
+      const sh = gl.createShader(type);
+      gl.shaderSource(sh, text);
+      gl.compileShader(sh);
+      if (!gl.getShaderParameter(sh, gl.COMPILE_STATUS)) throw new Error(gl.getShaderInfoLog(sh));
+      gl.attachShader(prog, sh);
+    }
+    gl.bindAttribLocation(prog, 0, "a_pos");
+    gl.bindAttribLocation(prog, 1, "a_uv");
+    gl.linkProgram(prog);
+    const uMatrix = gl.getUniformLocation(prog, "u_matrix");
+    window.__rgbaDraw = () => {
+      gl.bindFramebuffer(gl.FRAMEBUFFER, null);
+      gl.viewport(0, 0, layer.canvas.width, layer.canvas.height);
+      gl.clearColor(0, 0, 0, 0);
+      gl.clear(gl.COLOR_BUFFER_BIT);
+      gl.useProgram(prog);
+      gl.uniformMatrix4fv(uMatrix, false, layer._matrix);
+      gl.disable(gl.BLEND);
+      gl.activeTexture(gl.TEXTURE0);
+      for (const c of layer._shown) {
+        gl.bindTexture(gl.TEXTURE_2D, rgba.get(c.key).tex);
+        gl.bindVertexArray(c.vao);
+        gl.drawElements(gl.TRIANGLES, c.count, gl.UNSIGNED_SHORT, 0);
+      }
+      gl.bindVertexArray(null);
     };
   });
   /** fps of 90 animation frames, each running `body` (layer, i), and their CPU per frame. */
@@ -140,12 +194,14 @@ try {
   const restore = "layer._program = null; layer.valueLut = true; layer.onFrame = layer._onFrame ?? layer.onFrame; layer._frameBudget ??= layer.frameCache.maxBytes; layer.frameCache.maxBytes = layer._frameBudget;";
   const rows = [
     ["requestAnimationFrame alone (the display's rate)", () => frames("", "")],
-    ["a plain 1280 x 800 WebGL2 canvas cleared every frame", () => frames("", "if (i === 0) { window.__c = document.createElement('canvas'); __c.width = 1280; __c.height = 800; __c.style.cssText = 'position:absolute;left:0;top:0;pointer-events:none'; document.body.append(__c); window.__g = __c.getContext('webgl2', {antialias: false, depth: false, stencil: false}); } __g.clearColor(i % 2, 0.5, 0.5, 1); __g.clear(__g.COLOR_BUFFER_BIT); if (i === 89) __c.remove();")],
+    ...[[1280, 800], [760, 760]].map(([cw, ch]) => [`a plain ${cw} x ${ch} WebGL2 canvas cleared every frame${cw === 760 ? " (the size of the layer's cells on screen)" : ""}`, () => frames("", `if (i === 0) { window.__c = document.createElement('canvas'); __c.width = ${cw}; __c.height = ${ch}; __c.style.cssText = 'position:absolute;left:0;top:0;pointer-events:none'; document.body.append(__c); window.__g = __c.getContext('webgl2', {antialias: false, depth: false, stencil: false}); } __g.clearColor(i % 2, 0.5, 0.5, 1); __g.clear(__g.COLOR_BUFFER_BIT); if (i === 89) __c.remove();`)]),
     ["overlay canvas cleared only (no draw)", () => frames("", "const gl = layer._gl; gl.viewport(0, 0, layer.canvas.width, layer.canvas.height); gl.clearColor(0, 0, 0, 0); gl.clear(gl.COLOR_BUFFER_BIT);")],
     ["overlay redrawn: value-table shader (what the viewer draws)", () => frames(restore, "layer._drawOverlay()")],
     ["overlay redrawn: per-fragment shader (valueLut: false)", () => frames("layer.valueLut = false; layer._program = null;", "layer._drawOverlay()")],
     ["overlay redrawn: constant colour on the same meshes", () => frames("layer._program = window.__program('o = vec4(0.2, 0.5, 0.3, 1.0);');", "layer._drawOverlay()")],
     ["overlay redrawn: one data fetch, no colour table", () => frames("layer._program = window.__program('uint v = texelFetch(u_data, ivec3(ivec2(v_uv), 0), 0).r; o = vec4(vec3(float(v & 255u) / 255.0), 1.0);');", "layer._drawOverlay()")],
+    ["overlay redrawn: one RGBA8 fetch per fragment (colours made on the CPU, textures ready)", () => frames("", "window.__rgbaDraw()")],
+    ["overlay redrawn + the 4 cells coloured on the CPU and uploaded as RGBA8", () => frames("", "window.__rgbaColour(); window.__rgbaDraw()")],
     ["overlay redrawn + the 4 cells' textures uploaded again (value table)", () => frames(restore, "const gl = layer._gl; for (const c of layer._shown) layer._upload(gl, c.level, c, layer._kept.get(c.key), c.content); layer._drawOverlay()")],
     ["scrub steps (setTime), all resident, decoded frames kept (after one pass), with the viewer's onFrame", () => scrub(restore, true)],
     ["scrub steps (setTime), all resident, decoded frames kept (after one pass), onFrame off", () => scrub(`${restore} layer._onFrame = layer.onFrame; layer.onFrame = null;`, true)],

@@ -10,12 +10,14 @@
 // iframe of 1280 x 800 and runs the same scrubs as viewer.mjs through the viewer's window (the
 // layer's setTime, awaited; display frames counted by requestAnimationFrame in the viewer's
 // document), then posts its figures to this script. CPU per timestep comes from /proc around
-// each scrub (proc_cpu.mjs), marked by the page. Each round starts a fresh browser per build,
-// this build then the baseline (if given), so load on the shared machine falls on both.
+// each scrub (proc_cpu.mjs), marked by the page; over the anchors-resident scrub the machine's
+// idle and stolen CPU (what a VM's host took) come from /proc/stat, so a round on a machine that
+// was not otherwise idle shows. Each round starts a fresh browser per build, this build then the
+// baseline (if given), so load on the shared machine falls on both.
 // Prints a table; writes nothing.
 
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -29,6 +31,13 @@ const { startNginx } = await import(pathToFileURL(path.join(HERE, "servers.mjs")
 const args = process.argv.slice(2);
 const rounds = args.includes("--rounds") ? Number(args[args.indexOf("--rounds") + 1]) : 2;
 const baseline = args.includes("--baseline") ? path.resolve(args[args.indexOf("--baseline") + 1]) : null;
+/** The machine's CPU ticks from /proc/stat: all, idle (+ iowait) and steal (a VM's host took them). */
+const machineTicks = () => {
+  const [, ...f] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/);
+  const n = f.map(Number);
+  return { all: n.slice(0, 8).reduce((a, b) => a + b, 0), idle: n[3] + n[4], steal: n[7] };
+};
+const machineShare = (a, b) => ({ idle: (100 * (b.idle - a.idle)) / (b.all - a.all), steal: (100 * (b.steal - a.steal)) / (b.all - a.all) });
 const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1300,850"];
 
@@ -76,6 +85,37 @@ async function scrub(frames, dropDeltas) {
   running = false;
   return { fps: ((stamps.length - 1) * 1000) / (stamps.at(-1) - stamps[0]), steps: stamps.length, requests: (store.stats.requests - req0) / frames };
 }
+// The viewer's own playback (its play button at a set rate) with only the anchors resident, as
+// when a person presses play on a store just opened: display frames showing a new timestep per
+// second, counted at requestAnimationFrame over 3 s after the first 0.5 s.
+async function playAt(rate) {
+  layer.frameCache.clear();
+  layer.frameCache.maxBytes = 0;
+  store.rawCache.clear();
+  store.rawCache.maxBytes = 0;
+  const speed = w.document.getElementById("speed");
+  speed.value = String(rate);
+  speed.dispatchEvent(new w.Event("change"));
+  w.document.getElementById("play").click();
+  await sleep(500);
+  let shownT = layer._shownInfo.t;
+  const stamps = [];
+  const until = w.performance.now() + 3000;
+  await new Promise((done) => {
+    const raf = (now) => {
+      if (layer._shownInfo.t !== shownT) {
+        shownT = layer._shownInfo.t;
+        stamps.push(now);
+      }
+      if (now < until) w.requestAnimationFrame(raf);
+      else done();
+    };
+    w.requestAnimationFrame(raf);
+  });
+  w.document.getElementById("play").click();
+  await sleep(300);
+  return { fps: ((stamps.length - 1) * 1000) / (stamps.at(-1) - stamps[0]) };
+}
 const out = {};
 for (const [name, frames, drop] of [["all", 72, false], ["decodeEach", 72, "decode"], ["anchors", 48, true]]) {
   if (drop !== true) await scrub(24, drop); // fills what the scrub keeps, uncounted
@@ -83,6 +123,7 @@ for (const [name, frames, drop] of [["all", 72, false], ["decodeEach", 72, "deco
   out[name] = await scrub(frames, drop);
   await post("end/" + name);
 }
+for (const rate of [24, 30]) out["play" + rate] = await playAt(rate);
 await post("done", JSON.stringify(out));
 </script>`;
 
@@ -98,13 +139,19 @@ try {
   nginx = await startNginx(work, { accessLog: false });
   let waiting = null;
   const cpu = {};
+  const machine = {};
   report = http.createServer((req, res) => {
     let body = "";
     req.on("data", (d) => (body += d));
     req.on("end", () => {
       const [, what, name] = req.url.split("/");
-      if (what === "start") cpu[name] = cpuSnapshot();
-      else if (what === "end") cpu[name] = byKind(cpuDelta(cpu[name], cpuSnapshot()));
+      if (what === "start") {
+        cpu[name] = cpuSnapshot();
+        machine[name] = machineTicks();
+      } else if (what === "end") {
+        cpu[name] = byKind(cpuDelta(cpu[name], cpuSnapshot()));
+        machine[name] = machineShare(machine[name], machineTicks());
+      }
       res.writeHead(204, { "access-control-allow-origin": "*" });
       res.end();
       if (what === "done") waiting?.(JSON.parse(body));
@@ -126,7 +173,10 @@ try {
       const proc = spawn("/usr/bin/chromium", [...ARGS, `--user-data-dir=${profile}`, `${nginx.url}/driver-${b}.html`], { stdio: "ignore" });
       try {
         const got = await done;
-        for (const k of Object.keys(got)) got[k].cpu = cpu[k];
+        for (const k of Object.keys(got)) {
+          got[k].cpu = cpu[k];
+          got[k].machine = machine[k];
+        }
         results[b].push(got);
       } finally {
         proc.kill("SIGTERM");
@@ -139,13 +189,13 @@ try {
   const perStep = (x, k) => (x.cpu?.[k] ?? 0) / x.steps;
   const total = (x) => Object.values(x.cpu ?? {}).reduce((a, c) => a + c, 0) / x.steps;
   console.log(`Chromium alone (no DevTools client), 1280 x 800 iframe, SwiftShader; load average ${load.map((l) => l.toFixed(1)).join(" / ")}`);
-  console.log("| build, round | scrubbing all resident | every delta decoded | anchors resident | anchors resident: CPU ms per timestep (renderer / GPU process / network service / browser / all) |");
-  console.log("|---|---|---|---|---|");
+  console.log("| build, round | scrubbing all resident | every delta decoded | anchors resident | anchors resident: CPU ms per timestep (renderer / GPU process / network service / browser / all) | anchors resident: the machine's cores idle / stolen by the host (/proc/stat) | playing at a set 24 / 30 fps, anchors resident |");
+  console.log("|---|---|---|---|---|---|---|");
   for (let r = 0; r < rounds; r++) {
     for (const b of builds) {
       const x = results[b][r];
       const a = x.anchors;
-      console.log(`| ${b === "viewer" ? "this build" : "baseline"}, round ${r + 1} | ${x.all.fps.toFixed(1)} fps | ${x.decodeEach.fps.toFixed(1)} fps | ${a.fps.toFixed(1)} fps (${a.requests.toFixed(1)} GETs per step) | ${["renderer", "GPU process", "network service", "browser"].map((k) => perStep(a, k).toFixed(1)).join(" / ")} / ${total(a).toFixed(1)} |`);
+      console.log(`| ${b === "viewer" ? "this build" : "baseline"}, round ${r + 1} | ${x.all.fps.toFixed(1)} fps | ${x.decodeEach.fps.toFixed(1)} fps | ${a.fps.toFixed(1)} fps (${a.requests.toFixed(1)} GETs per step) | ${["renderer", "GPU process", "network service", "browser"].map((k) => perStep(a, k).toFixed(1)).join(" / ")} / ${total(a).toFixed(1)} | ${a.machine.idle.toFixed(0)} % / ${a.machine.steal.toFixed(1)} % | ${x.play24.fps.toFixed(1)} / ${x.play30.fps.toFixed(1)} fps |`);
     }
   }
 } finally {
