@@ -49,13 +49,12 @@ try {
     const info = layer._shownInfo;
     layer._kept = new Map();
     for (const c of info.cells) layer._kept.set(`${info.level}/${c.row}/${c.col}`, await layer._cellData(info.level, info.t, c));
-    // A program of the same meshes with another fragment shader (body `fs`), for the shader rows.
-    window.__program = (fs) => {
-      const gl = layer._gl;
+    // A program of the layer's vertex shader (its meshes) and the fragment shader `fs`.
+    const gl = layer._gl;
+    const link = (fs) => {
       const prog = gl.createProgram();
       const vs = "#version 300 es\nuniform mat4 u_matrix; in vec2 a_pos; in vec2 a_uv; out vec2 v_uv; void main() { v_uv = a_uv; gl_Position = u_matrix * vec4(a_pos, 0.0, 1.0); }";
-      const head = "#version 300 es\nprecision highp float; precision highp int; precision highp usampler2DArray;\nuniform highp usampler2DArray u_data; uniform sampler2D u_vlut; in vec2 v_uv; out vec4 o;\n";
-      for (const [type, text] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, `${head}void main() { ${fs} }`]]) {
+      for (const [type, text] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, fs]]) {
         const sh = gl.createShader(type);
         gl.shaderSource(sh, text);
         gl.compileShader(sh);
@@ -65,13 +64,18 @@ try {
       gl.bindAttribLocation(prog, 0, "a_pos");
       gl.bindAttribLocation(prog, 1, "a_uv");
       gl.linkProgram(prog);
+      return prog;
+    };
+    // The same meshes with another fragment shader (body `fs`), for the shader rows.
+    window.__program = (fs) => {
+      const head = "#version 300 es\nprecision highp float; precision highp int; precision highp usampler2DArray;\nuniform highp usampler2DArray u_data; uniform sampler2D u_vlut; in vec2 v_uv; out vec4 o;\n";
+      const prog = link(`${head}void main() { ${fs} }`);
       const u = {};
       for (const n of ["u_matrix", "u_data", "u_mask", "u_vlut", "u_size"]) u[n] = gl.getUniformLocation(prog, n);
       return { program: prog, u, valueLut: true };
     };
     // The alternative to the value-table shader: each cell's values coloured on the CPU through a
     // table of 65,536 RGBA8 colours into an RGBA8 texture, drawn with one fetch per fragment.
-    const gl = layer._gl;
     const table = new Uint32Array(65536);
     for (let v = 0; v < 65536; v++) table[v] = 0xff000000 | ((v * 2654435761) >>> 8);
     const rgba = new Map();
@@ -92,19 +96,7 @@ try {
       }
     };
     window.__rgbaColour();
-    const prog = gl.createProgram();
-    const vs = "#version 300 es\nuniform mat4 u_matrix; in vec2 a_pos; in vec2 a_uv; out vec2 v_uv; void main() { v_uv = a_uv; gl_Position = u_matrix * vec4(a_pos, 0.0, 1.0); }";
-    const fs = "#version 300 es\nprecision highp float; uniform sampler2D u_rgba; in vec2 v_uv; out vec4 o; void main() { vec4 c = texelFetch(u_rgba, ivec2(v_uv), 0); if (c.a == 0.0) discard; o = c; }";
-    for (const [type, text] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, fs]]) {
-      const sh = gl.createShader(type);
-      gl.shaderSource(sh, text);
-      gl.compileShader(sh);
-      if (!gl.getShaderParameter(sh, gl.COMPILE_STATUS)) throw new Error(gl.getShaderInfoLog(sh));
-      gl.attachShader(prog, sh);
-    }
-    gl.bindAttribLocation(prog, 0, "a_pos");
-    gl.bindAttribLocation(prog, 1, "a_uv");
-    gl.linkProgram(prog);
+    const prog = link("#version 300 es\nprecision highp float; uniform sampler2D u_rgba; in vec2 v_uv; out vec4 o; void main() { vec4 c = texelFetch(u_rgba, ivec2(v_uv), 0); if (c.a == 0.0) discard; o = c; }");
     const uMatrix = gl.getUniformLocation(prog, "u_matrix");
     window.__rgbaDraw = () => {
       gl.bindFramebuffer(gl.FRAMEBUFFER, null);
