@@ -405,8 +405,20 @@ function countDisplayed(now) {
     el.fps.textContent = `${fps.toFixed(1)} fps`;
     el.fps.dataset.value = fps.toFixed(2);
   }
+  // A rate is a figure of timesteps changing: once they have stopped for a while (no playback,
+  // no scrubbing), the readout goes blank instead of showing a rate that no longer holds.
+  clearTimeout(fpsStale);
+  fpsStale = setTimeout(() => {
+    if (state.playing) return;
+    displayTimes.length = 0;
+    fpsShownAt = -Infinity;
+    el.fps.textContent = "— fps";
+    delete el.fps.dataset.value;
+  }, FPS_STALE_MS);
 }
 let fpsShownAt = -Infinity;
+let fpsStale = 0;
+const FPS_STALE_MS = 2000;
 
 let playAhead = null;
 function play() {

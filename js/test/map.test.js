@@ -200,6 +200,20 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await jump(page, { center: ll, zoom: zoomFor(10, ll[1], 6) });
     const at = await page.evaluate((p) => window.viewer.screenOf(p), pick);
     await page.mouse.click(at.x, at.y);
+    // The README picture, before the slider steps and playback below (whose rate the footer's
+    // readout would show): the whole store on the map in a month where the clicked pixel is clear
+    // and a cloud elsewhere is masked, the pixel's history drawn.
+    const clear = expected[0].findIndex((e) => e.mask[pick.row * w + pick.col] === 1 && e.mask.includes(0));
+    assert.ok(clear >= 0, "fixture has a month with the pixel clear and a cloud elsewhere");
+    await page.locator("#time").fill(String(clear));
+    await page.evaluate(() => document.activeElement?.blur()); // keys go to the map, not the slider
+    await page.keyboard.press("0"); // fit
+    await page.waitForFunction((c) => document.body.dataset.frame === String(c) && document.getElementById("inspector-body").dataset.t === String(c), clear, { timeout: 10000 });
+    await page.waitForFunction(() => Number(document.getElementById("chart").dataset.points) > 0, null, { timeout: 10000 });
+    await page.waitForFunction(() => document.getElementById("fps").dataset.value === undefined, null, { timeout: 6000 }); // no stale rate
+    await page.evaluate(() => new Promise((r) => (window.viewer.map.loaded() ? r() : window.viewer.map.once("idle", r))));
+    mkdirSync(path.join(REPO, "artifacts"), { recursive: true });
+    await page.screenshot({ path: path.join(REPO, "artifacts", "viewer-map.png") });
     const bands = await page.evaluate(() => window.viewer.store.bands.map((b) => ({ name: b.name, scale: b.scale, offset: b.offset })));
     const times = await page.evaluate(() => window.viewer.store.times);
     let masked = 0;
@@ -272,18 +286,11 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await page.locator("#play").click();
     const fps = Number(await page.evaluate(() => document.getElementById("fps").dataset.value));
     assert.ok(fps > 1, `playback displayed ${fps} timesteps/s`);
+    // Paused, with no timestep changing, the rate readout goes blank rather than stay stale.
+    await page.waitForFunction(() => document.getElementById("fps").dataset.value === undefined, null, { timeout: 6000 });
+    assert.equal(await page.locator("#fps").textContent(), "— fps");
     assert.deepEqual(requests.filter((r) => r.url.includes("/data/c/")), [], "prefetched playback fetched data chunks");
     for (const r of requests) if (r.range) assert.match(r.range, /^bytes=\d+-\d+$/);
-    // The README picture: the whole store on the map in a month where the pixel is under a cloud.
-    const cloudy = expected[0].findIndex((e) => e.mask[pick.row * w + pick.col] === 0);
-    await page.locator("#time").fill(String(cloudy));
-    await page.evaluate(() => document.activeElement?.blur()); // keys go to the map, not the slider
-    await page.keyboard.press("0"); // fit
-    await page.waitForFunction((c) => document.body.dataset.frame === String(c) && document.getElementById("inspector-body").dataset.t === String(c), cloudy, { timeout: 10000 });
-    await page.evaluate(() => new Promise((r) => (window.viewer.map.loaded() ? r() : window.viewer.map.once("idle", r))));
-    mkdirSync(path.join(REPO, "artifacts"), { recursive: true });
-    await page.screenshot({ path: path.join(REPO, "artifacts", "viewer-map.png") });
-
     // Zooming out far enough draws a coarser level (spec 10.3).
     await page.evaluate(() => window.viewer.map.zoomOut({ animate: false }));
     await page.evaluate(() => window.viewer.map.setZoom(window.viewer.map.getZoom() - 4.5));
