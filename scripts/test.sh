@@ -26,7 +26,8 @@ MYPYPATH=.mypy_cache/cz-path mypy -p chronozarr -p cz
 if [ -f js/package.json ]; then
   (cd js && { [ -d node_modules ] && [ node_modules -nt package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error; })
 fi
-python -m pytest "$@"
+# The 20 slowest tests are printed, so a suite drifting towards its 15-minute budget shows why.
+python -m pytest --durations=20 "$@"
 if [ -f js/package.json ]; then
   (cd js && npm test)
 fi
