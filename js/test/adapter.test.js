@@ -3,21 +3,13 @@
 // timestep, anchors and deltas alike; the view's metadata describes what it returns.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import * as zarr from "zarrita";
 import { chronozarrStore, proj4ForEpsg, timeLabels, vlenUtf8, zarrLayerOptions } from "../chronozarr/store-adapter.js";
-import { countingFetch, fixtures, loadExpected, sameBytes } from "./fixtures.js";
-import { startServer } from "./server.js";
+import { countingFetch, loadExpected, sameBytes, servedFixtures } from "./fixtures.js";
 
-const { dir, manifest } = fixtures();
+const { dir, manifest, server } = servedFixtures();
 const byName = Object.fromEntries([...manifest.stores, ...(manifest.derived ?? [])].map((e) => [e.name, e]));
-let server;
-before(async () => {
-  server = await startServer({ mounts: { "/": dir } });
-});
-after(async () => {
-  await server?.close();
-});
 
 const TYPED = { uint8: Uint8Array, uint16: Uint16Array, int16: Int16Array, float32: Float32Array };
 

@@ -7,21 +7,12 @@
 
 import assert from "node:assert/strict";
 import path from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { openStore } from "../chronozarr/decoder.js";
-import { cellOf, fixtures, loadExpected, sameBytes } from "./fixtures.js";
-import { startServer } from "./server.js";
+import { cellOf, loadExpected, sameBytes, servedFixtures } from "./fixtures.js";
 
-const { dir, manifest } = fixtures();
+const { dir, manifest, server } = servedFixtures();
 const TYPED = { uint8: Uint8Array, uint16: Uint16Array, int16: Int16Array, float32: Float32Array };
-let server;
-
-before(async () => {
-  server = await startServer({ mounts: { "/": dir } });
-});
-after(async () => {
-  await server?.close();
-});
 
 /** Decode everything of one store and compare with the Python reader. Returns counts. */
 async function checkStore(entry) {

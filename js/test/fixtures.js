@@ -8,7 +8,9 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { after, before } from "node:test";
 import { fileURLToPath } from "node:url";
+import { startServer } from "./server.js";
 
 export const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const JS_DIR = path.resolve(HERE, "..");
@@ -48,6 +50,23 @@ export function fixtures() {
   const manifest = JSON.parse(readFileSync(path.join(dir, "manifest.json"), "utf8"));
   cached = { dir, manifest };
   return cached;
+}
+
+/**
+ * The fixture stores served over HTTP on 127.0.0.1 for the test file that calls this at its top
+ * level: node:test hooks start one server before the file's tests and stop it after them.
+ * Returns {dir, manifest, server}; server.url is the server's once the hooks have run.
+ */
+export function servedFixtures() {
+  const { dir, manifest } = fixtures();
+  let running = null;
+  before(async () => {
+    running = await startServer({ mounts: { "/": dir } });
+  });
+  after(async () => {
+    await running?.close();
+  });
+  return { dir, manifest, server: { get url() { return running.url; } } };
 }
 
 const TYPED = { uint8: Uint8Array, uint16: Uint16Array, int16: Int16Array, float32: Float32Array };

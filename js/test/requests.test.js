@@ -11,17 +11,9 @@ import { after, before, describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
 import { CorruptStoreError, openStore } from "../chronozarr/decoder.js";
 import { HttpSource } from "../chronozarr/http.js";
-import { countingFetch, fileSize, fixtures } from "./fixtures.js";
-import { startServer } from "./server.js";
+import { countingFetch, fileSize, servedFixtures } from "./fixtures.js";
 
-const { dir, manifest } = fixtures();
-let server;
-before(async () => {
-  server = await startServer({ mounts: { "/": dir } });
-});
-after(async () => {
-  await server?.close();
-});
+const { dir, manifest, server } = servedFixtures();
 
 const byName = Object.fromEntries([...manifest.stores, ...manifest.derived].map((s) => [s.name, s]));
 const urlOf = (entry) => `${server.url}/${entry.path}`;

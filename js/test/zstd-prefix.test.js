@@ -8,14 +8,13 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import Zstd from "numcodecs/zstd";
 import { makeChunkDecoder } from "../chronozarr/codecs.js";
 import { openStore } from "../chronozarr/decoder.js";
 import { parseArray } from "../chronozarr/metadata.js";
 import { ZSTD_BLOCK_MAX, zstdPrefixEnd, zstdPrefixFrame } from "../chronozarr/zstd-prefix.js";
-import { cellOf, fileSize, fixtures, loadExpected, sameBytes } from "./fixtures.js";
-import { startServer } from "./server.js";
+import { cellOf, fileSize, loadExpected, sameBytes, servedFixtures } from "./fixtures.js";
 
 /** Deterministic PRNG (mulberry32), so a failing case can be replayed from its seed. */
 function rng(seed) {
@@ -197,14 +196,7 @@ test("the reader's decoder with a prefix: the first bands, bounded and checked a
 });
 
 // One server of the fixture stores for the two store-level suites below.
-const { dir, manifest } = fixtures();
-let server;
-before(async () => {
-  server = await startServer({ mounts: { "/": dir } });
-});
-after(async () => {
-  await server?.close();
-});
+const { dir, manifest, server } = servedFixtures();
 
 describe("readCell({bands}) of a store with multi-block chunks equals the Python reader", () => {
   test("every level, timestep and cell, 1 and 2 of 3 bands; the deltas are decoded only that far", async () => {
