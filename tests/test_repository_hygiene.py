@@ -98,3 +98,42 @@ def test_no_tracked_file_cites_a_tracker_number() -> None:
         "tracker issue numbers in tracked files (cite the decision record or spec section, or "
         "say what is meant):\n" + "\n".join(found)
     )
+
+
+# a file a contributor cannot open: the design guide lives in docs/architecture.md
+OUTSIDE = re.compile(r"\bDESIGN\.md\b")
+# a placeholder in a path: chronozarr/x.py, tests/cz/test_x.py, docs/decisions/NNNN-*.md
+PLACEHOLDER = re.compile(r"(^|/)(test_)?x\.py$|NNNN")
+
+
+def test_no_tracked_file_sends_the_reader_outside_the_repository() -> None:
+    found: list[str] = []
+    for rel in _tracked_files():
+        if rel == SELF or rel.startswith(SKIP_PREFIXES) or rel.rsplit("/", 1)[-1] in SKIP_NAMES:
+            continue
+        path = REPO / rel
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if b"\0" in data[:8192]:
+            continue
+        for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            if OUTSIDE.search(line):
+                found.append(f"{rel}:{n}: {line.strip()[:120]!r}")
+    assert not found, "references to DESIGN.md (now docs/architecture.md):\n" + "\n".join(found)
+
+
+def test_contributing_names_only_paths_in_the_repository() -> None:
+    text = (REPO / "CONTRIBUTING.md").read_text()
+    tokens = set(re.findall(r"`([^`\s]+/[^`\s]*)`", text))
+    tokens |= {t.split("#")[0] for t in re.findall(r"\]\(([^)]+)\)", text)}
+    missing = []
+    for token in sorted(tokens):
+        if token.startswith(("http://", "https://")) or not token or PLACEHOLDER.search(token):
+            continue
+        if token.startswith(("tcp://", "s3://", "file://")) or "(" in token:
+            continue
+        if not ((REPO / token).exists() or any(REPO.glob(token))):
+            missing.append(token)
+    assert len(tokens) > 50  # the walk found the paths
+    assert not missing, f"CONTRIBUTING.md names paths that are not in the repository: {missing}"
