@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chronozarr.objects import has_root
+from chronozarr.io import has_root
 
 __all__ = [
     "TMP_MIN_AGE",
