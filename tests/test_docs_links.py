@@ -9,12 +9,10 @@ punctuation other than ``-`` and ``_`` dropped, spaces to ``-``, a repeated head
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import REPO
+from tests.repository import tracked_files
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6} (.+?)\s*#*\s*$")
@@ -43,19 +41,7 @@ def anchors(path: Path) -> set[str]:
 
 
 def _markdown_files() -> list[Path]:
-    try:
-        done = subprocess.run(
-            ["git", "ls-files", "-z", "*.md"],
-            cwd=REPO,
-            capture_output=True,
-            check=False,
-            timeout=60,
-        )
-    except FileNotFoundError:
-        pytest.skip("git is not installed: the tracked files cannot be listed")
-    if done.returncode != 0:
-        pytest.skip("not a git checkout")
-    return [REPO / p for p in done.stdout.decode().split("\0") if p and (REPO / p).is_file()]
+    return [REPO / p for p in tracked_files("*.md") if (REPO / p).is_file()]
 
 
 def test_the_slug_follows_github() -> None:
