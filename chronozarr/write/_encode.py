@@ -15,7 +15,6 @@ the metadata commit in :mod:`chronozarr.write._commit` (9).
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,30 +25,33 @@ import numpy as np
 from chronozarr.errors import ClusterError, EncodeError, RemoteStoreError, StoreAccessError
 from chronozarr.format import (
     DELTA_DTYPES,
-    DTYPES,
     SPEC_VERSION,
-    Band,
+    Codec,
     LevelInfo,
     RootAttrs,
+    StoreLayout,
     Temporal,
     cell_slice,
     chunk_key,
-    codec_chain,
     data_array_doc,
-    dumps,
     format_time,
     grid_shape,
     level_resolution,
     level_shapes,
     level_transform,
     multiscales,
-    parse_times,
     plane_array_doc,
     schedule,
     volatility_value,
 )
 from chronozarr.io import WORK_PREFIX, LocalStore, Store, open_target, store_is_empty
 from chronozarr.provenance import PROVENANCE_ITEMS, items_array_objects
+from chronozarr.write._arguments import (
+    EncodeArgs,
+    check_encode_args,
+    check_provenance,
+    check_resume_key,
+)
 from chronozarr.write._auto import (
     AUTO_THRESHOLD,
     SampleTask,
@@ -72,11 +74,6 @@ from chronozarr.write._commit import write_metadata
 from chronozarr.write._inputs import (
     DEFAULT,
     CellInput,
-    normalize_bands,
-    normalize_crs,
-    normalize_nodata,
-    normalize_transform,
-    unwrap_array,
 )
 from chronozarr.write._runner import DEFAULT_RETRIES, DEFAULT_WORKER_TIMEOUT, Runner, Stage
 from chronozarr.write._worklog import WorkLog, clear_work, pending_tasks
@@ -84,116 +81,6 @@ from chronozarr.write._worklog import WorkLog, clear_work, pending_tasks
 __all__ = ["EncodeSummary", "encode"]
 
 log = logging.getLogger("chronozarr.writer")
-
-_FROM_SOURCE = "planes of the cell source"  # mask/coverage given by a cell source
-_RESERVED = {"mask", "coverage", "time", "band", "y", "x", "volatility"}
-_VARIABLE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-
-
-@dataclass
-class _Args:
-    """The checked arguments of one ``encode`` call."""
-
-    data: Any
-    dtype: np.dtype
-    shape: tuple[int, int, int, int]  # (time, band, y, x)
-    times_ms: list[int]
-    bands: tuple[Band, ...]
-    crs: str
-    transform: tuple[float, ...]
-    resolution: float
-    nodata: float | int | None
-    cs: int
-    encoding: str
-    anchor_interval: int
-    shard_time: int | None
-    data_codecs: list[dict[str, Any]]
-    plane_codecs: list[dict[str, Any]]
-    variable: str
-    mask: Any
-    coverage: Any
-
-
-def _is_int(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int | np.integer)
-
-
-def _check_data(data: Any) -> tuple[Any, np.dtype, tuple[int, int, int, int]]:
-    if not is_cell_source(data):  # a cell source produces its own planes (chronozarr.write._cell_tasks)
-        data = unwrap_array(data, "data")
-    if data is None or getattr(data, "ndim", None) != 4:
-        raise EncodeError(
-            "data", f"expected a (time, band, y, x) array, got shape {getattr(data, 'shape', None)}"
-        )
-    dtype = np.dtype(data.dtype)
-    if dtype.name not in DTYPES:
-        raise EncodeError(
-            "data", f"dtype {dtype.name} is not supported (expected one of {list(DTYPES)})"
-        )
-    n_time, n_band, height, width = (int(s) for s in data.shape)
-    if min(n_time, n_band, height, width) < 1:
-        raise EncodeError("data", f"every axis needs at least one element, got shape {data.shape}")
-    return data, dtype, (n_time, n_band, height, width)
-
-
-def _check_layout(
-    dtype: np.dtype,
-    n_time: int,
-    chunk_size: Any,
-    encoding: Any,
-    anchor_interval: Any,
-    shard: bool,
-    shard_time: Any,
-) -> tuple[int, int | None]:
-    """The chunk size (2.1), encoding (4.1), anchor interval (4.2) and shard_time (7.1)."""
-    if not _is_int(chunk_size) or chunk_size < 2 or chunk_size % 2:
-        raise EncodeError(
-            "chunk_size", f"must be an even integer >= 2 (spec 2.1), got {chunk_size!r}"
-        )
-    if encoding not in ("auto", "none", "star-delta"):
-        raise EncodeError("encoding", f"expected 'auto', 'none' or 'star-delta', got {encoding!r}")
-    if encoding == "star-delta" and dtype.name not in DELTA_DTYPES:
-        raise EncodeError(
-            "encoding",
-            f"star-delta is only valid for uint8 and uint16 data (spec 4.1), data is {dtype.name}",
-        )
-    if not _is_int(anchor_interval) or anchor_interval < 1:
-        raise EncodeError("anchor_interval", f"must be an integer >= 1, got {anchor_interval!r}")
-    sharded = bool(shard) or shard_time is not None
-    if shard_time is not None and (not _is_int(shard_time) or shard_time < 1):
-        raise EncodeError("shard_time", f"must be an integer >= 1 (spec 7.1), got {shard_time!r}")
-    st = (int(shard_time) if shard_time is not None else n_time) if sharded else None
-    return int(chunk_size), st
-
-
-def _check_planes(
-    mask: Any, coverage: Any, n_time: int, height: int, width: int
-) -> tuple[Any, Any]:
-    """mask (2.4) and coverage (2.5): (time, y, x) uint8 (or bool); mask values 0 or 1."""
-    mask = unwrap_array(mask, "mask")
-    coverage = unwrap_array(coverage, "coverage")
-    for name, plane in (("mask", mask), ("coverage", coverage)):
-        if plane is None:
-            continue
-        if tuple(plane.shape) != (n_time, height, width):
-            raise EncodeError(
-                name,
-                f"expected shape {(n_time, height, width)} (time, y, x), got {tuple(plane.shape)}",
-            )
-        if np.dtype(plane.dtype) not in (np.dtype("uint8"), np.dtype(bool)):
-            raise EncodeError(name, f"expected uint8, got {np.dtype(plane.dtype).name}")
-    if isinstance(mask, np.ndarray) and mask.dtype != bool and mask.size and int(mask.max()) > 1:
-        raise EncodeError("mask", "values must be 0 (invalid) or 1 (valid) (spec 2.4)")
-    return mask, coverage
-
-
-def _codecs_for(codec: Any, options: Any, dtype: np.dtype) -> tuple[list[Any], list[Any]]:
-    """The chunk codec chains of data and of the uint8 planes (spec 8)."""
-    try:
-        return codec_chain(codec, options, dtype.name), codec_chain(codec, options, "uint8")
-    except ValueError as exc:  # codec_chain names the bad option; report it under its argument
-        arg = "codec_options" if str(exc).startswith("codec_options") else "codec"
-        raise EncodeError(arg, str(exc).split(": ", 1)[-1]) from exc
 
 
 def _open_target(store: Any, options: Mapping[str, Any] | None, work_key: str | None) -> Store:
@@ -246,13 +133,13 @@ class _SourceInput:
         return lambda t: planes(t)[0]
 
 
-def _sample_input(args: _Args) -> Any:
+def _sample_input(args: EncodeArgs) -> Any:
     if is_cell_source(args.data):
         return _SourceInput(args.data, args.cs, args.shape[2], args.shape[3])
     return CellInput(args.data, args.dtype)
 
 
-def _auto_task(ctx: tuple[Layout, _Args], task: SampleTask) -> tuple[int, int]:
+def _auto_task(ctx: tuple[Layout, EncodeArgs], task: SampleTask) -> tuple[int, int]:
     """One sampled cell of the auto choice on a worker (a cell source produces its planes
     there): the (plain, star-delta) byte totals of its chunks, not the chunks."""
     layout, args = ctx
@@ -262,7 +149,7 @@ def _auto_task(ctx: tuple[Layout, _Args], task: SampleTask) -> tuple[int, int]:
 
 
 def _choose(
-    layout: Layout, args: _Args, runner: Runner, work: WorkLog | None
+    layout: Layout, args: EncodeArgs, runner: Runner, work: WorkLog | None
 ) -> tuple[
     float, int, dict[tuple[int, int], dict[int, bytes]], dict[tuple[int, int], dict[int, bytes]]
 ]:
@@ -278,7 +165,7 @@ def _choose(
         # every other worker idle while it composited all three cells); whole time series per
         # cell, as a time split would composite anchor and gap-fill months twice
         cells = sample_cells(*grid_shape(h, w, layout.cs))
-        window = sample_window(layout.n_time, args.anchor_interval)
+        window = sample_window(layout.n_time, args.layout.anchor_interval)
         tasks = [(cell, window) for cell in cells]
         sizes = runner.run(_auto_task, (layout, args), tasks, name="cz-auto")
         ratio, n = sample_ratio(sizes), len(cells)
@@ -286,7 +173,7 @@ def _choose(
         deltas: dict[tuple[int, int], dict[int, bytes]] = {}
     else:
         ratio, n, plains, deltas = choose_encoding(
-            layout, _sample_input(args), h, w, runner.workers, args.anchor_interval
+            layout, _sample_input(args), h, w, runner.workers, args.layout.anchor_interval
         )
     if work is not None:
         work.record("choice", {"ratio": ratio, "sampled_cells": n})
@@ -294,14 +181,14 @@ def _choose(
 
 
 def _select(
-    layout: Layout, args: _Args, runner: Runner, work: WorkLog | None
+    layout: Layout, args: EncodeArgs, runner: Runner, work: WorkLog | None
 ) -> tuple[Temporal, dict[tuple[int, int], dict[int, bytes]]]:
     """The temporal block (4.1-4.3) and, for auto, the sampled chunks of the chosen encoding.
     ``layout`` is switched to ``none`` when that is the choice."""
     selection = None
     samples: dict[tuple[int, int], dict[int, bytes]] = {}
-    chosen = args.encoding
-    if args.encoding == "auto":
+    chosen = args.layout.encoding
+    if args.layout.encoding == "auto":
         if args.dtype.name in DELTA_DTYPES:
             ratio, n_sampled, plains, deltas = _choose(layout, args, runner, work)
             ratio = round(ratio, 4)  # the recorded ratio is the one the 0.85 rule is applied to
@@ -319,7 +206,7 @@ def _select(
     return (
         Temporal(
             encoding="star-delta",
-            anchor_interval=args.anchor_interval,
+            anchor_interval=args.layout.anchor_interval,
             anchor_indices=tuple(sorted(layout.vol_anchors)),
             delta_reference=dict(layout.vol_refs),
             selection=selection,
@@ -328,7 +215,7 @@ def _select(
     )
 
 
-def _level_info(args: _Args, k: int, h: int, w: int) -> LevelInfo:
+def _level_info(args: EncodeArgs, k: int, h: int, w: int) -> LevelInfo:
     tf = level_transform(args.transform, k)
     return LevelInfo(
         str(k),
@@ -339,7 +226,7 @@ def _level_info(args: _Args, k: int, h: int, w: int) -> LevelInfo:
     )
 
 
-def _level_docs(args: _Args, info: LevelInfo) -> dict[str, dict[str, Any]]:
+def _level_docs(args: EncodeArgs, info: LevelInfo) -> dict[str, dict[str, Any]]:
     """The zarr.json documents of a level's data, mask and coverage arrays (2.1, 2.4, 2.5)."""
     path = info.path
     docs = {
@@ -366,7 +253,7 @@ def _level_docs(args: _Args, info: LevelInfo) -> dict[str, dict[str, Any]]:
     return docs
 
 
-def _tasks(info: LevelInfo, args: _Args, threads: int) -> list[tuple[tuple[int, int], range]]:
+def _tasks(info: LevelInfo, args: EncodeArgs, threads: int) -> list[tuple[tuple[int, int], range]]:
     cells = [(r, c) for r in range(info.grid[0]) for c in range(info.grid[1])]
     return split_tasks(cells, range(args.shape[0]), args.shard_time, threads)
 
@@ -409,7 +296,7 @@ def _needs_below(
 
 def _level0_stage(
     layout: Layout,
-    args: _Args,
+    args: EncodeArgs,
     info: LevelInfo,
     samples: dict[tuple[int, int], dict[int, bytes]],
     runner: Runner,
@@ -434,7 +321,7 @@ def _level0_stage(
     return ctx, tasks
 
 
-def _check_visible(layout: Layout, args: _Args) -> None:
+def _check_visible(layout: Layout, args: EncodeArgs) -> None:
     """The workers' first chunk is visible here: else they wrote to a target this process does
     not see (a local path that is not on a filesystem shared with every worker), and the
     metadata written here would describe missing data (spec 9)."""
@@ -449,7 +336,7 @@ def _check_visible(layout: Layout, args: _Args) -> None:
 
 def _write_levels(
     layout: Layout,
-    args: _Args,
+    args: EncodeArgs,
     samples: dict[tuple[int, int], dict[int, bytes]],
     runner: Runner,
     work: WorkLog | None,
@@ -521,11 +408,11 @@ def _write_levels(
     return levels, docs, shard_bytes, volatility, extras
 
 
-def _layout(args: _Args, target: Store) -> Layout:
+def _layout(args: EncodeArgs, target: Store) -> Layout:
     """The per-cell writer's layout, star-delta on the nominal schedule (spec 4.2, 5); ``_select``
     switches it to none when that is the choice."""
     n_time, n_band = args.shape[:2]
-    vol_anchors, vol_refs = schedule(n_time, args.anchor_interval)
+    vol_anchors, vol_refs = schedule(n_time, args.layout.anchor_interval)
     return Layout(
         store=target,
         variable=args.variable,
@@ -547,65 +434,6 @@ def _layout(args: _Args, target: Store) -> Layout:
     )
 
 
-def _check_args(
-    data: Any,
-    times: Any,
-    bands: Any,
-    crs: Any,
-    transform: Any,
-    nodata: Any,
-    mask: Any,
-    coverage: Any,
-    options: Mapping[str, Any],
-) -> _Args:
-    """Every argument checked (and normalized) before anything is written."""
-    data, dtype, shape = _check_data(data)
-    n_time, n_band, height, width = shape
-    # an xarray coordinate (da.time, da.band) is read as its values
-    times = times.values if hasattr(times, "dims") and hasattr(times, "values") else times
-    bands = bands.values if hasattr(bands, "dims") and hasattr(bands, "values") else bands
-    try:
-        times_ms = parse_times(times, n_time)
-    except ValueError as exc:  # parse_times says which entry; report it under ``times``
-        raise EncodeError("times", str(exc)) from exc
-    band_objs = normalize_bands(bands, n_band)
-    crs_text = normalize_crs(crs)
-    transform_t, resolution = normalize_transform(transform)
-    nodata_v = normalize_nodata(nodata, dtype)
-    cs, st = _check_layout(
-        dtype,
-        n_time,
-        options["chunk_size"],
-        options["encoding"],
-        options["anchor_interval"],
-        options["shard"],
-        options["shard_time"],
-    )
-    data_codecs, plane_codecs = _codecs_for(options["codec"], options["codec_options"], dtype)
-    variable = options["variable"]
-    if (
-        not isinstance(variable, str)
-        or not _VARIABLE_RE.fullmatch(variable)
-        or variable in _RESERVED
-    ):
-        raise EncodeError(
-            "variable",
-            f"expected a plain array name other than {sorted(_RESERVED)}, got {variable!r}",
-        )
-    if is_cell_source(data):
-        if mask is not None or coverage is not None:
-            raise EncodeError("mask", "a cell source gives its own mask and coverage planes")
-        mask = _FROM_SOURCE if getattr(data, "has_mask", False) else None
-        coverage = _FROM_SOURCE if getattr(data, "has_coverage", False) else None
-    else:
-        mask, coverage = _check_planes(mask, coverage, n_time, height, width)
-    return _Args(
-        data, dtype, shape, times_ms, band_objs, crs_text, transform_t, resolution, nodata_v, cs,
-        options["encoding"], int(options["anchor_interval"]), st, data_codecs, plane_codecs,
-        variable, mask, coverage,
-    )  # fmt: skip
-
-
 @dataclass
 class EncodeSummary:
     """What ``encode`` returns: the target's URL, whether it resumed a partial, the level-0
@@ -617,17 +445,6 @@ class EncodeSummary:
     resumed: bool
     sources: list[Any]
     phases: dict[str, float] = field(default_factory=dict)
-
-
-def _check_provenance(provenance: Any) -> None:
-    if provenance is None or callable(provenance):
-        return
-    if not isinstance(provenance, Mapping):
-        raise EncodeError("provenance", "expected an object (mapping)")
-    try:  # checked now, not when the root zarr.json is written after every chunk
-        dumps(dict(provenance))
-    except (TypeError, ValueError) as exc:  # json refuses numpy scalars, NaN, objects
-        raise EncodeError("provenance", f"must be JSON (no NaN, no numpy scalars): {exc}") from exc
 
 
 def encode(
@@ -646,8 +463,9 @@ def encode(
     chunk_size: int = 512,
     shard: bool = False,
     shard_time: int | None = None,
-    codec: str = "zstd",
+    codec: str | Codec = "zstd",
     codec_options: Mapping[str, Any] | None = None,
+    layout: StoreLayout | None = None,
     provenance: Mapping[str, Any] | Callable[[list[Any]], Mapping[str, Any]] | None = None,
     provenance_items: Sequence[str] | Callable[[list[Any]], Sequence[str]] | None = None,
     variable: str = "data",
@@ -664,6 +482,11 @@ def encode(
     See docs/spec.md for every argument's meaning. Raises ``EncodeError`` naming the argument on
     bad input, before anything is written. ``shard_time`` implies ``shard``. ``workers`` is the
     number of cells encoded at once (default: up to 4, bounded by the CPU count).
+
+    ``layout``: the store's layout as one :class:`chronozarr.StoreLayout` (chunk size, encoding,
+    anchor interval, sharding, compressor), instead of the keywords ``chunk_size``, ``encoding``,
+    ``anchor_interval``, ``shard``, ``shard_time``, ``codec`` and ``codec_options`` (which then
+    stay at their defaults). ``codec`` may also be a compressor object (``ZstdCodec(level=9)``).
 
     ``store``: a local path or ``file://`` URL, an ``s3://bucket/prefix`` URL (obstore;
     ``store_options`` are its endpoint, region, client_options...), an obstore store object, or
@@ -686,7 +509,7 @@ def encode(
     ``provenance_items`` array) may be callables of the cell source's summaries, called after
     level 0. ``on_task`` is called here with each level-0 task's result (progress).
     """
-    options = dict(
+    layout_keywords = dict(
         chunk_size=chunk_size,
         encoding=encoding,
         anchor_interval=anchor_interval,
@@ -694,14 +517,14 @@ def encode(
         shard_time=shard_time,
         codec=codec,
         codec_options=codec_options,
-        variable=variable,
     )
-    args = _check_args(data, times, bands, crs, transform, nodata, mask, coverage, options)
-    _check_provenance(provenance)
-    if resume_key is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", str(resume_key)):
-        raise EncodeError(
-            "resume_key", f"expected 1-64 letters, digits, _ or -, got {resume_key!r}"
-        )
+    description = dict(
+        times=times, bands=bands, crs=crs, transform=transform, nodata=nodata, mask=mask,
+        coverage=coverage,
+    )  # fmt: skip
+    args = check_encode_args(data, description, layout, layout_keywords, variable)
+    check_provenance(provenance)
+    check_resume_key(resume_key)
     target = _open_target(store, store_options, resume_key)
     work = WorkLog(target, resume_key) if resume_key is not None else None
     resumed = bool(work and work.started())
@@ -709,18 +532,18 @@ def encode(
         work.start({"shape": list(args.shape), "variable": args.variable})
     workers = workers or default_workers()
     runner = Runner(scheduler, workers=workers, retries=retries, worker_timeout=worker_timeout)
-    layout = _layout(args, target)
+    cells = _layout(args, target)
     clock = time.perf_counter()
     phases: dict[str, float] = {}
-    temporal, samples = _select(layout, args, runner, work)
+    temporal, samples = _select(cells, args, runner, work)
     phases["select"] = time.perf_counter() - clock
     levels, docs, shard_bytes, volatility, extras = _write_levels(
-        layout, args, samples, runner, work, on_task
+        cells, args, samples, runner, work, on_task
     )
     phases["levels"] = time.perf_counter() - clock - phases["select"]
     clock = time.perf_counter()
     prov = provenance(extras) if callable(provenance) else provenance
-    _check_provenance(prov)
+    check_provenance(prov)
     extra_arrays = None
     if provenance_items is not None:
         documents = provenance_items(extras) if callable(provenance_items) else provenance_items
@@ -746,7 +569,7 @@ def encode(
     )
     multiscale = multiscales([lv.path for lv in levels], args.crs)
     write_metadata(
-        target, attrs, docs, args.times_ms, volatility, multiscale, codec, codec_options,
+        target, attrs, docs, args.times_ms, volatility, multiscale, args.layout.codec,
         extra_arrays=extra_arrays,
     )  # fmt: skip
     if work is not None:
