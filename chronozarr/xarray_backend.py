@@ -261,7 +261,6 @@ class ChronozarrBackendEntrypoint(BackendEntrypoint):
     """``engine="chronozarr"``: chronozarr v0.1/v0.2 stores, local or http(s)/s3 (spec 10)."""
 
     description = "chronozarr stores: reconstructed, physical values, CF grid mapping"
-    url = "https://github.com/chronozarr/chronozarr/blob/main/docs/python.md"
     open_dataset_parameters = (
         "filename_or_obj",
         "drop_variables",
