@@ -44,3 +44,10 @@ def test_every_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cap
     assert "32631 (10.0, 0.0, 600000.0, 0.0, -10.0, 5100000.0)" in out
     assert "['0', '1', '2']" in out
     assert "\n14\n" in out
+    # xarray's habits (decision 0040)
+    assert "uint16 0 spatial_ref" in out and "0.0001 -0.1" in out
+    assert "milliseconds since 1970-01-01T00:00:00 1704067200000" in out
+    assert "['data', 'mask', 'spatial_ref', 'time_bnds']" in out
+    assert "['red', 'nir', 'mask', 'coverage'] ('time', 'y', 'x')" in out
+    assert "EPSG:4326 ('time', 'y', 'x')" in out
+    assert "2024-06-01 2024-06-01" in out
