@@ -24,6 +24,7 @@ from chronozarr.format._arrays import (
     coord_array_doc,
     data_array_doc,
     plane_array_doc,
+    residuals_attribute,
     volatility_array_doc,
 )
 from chronozarr.format._attrs import Band, LevelInfo, RootAttrs, Temporal
@@ -185,6 +186,7 @@ __all__ = [
     "pixel_centres",
     "plane_array_doc",
     "residual",
+    "residuals_attribute",
     "root_doc",
     "root_time_paths",
     "schedule",

@@ -41,6 +41,7 @@ from chronozarr.format import (
     level_transform,
     multiscales,
     plane_array_doc,
+    residuals_attribute,
     schedule,
     volatility_value,
 )
@@ -540,6 +541,9 @@ def encode(
     levels, docs, shard_bytes, volatility, extras = _write_levels(
         cells, args, samples, runner, work, on_task
     )
+    if temporal.encoding == "star-delta":  # residuals, said on the arrays too (decision 0040)
+        for lv in levels:
+            docs[f"{lv.path}/{args.variable}"]["attributes"].update(residuals_attribute())
     phases["levels"] = time.perf_counter() - clock - phases["select"]
     clock = time.perf_counter()
     prov = provenance(extras) if callable(provenance) else provenance
