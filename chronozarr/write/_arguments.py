@@ -1,16 +1,16 @@
 """``encode``'s arguments, checked before anything is written (spec 2.1-2.5, 3.2-3.6, 4.1, 7, 8).
 
 Each check raises ``EncodeError`` naming the argument. The result is typed: the data and its
-description (:class:`EncodeArgs`), the layout of the store's chunks (a
-:class:`~chronozarr.format.StoreLayout`, checked where it is made) and how the run goes
-(:class:`RunOptions`). The order of the checks is the order a caller meets them: the data, its
+description (:class:`EncodeArgs`) and the layout of the store's chunks (a
+:class:`~chronozarr.format.StoreLayout`, checked where it is made); how the run goes is a
+:class:`~chronozarr.write.RunOptions`. The order of the checks is the order a caller meets them: the data, its
 times, bands, CRS, transform and nodata, then the layout, the variable name, mask and coverage.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,45 +34,18 @@ from chronozarr.write._inputs import (
     normalize_transform,
     unwrap_array,
 )
-from chronozarr.write._runner import DEFAULT_RETRIES, DEFAULT_WORKER_TIMEOUT
 
 __all__ = [
     "FROM_SOURCE",
     "EncodeArgs",
-    "RunOptions",
     "check_encode_args",
     "check_provenance",
-    "check_resume_key",
     "layout_of",
 ]
 
 FROM_SOURCE = "planes of the cell source"  # mask/coverage given by a cell source
 _RESERVED = {"mask", "coverage", "time", "band", "y", "x", "volatility"}
 _VARIABLE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-_RESUME_KEY_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How a write runs (not what it writes): ``workers`` local threads (None: up to 4, bounded
-    by the CPU count), or a dask.distributed ``scheduler`` (a client, or an address for
-    ``append``) with dask's ``retries`` per task and ``worker_timeout`` seconds without any
-    worker before a :class:`~chronozarr.errors.ClusterError`; ``resume_key`` names the
-    resumable work prefix (decision 0017); ``on_task`` is called with each level-0 result."""
-
-    workers: int | None = None
-    scheduler: Any = None
-    retries: int = DEFAULT_RETRIES
-    worker_timeout: float = DEFAULT_WORKER_TIMEOUT
-    resume_key: str | None = None
-    on_task: Callable[[Any], None] | None = None
-
-
-def check_resume_key(key: str | None) -> str | None:
-    """``key`` when it may name a work prefix (1-64 letters, digits, ``_`` or ``-``)."""
-    if key is not None and not _RESUME_KEY_RE.fullmatch(str(key)):
-        raise EncodeError("resume_key", f"expected 1-64 letters, digits, _ or -, got {key!r}")
-    return key
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,10 @@ block of cells is held. Write order (spec 9): every chunk/shard object, then the
 arrays and volatility, then every zarr.json below the root, the root zarr.json last: a crash
 leaves no root, never a root that describes missing data.
 
-The steps live beside this module: argument checks and cell reads in :mod:`chronozarr.write._inputs`,
-the auto choice in :mod:`chronozarr.write._auto` (4.3), per-cell writing in :mod:`chronozarr.write._cells`,
-the metadata commit in :mod:`chronozarr.write._commit` (9).
+``encode`` checks its arguments (:mod:`chronozarr.write._arguments`), opens the target, makes the
+temporal choice (:mod:`chronozarr.write._auto`, 4.3), then its plan
+(:mod:`chronozarr.write._encode_plan`: the stages of cell tasks and the commit), which the one
+runner executes (:mod:`chronozarr.write._runner`) before the commit writes the metadata (9).
 """
 
 from __future__ import annotations
@@ -20,64 +21,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from chronozarr.errors import ClusterError, EncodeError, RemoteStoreError, StoreAccessError
-from chronozarr.format import (
-    DELTA_DTYPES,
-    SPEC_VERSION,
-    Codec,
-    LevelInfo,
-    RootAttrs,
-    StoreLayout,
-    Temporal,
-    cell_slice,
-    chunk_key,
-    data_array_doc,
-    format_time,
-    grid_shape,
-    level_resolution,
-    level_shapes,
-    level_transform,
-    multiscales,
-    plane_array_doc,
-    residuals_attribute,
-    schedule,
-    volatility_value,
-)
+from chronozarr.errors import EncodeError, RemoteStoreError, StoreAccessError
+from chronozarr.format import Codec, StoreLayout, schedule
 from chronozarr.io import WORK_PREFIX, LocalStore, Store, open_target, store_is_empty
-from chronozarr.provenance import PROVENANCE_ITEMS, items_array_objects
 from chronozarr.write._arguments import (
     EncodeArgs,
     check_encode_args,
     check_provenance,
-    check_resume_key,
 )
-from chronozarr.write._auto import (
-    AUTO_THRESHOLD,
-    SampleTask,
-    choose_encoding,
-    encode_sample,
-    sample_cells,
-    sample_ratio,
-    sample_window,
-)
-from chronozarr.write._cell_tasks import (
-    ArrayInput,
-    Level0Context,
-    UpperContext,
-    is_cell_source,
-    level0_task,
-    upper_task,
-)
-from chronozarr.write._cells import CellResult, Layout, default_workers, merge_results, split_tasks
-from chronozarr.write._commit import write_metadata
-from chronozarr.write._inputs import (
-    DEFAULT,
-    CellInput,
-)
-from chronozarr.write._runner import DEFAULT_RETRIES, DEFAULT_WORKER_TIMEOUT, Runner, Stage
-from chronozarr.write._worklog import WorkLog, clear_work, pending_tasks
+from chronozarr.write._auto import select_encoding
+from chronozarr.write._cells import Layout
+from chronozarr.write._encode_plan import encode_plan
+from chronozarr.write._inputs import DEFAULT
+from chronozarr.write._runner import DEFAULT_RETRIES, DEFAULT_WORKER_TIMEOUT, Runner, RunOptions
+from chronozarr.write._worklog import WorkLog
 
 __all__ = ["EncodeSummary", "encode"]
 
@@ -123,292 +80,6 @@ def _check_target(target: Store, work_key: str | None) -> Store:
     return target
 
 
-class _SourceInput:
-    """A cell source seen as :class:`CellInput` (data planes only), for the auto sample."""
-
-    def __init__(self, source: Any, cs: int, height: int, width: int):
-        self.source, self.cs, self.height, self.width = source, cs, height, width
-
-    def cell(self, ys: slice, xs: slice, times: Any = None) -> Any:
-        planes = self.source.open_cell(ys.start // self.cs, xs.start // self.cs, ys, xs, times)
-        return lambda t: planes(t)[0]
-
-
-def _sample_input(args: EncodeArgs) -> Any:
-    if is_cell_source(args.data):
-        return _SourceInput(args.data, args.cs, args.shape[2], args.shape[3])
-    return CellInput(args.data, args.dtype)
-
-
-def _auto_task(ctx: tuple[Layout, EncodeArgs], task: SampleTask) -> tuple[int, int]:
-    """One sampled cell of the auto choice on a worker (a cell source produces its planes
-    there): the (plain, star-delta) byte totals of its chunks, not the chunks."""
-    layout, args = ctx
-    h, w = args.shape[2:]
-    _r, _c, plain, delta = encode_sample(layout, _sample_input(args), h, w, task)
-    return sum(len(b) for b in plain.values()), sum(len(b) for b in delta.values())
-
-
-def _choose(
-    layout: Layout, args: EncodeArgs, runner: Runner, work: WorkLog | None
-) -> tuple[
-    float, int, dict[tuple[int, int], dict[int, bytes]], dict[tuple[int, int], dict[int, bytes]]
-]:
-    """The auto sample (4.3): read back from a resumed run's work prefix, run on a worker for a
-    cell source on a cluster, else here (reusing the sampled chunks)."""
-    if work is not None:
-        saved = work.done("choice")
-        if saved is not None:
-            return float(saved["ratio"]), int(saved["sampled_cells"]), {}, {}
-    h, w = args.shape[2:]
-    if runner.remote and is_cell_source(args.data):
-        # one task per sampled cell, so the workers share the sample (decision 0021: one task held
-        # every other worker idle while it composited all three cells); whole time series per
-        # cell, as a time split would composite anchor and gap-fill months twice
-        cells = sample_cells(*grid_shape(h, w, layout.cs))
-        window = sample_window(layout.n_time, args.layout.anchor_interval)
-        tasks = [(cell, window) for cell in cells]
-        sizes = runner.run(_auto_task, (layout, args), tasks, name="cz-auto")
-        ratio, n = sample_ratio(sizes), len(cells)
-        plains: dict[tuple[int, int], dict[int, bytes]] = {}
-        deltas: dict[tuple[int, int], dict[int, bytes]] = {}
-    else:
-        ratio, n, plains, deltas = choose_encoding(
-            layout, _sample_input(args), h, w, runner.workers, args.layout.anchor_interval
-        )
-    if work is not None:
-        work.record("choice", {"ratio": ratio, "sampled_cells": n})
-    return ratio, n, plains, deltas
-
-
-def _select(
-    layout: Layout, args: EncodeArgs, runner: Runner, work: WorkLog | None
-) -> tuple[Temporal, dict[tuple[int, int], dict[int, bytes]]]:
-    """The temporal block (4.1-4.3) and, for auto, the sampled chunks of the chosen encoding.
-    ``layout`` is switched to ``none`` when that is the choice."""
-    selection = None
-    samples: dict[tuple[int, int], dict[int, bytes]] = {}
-    chosen = args.layout.encoding
-    if args.layout.encoding == "auto":
-        if args.dtype.name in DELTA_DTYPES:
-            ratio, n_sampled, plains, deltas = _choose(layout, args, runner, work)
-            ratio = round(ratio, 4)  # the recorded ratio is the one the 0.85 rule is applied to
-            chosen = "star-delta" if ratio <= AUTO_THRESHOLD else "none"
-            samples = deltas if chosen == "star-delta" else plains
-            selection = {"mode": "auto", "sampled_cells": n_sampled, "ratio": ratio}
-            log.info("auto: star-delta/plain = %.4f over %d cells -> %s", ratio, n_sampled, chosen)
-        else:
-            chosen = "none"  # spec 4.3: auto applies to uint8/uint16 only, no selection written
-    if chosen == "none":
-        layout.encoding = "none"
-        layout.anchors = frozenset()
-        layout.refs = {}
-        return Temporal(encoding="none", selection=selection), samples
-    return (
-        Temporal(
-            encoding="star-delta",
-            anchor_interval=args.layout.anchor_interval,
-            anchor_indices=tuple(sorted(layout.vol_anchors)),
-            delta_reference=dict(layout.vol_refs),
-            selection=selection,
-        ),
-        samples,
-    )
-
-
-def _level_info(args: EncodeArgs, k: int, h: int, w: int) -> LevelInfo:
-    tf = level_transform(args.transform, k)
-    return LevelInfo(
-        str(k),
-        level_resolution(args.resolution, k),
-        tuple(tf),
-        (args.shape[0], args.shape[1], h, w),
-        grid_shape(h, w, args.cs),
-    )
-
-
-def _level_docs(args: EncodeArgs, info: LevelInfo) -> dict[str, dict[str, Any]]:
-    """The zarr.json documents of a level's data, mask and coverage arrays (2.1, 2.4, 2.5)."""
-    path = info.path
-    docs = {
-        f"{path}/{args.variable}": data_array_doc(
-            shape=info.shape,
-            dtype=args.dtype.name,
-            cs=args.cs,
-            codecs=args.data_codecs,
-            nodata=args.nodata,
-            shard_time=args.shard_time,
-            crs=args.crs,
-            transform=list(info.transform),
-        )
-    }
-    h, w = info.shape[2:]
-    for name, plane in (("mask", args.mask), ("coverage", args.coverage)):
-        if plane is not None:
-            docs[f"{path}/{name}"] = plane_array_doc(
-                shape=(args.shape[0], h, w),
-                cs=args.cs,
-                codecs=args.plane_codecs,
-                shard_time=args.shard_time,
-            )
-    return docs
-
-
-def _tasks(info: LevelInfo, args: EncodeArgs, threads: int) -> list[tuple[tuple[int, int], range]]:
-    cells = [(r, c) for r in range(info.grid[0]) for c in range(info.grid[1])]
-    return split_tasks(cells, range(args.shape[0]), args.shard_time, threads)
-
-
-def _morton(cell: tuple[int, int]) -> int:
-    """The Z-order index of a cell: the four cells under a coarser cell are consecutive, at
-    every level, so a pipelined run completes coarser cells early (not a row of them last)."""
-    r, c = cell
-    z = 0
-    for bit in range(32):
-        z |= ((r >> bit) & 1) << (2 * bit + 1) | ((c >> bit) & 1) << (2 * bit)
-    return z
-
-
-def _needs_below(
-    tasks: list[Any], todo: list[int], below_tasks: list[Any], below_todo: list[int]
-) -> Callable[[int], list[int]]:
-    """For stage position p (task ``tasks[todo[p]]`` of level k): the stage positions of the
-    level k-1 tasks it reads, every time group of the 2 x 2 cells below it (spec 6; a
-    delta's reference timesteps may lie in another group, so all of them)."""
-    by_cell: dict[tuple[int, int], list[int]] = {}
-    for q, j in enumerate(below_todo):
-        by_cell.setdefault(tuple(below_tasks[j][0]), []).append(q)
-
-    def needs(p: int) -> list[int]:
-        r, c = tasks[todo[p]][0]
-        return [
-            q
-            for cell in (
-                (2 * r, 2 * c),
-                (2 * r, 2 * c + 1),
-                (2 * r + 1, 2 * c),
-                (2 * r + 1, 2 * c + 1),
-            )
-            for q in by_cell.get(cell, ())
-        ]
-
-    return needs
-
-
-def _level0_stage(
-    layout: Layout,
-    args: EncodeArgs,
-    info: LevelInfo,
-    samples: dict[tuple[int, int], dict[int, bytes]],
-    runner: Runner,
-    work: WorkLog | None,
-) -> tuple[Any, list[Any]]:
-    """Level 0's context and tasks: from the input, cell by cell, with the volatility terms (5)."""
-    h, w = info.shape[2:]
-    source = args.data if is_cell_source(args.data) else None
-    array = (
-        None if source is not None else ArrayInput(args.data, args.dtype, args.mask, args.coverage)
-    )
-    tasks: list[Any] = _tasks(info, args, runner.threads())
-    if runner.remote and array is not None:  # each task carries its cell's part of the input
-        tasks = [
-            (cell, times, array.view(*cell_slice(cell[0], cell[1], args.cs, h, w)))
-            for cell, times in tasks
-        ]
-    ctx = Level0Context(
-        layout, h, w, source if source is not None else (None if runner.remote else array),
-        {} if runner.remote else samples, work.key if work else None,
-    )  # fmt: skip
-    return ctx, tasks
-
-
-def _check_visible(layout: Layout, args: EncodeArgs) -> None:
-    """The workers' first chunk is visible here: else they wrote to a target this process does
-    not see (a local path that is not on a filesystem shared with every worker), and the
-    metadata written here would describe missing data (spec 9)."""
-    key = chunk_key(f"0/{args.variable}", 0, 0, 0, has_band=True)
-    if layout.store.size(key) is None:
-        raise ClusterError(
-            f"{layout.store.url}: the workers wrote level 0 but {key} is not visible from this "
-            "process; a local path must be on a filesystem every worker shares (or write to "
-            "s3://...)"
-        )
-
-
-def _write_levels(
-    layout: Layout,
-    args: EncodeArgs,
-    samples: dict[tuple[int, int], dict[int, bytes]],
-    runner: Runner,
-    work: WorkLog | None,
-    on_task: Any = None,
-) -> tuple[
-    list[LevelInfo], dict[str, dict[str, Any]], dict[str, dict[str, int]], np.ndarray, list[Any]
-]:
-    """Every level's chunks; returns the levels, their array documents, the shard sizes (7.3),
-    the volatility grid (5) and the level-0 sources' summaries.
-
-    Level 0 from the input, level k from level k-1 as stored (read back, reconstructed,
-    block-averaged, spec 6). Locally level by level; on a cluster pipelined (each level-k task
-    waits only for the cells below it, :mod:`chronozarr.write._runner`), level 0 submitted in
-    Z-order so that coarser cells complete early. A resumed run skips the tasks whose summary
-    it finds (decision 0017); every level's results are in task order either way."""
-    height, width = args.shape[2:]
-    levels = [_level_info(args, k, h, w) for k, (h, w) in enumerate(level_shapes(height, width, args.cs))]  # fmt: skip
-    docs: dict[str, dict[str, Any]] = {}
-    for info in levels:
-        docs.update(_level_docs(args, info))
-    stages: list[Stage] = []
-    plans: list[tuple[list[Any], list[int], dict[int, CellResult]]] = []
-    for k, info in enumerate(levels):
-        if k == 0:
-            fn: Any = level0_task
-            ctx, tasks = _level0_stage(layout, args, info, samples, runner, work)
-        else:
-            below = levels[k - 1]
-            needed = {key: dict(doc) for key, doc in docs.items() if key.split("/", 1)[0] == below.path}  # fmt: skip
-            fn, ctx = upper_task, UpperContext(layout, info, below, needed, work.key if work else None)  # fmt: skip
-            tasks = _tasks(info, args, runner.threads())
-        todo, found = pending_tasks(tasks, info.path, work)
-        stage = Stage(f"cz-level{info.path}", fn, ctx, [tasks[i] for i in todo])
-        if k == 0:
-            if on_task is not None:
-                stage.on_result = lambda _p, res: on_task(res)
-
-            def level0_done() -> None:
-                samples.clear()  # the auto sample's chunks are written
-                if runner.remote:
-                    _check_visible(layout, args)
-
-            stage.on_done = level0_done
-            if runner.remote:
-                stage.order = sorted(range(len(todo)), key=lambda p: (_morton(tasks[todo[p]][0]), p))  # fmt: skip
-        else:
-            below_tasks, below_todo, _found = plans[-1]
-            stage.needs = _needs_below(tasks, todo, below_tasks, below_todo)
-        stages.append(stage)
-        plans.append((tasks, todo, found))
-    ran = runner.run_stages(stages)
-    shard_bytes: dict[str, dict[str, int]] = {}
-    volatility = np.zeros(grid_shape(height, width, args.cs), dtype=np.float32)
-    extras: list[Any] = []
-    for k, (info, (tasks, todo, found), stage_results) in enumerate(zip(levels, plans, ran, strict=True)):  # fmt: skip
-        raw: list[Any] = [found.get(i) for i in range(len(tasks))]
-        for i, res in zip(todo, stage_results, strict=True):
-            raw[i] = res
-        if k == 0:
-            extras = [res.extra for res in raw if res.extra is not None]
-        results = merge_results(raw)
-        if k == 0:
-            for res in results:
-                volatility[res.row, res.col] = volatility_value(res.vol_sum, res.vol_count)
-        if args.shard_time is not None:
-            shard_bytes[info.path] = {
-                key: size for res in results for key, size in res.shard_sizes.items()
-            }
-    return levels, docs, shard_bytes, volatility, extras
-
-
 def _layout(args: EncodeArgs, target: Store) -> Layout:
     """The per-cell writer's layout, star-delta on the nominal schedule (spec 4.2, 5); ``_select``
     switches it to none when that is the choice."""
@@ -448,6 +119,8 @@ class EncodeSummary:
     phases: dict[str, float] = field(default_factory=dict)
 
 
+# Long by its signature and docstring: the public keyword API, documented where it is declared.
+# The body is its steps (checks, target, choice, plan, run, commit).
 def encode(
     data: Any,
     store: Any,
@@ -525,58 +198,25 @@ def encode(
     )  # fmt: skip
     args = check_encode_args(data, description, layout, layout_keywords, variable)
     check_provenance(provenance)
-    check_resume_key(resume_key)
-    target = _open_target(store, store_options, resume_key)
-    work = WorkLog(target, resume_key) if resume_key is not None else None
+    run = RunOptions(workers, scheduler, retries, worker_timeout, resume_key, on_task)
+    target = _open_target(store, store_options, run.resume_key)
+    work = WorkLog(target, run.resume_key) if run.resume_key is not None else None
     resumed = bool(work and work.started())
     if work is not None and not resumed:
         work.start({"shape": list(args.shape), "variable": args.variable})
-    workers = workers or default_workers()
-    runner = Runner(scheduler, workers=workers, retries=retries, worker_timeout=worker_timeout)
+    runner = Runner.of(run)
     cells = _layout(args, target)
     clock = time.perf_counter()
     phases: dict[str, float] = {}
-    temporal, samples = _select(cells, args, runner, work)
+    temporal, samples = select_encoding(cells, args, runner, work)
     phases["select"] = time.perf_counter() - clock
-    levels, docs, shard_bytes, volatility, extras = _write_levels(
-        cells, args, samples, runner, work, on_task
-    )
-    if temporal.encoding == "star-delta":  # residuals, said on the arrays too (decision 0040)
-        for lv in levels:
-            docs[f"{lv.path}/{args.variable}"]["attributes"].update(residuals_attribute())
+    plan = encode_plan(
+        args, cells, temporal, samples, runner, work, on_task=run.on_task,
+        provenance=provenance, provenance_items=provenance_items,
+    )  # fmt: skip
+    results = runner.run(plan.stages, pipelined=plan.pipelined)
     phases["levels"] = time.perf_counter() - clock - phases["select"]
     clock = time.perf_counter()
-    prov = provenance(extras) if callable(provenance) else provenance
-    check_provenance(prov)
-    extra_arrays = None
-    if provenance_items is not None:
-        documents = provenance_items(extras) if callable(provenance_items) else provenance_items
-        if len(documents) != args.shape[0]:
-            raise EncodeError("provenance_items", f"expected {args.shape[0]} documents")
-        objects, doc = items_array_objects(list(documents), args.data_codecs[-1])
-        extra_arrays = {PROVENANCE_ITEMS: (doc, objects)}
-    attrs = RootAttrs(
-        spec_version=SPEC_VERSION,
-        variable=args.variable,
-        times=tuple(format_time(t) for t in args.times_ms),
-        bands=args.bands,
-        band_names=tuple(b.name for b in args.bands),
-        nodata=args.nodata,
-        crs=args.crs,
-        temporal=temporal,
-        volatility_path="volatility",
-        mask_variable="mask" if args.mask is not None else None,
-        coverage_variable="coverage" if args.coverage is not None else None,
-        provenance=dict(prov) if prov is not None else None,
-        levels=tuple(levels),
-        shard_bytes=shard_bytes if args.shard_time is not None else None,
-    )
-    multiscale = multiscales([lv.path for lv in levels], args.crs)
-    write_metadata(
-        target, attrs, docs, args.times_ms, volatility, multiscale, args.layout.codec,
-        extra_arrays=extra_arrays,
-    )  # fmt: skip
-    if work is not None:
-        clear_work(target, work.key)  # after the root: the commit (decision 0017)
+    extras = plan.commit(results)
     phases["metadata"] = time.perf_counter() - clock
     return EncodeSummary(target.url, resumed, extras, phases)
