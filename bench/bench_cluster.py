@@ -302,8 +302,8 @@ def payloads(recipe: Path) -> dict:
     from distributed.protocol import pickle
 
     from chronozarr.write import level0_task
-    from cz.build.cluster import make_source
     from cz.build.options import BuildOptions
+    from cz.build.sources import make_source
     from cz.plan import plan_recipe
     from cz.recipe import load_recipe
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Sequence
@@ -11,124 +10,26 @@ from typing import Any
 
 import numpy as np
 
+import chronozarr
 from chronozarr import provenance
 from chronozarr.provenance import write_provenance_items
-from cz.build.errors import AppendRefusedError, BuildError, RecipeMismatchError
+from cz.build.cluster_append import append_on_cluster
+from cz.build.errors import AppendRefusedError, BuildError
 from cz.build.executor import CompositeStats, Executor, run_composites
+from cz.build.fitting import fitting_recipe
 from cz.build.leftovers import new_tag, start_run, tagged_name
 from cz.build.options import BuildOptions, BuildResult, Progress
 from cz.build.spill import History, Spill, SpillPlanes
 from cz.build.store_args import (
     carry_forward_months,
-    compare_with_store,
     month_document,
     store_bands,
 )
 from cz.build.target import is_url, local_path, store_size
 from cz.build.tasks import composite_context
 from cz.build.views import PlaneView, spill_planes
-from cz.months import month_of_time, next_month
-from cz.plan import GridPlan, Plan, grid_for, plan_recipe
-from cz.recipe import Recipe, TimeSpec
-
-
-def _compare_recipe(recipe: Recipe, reader: Any, grid: GridPlan) -> list[str]:
-    """Where the recipe differs from the store's grid, bands and store options (empty: fits)."""
-    diffs: list[str] = []
-    attrs = reader.attrs
-    lv0 = reader.levels[0]
-    if attrs.crs != grid.crs:
-        diffs.append(f"grid CRS: recipe {grid.crs}, store {attrs.crs}")
-    if [round(v, 9) for v in lv0.transform] != [round(float(v), 9) for v in grid.transform]:
-        diffs.append(f"grid transform: recipe {list(grid.transform)}, store {list(lv0.transform)}")
-    if list(lv0.shape[-2:]) != list(grid.shape):
-        diffs.append(f"grid shape: recipe {list(grid.shape)}, store {list(lv0.shape[-2:])}")
-    if reader.chunk_size(0) != recipe.store.chunk_size:
-        diffs.append(
-            f"store.chunk_size: recipe {recipe.store.chunk_size}, store {reader.chunk_size(0)}"
-        )
-    want = store_bands(recipe)
-    have = list(attrs.bands)
-    if [b.name for b in want] != [b.name for b in have]:
-        diffs.append(f"bands: recipe {[b.name for b in want]}, store {[b.name for b in have]}")
-    else:
-        for w, h in zip(want, have, strict=True):
-            for key in ("scale", "offset", "common_name", "units"):
-                a, b = getattr(w, key), getattr(h, key)
-                if isinstance(a, float) or isinstance(b, float):
-                    same = a is not None and b is not None and math.isclose(a, b, rel_tol=1e-12)
-                else:
-                    same = a == b
-                if not same:
-                    diffs.append(f"bands[{w.name}].{key}: recipe {a!r}, store {b!r}")
-    if reader.dtype.name != recipe.store.dtype:
-        diffs.append(f"store.dtype: recipe {recipe.store.dtype}, store {reader.dtype.name}")
-    if attrs.nodata != recipe.store.effective_nodata:
-        diffs.append(f"store.nodata: recipe {recipe.store.effective_nodata}, store {attrs.nodata}")
-    enc = attrs.temporal.encoding
-    if recipe.store.encoding != "auto" and recipe.store.encoding != enc:
-        diffs.append(f"store.encoding: recipe {recipe.store.encoding}, store {enc}")
-    if enc == "star-delta" and attrs.temporal.anchor_interval != recipe.store.anchor_interval:
-        diffs.append(
-            f"store.anchor_interval: recipe {recipe.store.anchor_interval}, "
-            f"store {attrs.temporal.anchor_interval}"
-        )
-    info = reader.array(0).info
-    if bool(info.sharded) != bool(recipe.store.shard):
-        diffs.append(f"store.shard: recipe {recipe.store.shard}, store {bool(info.sharded)}")
-    elif (
-        info.sharded
-        and recipe.store.shard_time is not None
-        and info.shard_time != recipe.store.shard_time
-    ):
-        diffs.append(f"store.shard_time: recipe {recipe.store.shard_time}, store {info.shard_time}")
-    want_comp = recipe.store.layout.codec.compressor(reader.dtype.name)
-    have_comp = [c for c in info.codecs if c.get("name") != "bytes"]
-    if not have_comp or have_comp[-1] != want_comp:
-        diffs.append(
-            f"store.codec: recipe {want_comp}, store {have_comp[-1] if have_comp else None}"
-        )
-    if not reader.has_mask or not reader.has_coverage:
-        diffs.append("the store has no mask/coverage (cz build always writes both)")
-    return diffs
-
-
-def _compare_fingerprint(recipe: Recipe, reader: Any, progress: Progress) -> list[str]:
-    """Where the recipe's fingerprint (what a month means: collection, filters, mask, composite,
-    gap-fill, harmonisation, bands, grid, dtype) differs from the store's recorded one, one line
-    per field. A store built before the fingerprint was recorded is compared on what it did
-    record, and a warning (once) names what could not be compared."""
-    check = compare_with_store(recipe, reader.attrs.provenance)
-    lines = []
-    for key, value, recorded in check.differences[:50]:  # a hostile store: bounded message
-        if recorded == check.NOT_RECORDED:
-            lines.append(
-                f"{_short(key, as_repr=False)}: recipe {_short(value)}, the store recorded "
-                "nothing (it was built before this field existed, so with its default)"
-            )
-        else:
-            lines.append(
-                f"{_short(key, as_repr=False)}: recipe {_short(value)}, "
-                f"store built with {_short(recorded)}"
-            )
-    if len(check.differences) > 50:
-        lines.append(f"... {len(check.differences) - 50} more differing fields")
-    if check.legacy and check.unchecked:
-        progress.note(
-            "the store records no recipe fingerprint (built before cz recorded one): only its "
-            "collection, composite, gap-fill, mask classes, harmonisation and resampling were "
-            "compared; make sure the recipe's filters, mask assets, bands and grid are the ones "
-            "it was built with"
-        )
-    return lines
-
-
-def _short(value: Any, limit: int = 200, *, as_repr: bool = True) -> str:
-    """``repr(value)`` (or the text itself), cut to ``limit`` characters: a store's recorded
-    fingerprint is store text and can be anything."""
-    plain = not as_repr and isinstance(value, str) and value.isprintable()
-    text = value if plain else repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+from cz.plan import Plan, plan_recipe
+from cz.recipe import Recipe
 
 
 def append_months(
@@ -148,29 +49,16 @@ def append_months(
     catalog is searched) a recipe whose grid, bands, store options or fingerprint differ from
     the store's. Gap-fill reads the months before the first new one from the store.
     """
-    import chronozarr
-
     options = options or BuildOptions()
     progress = progress or Progress()
     started = time.perf_counter()
     where = store if store is not None else recipe.store.path
     if options.scheduler:  # composited and written on the cluster, straight to the store
-        from cz.build.cluster_append import append_on_cluster
-
         if where is None:
             raise BuildError("no store: give --store or set store.path in the recipe")
         return append_on_cluster(recipe, list(months), where, options, progress, started)
     path, reader = _open_local(where)
-    months = list(months)
-    _check_months(months, [month_of_time(t) for t in reader.attrs.times])
-    sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
-    # every comparison before the catalog is searched: the grid is the recipe's alone
-    diffs = _compare_recipe(recipe, reader, grid_for(sub))
-    diffs += _compare_fingerprint(recipe, reader, progress)
-    if diffs:
-        raise RecipeMismatchError(
-            f"the recipe does not fit the store at {path}: " + "; ".join(diffs)
-        )
+    sub = fitting_recipe(recipe, list(months), reader, str(path), progress)
     progress.start("plan", None, "resolving items")
     plan = plan_recipe(sub, out=str(path))
     progress.finish("plan")
@@ -223,8 +111,6 @@ def append_months(
 
 def _open_local(where: str | None) -> tuple[Path, Any]:
     """The local store an append grows, and its reader; refuses URLs and what is no store."""
-    import chronozarr
-
     if where is None:
         raise BuildError("no store: give --store or set store.path in the recipe")
     if is_url(where):
@@ -238,27 +124,6 @@ def _open_local(where: str | None) -> tuple[Path, Any]:
         return path, chronozarr.open_store(path)
     except chronozarr.ChronozarrError as exc:  # missing, not a store, or corrupt: refuse
         raise AppendRefusedError(f"cannot open the store at {path}: {exc}") from None
-
-
-def _check_months(months: list[str], have: list[str]) -> None:
-    """A monthly store grows by the months right after its last one, in order (spec 14)."""
-    inside = [m for m in months if m in set(have)]
-    if inside:
-        raise AppendRefusedError(
-            f"month(s) {', '.join(inside)} are already in the store ({have[0]}..{have[-1]}); "
-            "append only adds months after the last one"
-        )
-    if months[0] <= have[-1]:
-        raise AppendRefusedError(
-            f"{months[0]} is before the store's last month {have[-1]}; append only adds months "
-            "after it"
-        )
-    expected = next_month(have[-1])
-    if months[0] != expected:
-        raise AppendRefusedError(
-            f"the store ends at {have[-1]}: the next month is {expected}, not {months[0]} "
-            f"(a monthly store has every month; append {expected}..{months[-1]})"
-        )
 
 
 def _store_history(reader: Any) -> History:
@@ -290,8 +155,6 @@ def _write(
 ) -> None:
     """Provenance first (the array may run ahead of the time axis, never behind it), then
     ``chronozarr.append`` of the spill's lazy views."""
-    import chronozarr
-
     documents = [month_document(m, stats.skipped) for m in plan.months]
     write_provenance_items(path, documents, first=n_old, update_root=True)
     if stats.skipped:

@@ -69,7 +69,7 @@ class Executor:
 
     def wait_any(self, pending: set[Any]) -> tuple[set[Any], set[Any]]:
         if self.client is not None:
-            from distributed import wait as dwait
+            from distributed import wait as dwait  # lazy: distributed is an extra
 
             with self.client.as_current():  # our client is not the process default
                 done, rest = dwait(list(pending), return_when="FIRST_COMPLETED")

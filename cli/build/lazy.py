@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from chronozarr.format import pixel_centres
 from cz.build.blocks import blocks_touched, grid_blocks, item_refs
 from cz.build.options import BuildOptions
 from cz.build.tasks import (
@@ -46,8 +47,6 @@ def lazy_composites(
     import dask
     import dask.array as da
     import xarray as xr
-
-    from chronozarr.format import pixel_centres
 
     options = options or BuildOptions()
     plan = plan or plan_recipe(recipe)

@@ -9,7 +9,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import chronozarr
 from chronozarr.provenance import write_provenance_items
+from cz.build.cluster import build_on_cluster
 from cz.build.empty import check_not_empty
 from cz.build.errors import BuildError
 from cz.build.executor import Executor, run_composites
@@ -51,8 +53,6 @@ def build(
     if where is None:
         raise BuildError("no output: give --out or set store.path in the recipe")
     if options.scheduler:  # the whole build on the cluster, straight to the target (decision 0017)
-        from cz.build.cluster import build_on_cluster
-
         return build_on_cluster(recipe, where, plan, options, progress, started)
     if is_url(where):
         return _build_to_url(recipe, where, plan, options, progress, started)
@@ -126,8 +126,6 @@ def _build_local(
     started: float,
 ) -> BuildResult:
     """Both passes into ``target.staging``: composites to the spill, then the store."""
-    import chronozarr
-
     executor = Executor(options)  # first: an unreachable cluster fails before any search
     try:
         if plan is None:
@@ -177,8 +175,6 @@ def _encode(
     options: BuildOptions,
 ) -> None:
     """Pass 2: ``chronozarr.encode`` streams the store from the spill's lazy views."""
-    import chronozarr
-
     grid, store = plan.grid, recipe.store
     try:
         chronozarr.encode(

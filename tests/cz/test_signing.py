@@ -246,8 +246,8 @@ def test_a_cluster_build_signs_on_the_worker_at_read_time(
     import pickle
 
     import cz.signing
-    from cz.build.cluster import make_source
     from cz.build.options import BuildOptions
+    from cz.build.sources import make_source
 
     monkeypatch.setattr(cz.signing, "_SOURCES", {})  # this "worker" has no token yet
     rec = _pc_recipe(tmp_path)

@@ -1,0 +1,168 @@
+"""What ``cz build --scheduler`` and ``cz append --scheduler`` share (decisions 0017, 0021, 0022):
+the cells' progress, the cell sources' summaries turned into the run's statistics, the library's
+errors turned into the toolkit's, and the result.
+
+Both hand ``chronozarr.encode`` or ``chronozarr.append`` a cell source
+(:mod:`cz.build.sources`) with ``scheduler=client``, so both run on the library's one runner
+(decision 0033); this module is the rest of their orchestration, written once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import chronozarr
+from cz.build.errors import BuildError
+from cz.build.executor import CompositeStats, Executor
+from cz.build.options import BuildOptions, BuildResult, Progress
+from cz.build.store_args import month_document, store_bands
+from cz.errors import CzError
+from cz.load import SkippedAsset
+from cz.plan import Plan
+from cz.recipe import Recipe
+
+__all__ = ["ClusterWrite", "Wording", "stats_of", "tally"]
+
+T = TypeVar("T")
+
+
+def stats_of(extras: list[dict[str, Any]], plan: Plan) -> CompositeStats:
+    """The run's composite statistics from the cells' summaries (:meth:`CellPlanes.summary`)."""
+    stats = CompositeStats()
+    seen: set[tuple[str, str, str]] = set()
+    for ex in extras:
+        for t, indices in ex["items_read"].items():
+            items = plan.months[int(t)].items  # refs[t] holds the month's items in plan order
+            stats.items_read.setdefault(int(t), set()).update(items[i].id for i in indices)
+        for t, n in ex["observations"].items():
+            stats.observations[int(t)] = max(stats.observations.get(int(t), 0), int(n))
+        for s in ex["skipped"]:
+            key = (s["item"], s["asset"], s["month"])
+            if key not in seen:  # a month recomputed by two time groups is reported once
+                seen.add(key)
+                stats.skipped.append(SkippedAsset(**s))
+    return stats
+
+
+def tally(
+    extras: list[Any], plan: Plan, target: Any
+) -> tuple[tuple[float, float], tuple[int, int]]:
+    """The run's (valid, gap-filled) pixel fractions from the cells' summaries, and the target's
+    (bytes, objects) as listed after the commit: what a build or append on a cluster reports."""
+    pixels = len(plan.months) * plan.grid.shape[0] * plan.grid.shape[1]
+    valid = sum(int(e["valid"]) for e in extras)
+    filled = sum(int(e["filled"]) for e in extras)
+    size = (0, 0)
+    for _key, n in target.list(""):
+        size = (size[0] + n, size[1] + 1)
+    return (valid / pixels if pixels else 0.0, filled / pixels if pixels else 0.0), size
+
+
+@dataclass(frozen=True)
+class Wording:
+    """What a failed or interrupted run says: the library's refusal and how it is raised, the
+    failure's opening words, what stays at the target, and the interruption's note."""
+
+    refused: type[Exception]
+    refuse: Callable[[Exception], Exception]
+    failed: str
+    kept: str
+    interrupted: str
+
+
+@dataclass
+class ClusterWrite:
+    """One write of ``plan``'s months on the cluster of ``executor`` (see the module docstring).
+
+    ``source(extra)`` is the cell's summary in a level-0 result's ``extra`` (an append's result
+    wraps it), for the progress. The statistics are computed once, from the cells' summaries the
+    library hands both provenance callables after level 0."""
+
+    action: str  # "build" or "append"
+    recipe: Recipe
+    plan: Plan
+    options: BuildOptions
+    progress: Progress
+    executor: Executor
+    source: Callable[[Any], Any] = field(default=lambda extra: extra)
+    extras: list[Any] = field(default_factory=list)
+    _stats: CompositeStats | None = None
+    _started: float = 0.0
+
+    def stats(self, extras: list[Any]) -> CompositeStats:
+        if self._stats is None:
+            self.extras = list(extras)
+            self._stats = stats_of(self.extras, self.plan)
+        return self._stats
+
+    def arguments(self) -> dict[str, Any]:
+        """The keywords encode and append share: what the months are, the cluster, progress."""
+        plan, options = self.plan, self.options
+        months = len(plan.months)
+
+        def on_task(result: Any) -> None:
+            summary = self.source(result.extra) or {}
+            self.progress.advance("cells", summary.get("months", months) / max(1, months))
+
+        return dict(
+            times=[m.time for m in plan.months],
+            bands=store_bands(self.recipe),
+            crs=plan.grid.crs,
+            transform=plan.grid.transform,
+            nodata=self.recipe.store.effective_nodata,
+            provenance_items=lambda ex: [
+                month_document(m, self.stats(ex).skipped) for m in plan.months
+            ],
+            scheduler=self.executor.client,
+            retries=options.retries,
+            worker_timeout=options.worker_timeout,
+            on_task=on_task,
+        )
+
+    def run(self, write: Callable[[], T], words: Wording) -> T:
+        """``write()`` with the cells' progress; the library's errors as the toolkit's."""
+        grid = self.plan.grid
+        self.progress.start(
+            "cells",
+            grid.cells,
+            f"{grid.cells} cells x {len(self.plan.months)} months on {self.executor.describe()}",
+        )
+        self._started = time.perf_counter()
+        resume = "re-run the same command to resume"
+        try:
+            done = write()
+        except words.refused as exc:  # refused before any write
+            raise words.refuse(exc) from exc
+        except chronozarr.ChronozarrError as exc:  # the write failed: what stays, and what to do
+            raise BuildError(f"{words.failed}: {exc} ({words.kept}; {resume})") from exc
+        except CzError:  # the toolkit's own errors (an unreadable asset) as they are
+            raise
+        except Exception as exc:  # a worker without cz, a dask failure: a build error
+            raise BuildError(
+                f"a cluster task failed: {type(exc).__name__}: {exc} ({words.kept}; {resume})"
+            ) from exc
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the partial is kept on purpose (0017)
+            self.progress.note(words.interrupted)
+            raise
+        self.progress.finish("cells")
+        return done
+
+    def result(self, store: str, target: Any, encoding: str, started: float) -> BuildResult:
+        """The run's result: statistics and fractions from the cells' summaries, the target's
+        size as listed after the commit."""
+        fractions, size = tally(self.extras, self.plan, target)
+        return BuildResult.of_run(
+            self.action,
+            store,
+            recipe=self.recipe,
+            plan=self.plan,
+            stats=self.stats(self.extras),
+            encoding=encoding,
+            size=size,
+            started=started,
+            write_seconds=time.perf_counter() - self._started,
+            fractions=fractions,
+        )
