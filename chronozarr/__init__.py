@@ -3,6 +3,7 @@
 Public API::
 
     chronozarr.encode(data, store, *, times, bands, crs, transform, ...)   # write a store
+    chronozarr.encode(..., layout=chronozarr.StoreLayout(chunk_size=256, codec=chronozarr.ZstdCodec(9)))
     chronozarr.append(store, data, *, times, mask=None, coverage=None)      # grow it (spec 14)
     reader = chronozarr.open_store(path_or_url)                              # read it (spec 10)
     report = chronozarr.validate(path_or_url, deep=False)                    # check it
@@ -22,7 +23,14 @@ from chronozarr.errors import (
     StoreNotFoundError,
     UnsupportedError,
 )
-from chronozarr.format import SPEC_VERSION, Band
+from chronozarr.format import (
+    SPEC_VERSION,
+    Band,
+    BloscCodec,
+    GzipCodec,
+    StoreLayout,
+    ZstdCodec,
+)
 from chronozarr.read import Reader, open_store
 from chronozarr.validate import Finding, Report, validate
 from chronozarr.write import append, encode
@@ -33,17 +41,21 @@ __all__ = [
     "SPEC_VERSION",
     "AppendError",
     "Band",
+    "BloscCodec",
     "ChronozarrError",
     "CorruptStoreError",
     "EncodeError",
     "Finding",
+    "GzipCodec",
     "MissingExtraError",
     "NotAChronozarrStoreError",
     "Reader",
     "RemoteStoreError",
     "Report",
+    "StoreLayout",
     "StoreNotFoundError",
     "UnsupportedError",
+    "ZstdCodec",
     "__version__",
     "append",
     "encode",

@@ -39,6 +39,7 @@ class EncodeError(ChronozarrError, ValueError):
 
     def __init__(self, argument: str, message: str) -> None:
         self.argument = argument
+        self.message = message  # without the argument's name (a form names its own field)
         super().__init__(f"{argument}: {message}")
 
 

@@ -51,6 +51,13 @@ from chronozarr.format._common import (
     default_nodata,
     dumps,
 )
+from chronozarr.format._compressors import (
+    BloscCodec,
+    Codec,
+    GzipCodec,
+    ZstdCodec,
+    codec_from,
+)
 from chronozarr.format._crs import CRSInfo, crs_attributes, crs_to_cf, normalize_crs, parse_crs
 from chronozarr.format._documents import (
     consolidated,
@@ -86,6 +93,7 @@ from chronozarr.format._root_coordinates import (
     add_root_coordinates,
     root_time_paths,
 )
+from chronozarr.format._store_layout import ENCODINGS, StoreLayout
 from chronozarr.format._temporal import (
     abs_diff_sum,
     anchor_indices,
@@ -106,6 +114,7 @@ __all__ = [
     "DELTA_DTYPES",
     "DTYPES",
     "EMPTY",
+    "ENCODINGS",
     "MAX_CHUNK_BYTES",
     "MAX_DOCUMENT_BYTES",
     "MAX_NESTING",
@@ -114,11 +123,16 @@ __all__ = [
     "TIME_UNITS",
     "ArrayInfo",
     "Band",
+    "BloscCodec",
     "CRSInfo",
     "ChunkCodec",
+    "Codec",
+    "GzipCodec",
     "LevelInfo",
     "RootAttrs",
+    "StoreLayout",
     "Temporal",
+    "ZstdCodec",
     "abs_diff_sum",
     "add_root_coordinates",
     "anchor_indices",
@@ -135,6 +149,7 @@ __all__ = [
     "check_nodata",
     "chunk_key",
     "codec_chain",
+    "codec_from",
     "compressor_for",
     "consolidated",
     "consolidated_entry",

@@ -12,6 +12,7 @@ import numpy as np
 
 from chronozarr.errors import CorruptStoreError, UnsupportedError
 from chronozarr.format._common import BLOSC_CNAMES, BLOSC_SHUFFLES, CODEC_NAMES, DTYPES, TIME_UNITS
+from chronozarr.format._compressors import Codec, codec_from
 from chronozarr.format._crs import crs_attributes
 
 __all__ = [
@@ -32,57 +33,16 @@ RESIDUALS_KEY = "chronozarr:temporal"
 # --- codecs (spec 8) -------------------------------------------------------------------------------
 
 
-def codec_chain(codec: str, options: Mapping[str, Any] | None, dtype: str) -> list[dict[str, Any]]:
+def codec_chain(
+    codec: str | Codec, options: Mapping[str, Any] | None, dtype: str
+) -> list[dict[str, Any]]:
     """The codecs list of a chunk: ``bytes`` little-endian then exactly one compressor (spec 8).
 
-    Raises ValueError naming the option when ``codec`` or an option is not allowed.
+    ``codec`` is a name with ``options`` (``encode``'s keyword form) or a compressor object
+    (:mod:`chronozarr.format._compressors`). Raises ValueError naming the option when ``codec``
+    or an option is not allowed.
     """
-    opts = dict(options or {})
-    for name, value in opts.items():
-        if name in ("level", "clevel", "blocksize") and (
-            isinstance(value, bool) or not isinstance(value, int | np.integer)
-        ):
-            raise ValueError(f"codec_options.{name}: expected an integer, got {value!r}")
-    itemsize = np.dtype(dtype).itemsize
-    bytes_codec: dict[str, Any] = {"name": "bytes"}
-    if itemsize > 1:  # spec 2.3: a one-byte dtype has no byte order
-        bytes_codec["configuration"] = {"endian": "little"}
-    if codec == "zstd":
-        level = int(opts.pop("level", 5))
-        if not -131072 <= level <= 22:
-            raise ValueError(f"codec_options.level: zstd level must be -131072..22, got {level}")
-        comp = {"name": "zstd", "configuration": {"level": level, "checksum": False}}
-    elif codec == "gzip":
-        level = int(opts.pop("level", 5))
-        if not 0 <= level <= 9:
-            raise ValueError(f"codec_options.level: gzip level must be 0..9, got {level}")
-        comp = {"name": "gzip", "configuration": {"level": level}}
-    elif codec == "blosc":
-        cname = opts.pop("cname", "zstd")
-        if cname not in BLOSC_CNAMES:
-            raise ValueError(f"codec_options.cname: blosc cname must be one of {BLOSC_CNAMES}")
-        shuffle = opts.pop("shuffle", "shuffle")
-        if shuffle not in BLOSC_SHUFFLES:
-            raise ValueError(f"codec_options.shuffle: must be one of {BLOSC_SHUFFLES}")
-        clevel = int(opts.pop("clevel", 5))
-        if not 0 <= clevel <= 9:
-            raise ValueError(f"codec_options.clevel: blosc clevel must be 0..9, got {clevel}")
-        blocksize = int(opts.pop("blocksize", 0))
-        comp = {
-            "name": "blosc",
-            "configuration": {
-                "typesize": itemsize,
-                "cname": cname,
-                "clevel": clevel,
-                "shuffle": shuffle,
-                "blocksize": blocksize,
-            },
-        }
-    else:
-        raise ValueError(f"codec: {codec!r} is not allowed (expected one of {CODEC_NAMES})")
-    if opts:
-        raise ValueError(f"codec_options: unknown option(s) {sorted(opts)} for codec {codec!r}")
-    return [bytes_codec, comp]
+    return codec_from(codec, options).chain(dtype)
 
 
 INDEX_CODECS = [

@@ -13,10 +13,10 @@ import numpy as np
 
 from chronozarr.format import (
     ChunkCodec,
+    Codec,
     LevelInfo,
     RootAttrs,
     add_root_coordinates,
-    codec_chain,
     compressor_for,
     consolidated_entry,
     coord_array_doc,
@@ -30,21 +30,17 @@ from chronozarr.format import (
 )
 from chronozarr.io import Store
 
-__all__ = ["coord_compressor", "coordinate_objects", "write_metadata"]
+__all__ = ["coordinate_objects", "write_metadata"]
 
 
 def coordinate_objects(
-    levels: Sequence[LevelInfo],
-    times_ms: Sequence[int],
-    band_names: Sequence[str],
-    codec: str,
-    codec_options: Mapping[str, Any] | None,
+    levels: Sequence[LevelInfo], times_ms: Sequence[int], band_names: Sequence[str], codec: Codec
 ) -> tuple[dict[str, bytes], dict[str, dict[str, Any]]]:
     """Chunk bytes and zarr.json documents of time/band/y/x at every level (spec 2.2), and of
     time/band at the root (root_coordinates)."""
-    comp = coord_compressor(codec, codec_options, "float64")
-    comp_time = coord_compressor(codec, codec_options, "int64")
-    comp_band = coord_compressor(codec, codec_options, "uint8")
+    comp = codec.compressor("float64")
+    comp_time = codec.compressor("int64")
+    comp_band = codec.compressor("uint8")
     zcodec = [{"name": "bytes", "configuration": {"endian": "little"}}, comp]
     tcodec = [{"name": "bytes", "configuration": {"endian": "little"}}, comp_time]
     objects: dict[str, bytes] = {}
@@ -67,14 +63,6 @@ def coordinate_objects(
     return objects, docs
 
 
-def coord_compressor(
-    codec: str, codec_options: Mapping[str, Any] | None, dtype: str = "float64"
-) -> dict[str, Any]:
-    """The compressor of a coordinate or volatility array: the store's codec (spec 8 MAY), with
-    blosc's typesize set for that array's dtype (1 for the strings of ``band``)."""
-    return codec_chain(codec, codec_options, dtype)[1]
-
-
 def write_metadata(
     target: Store,
     attrs: RootAttrs,
@@ -82,8 +70,7 @@ def write_metadata(
     times_ms: Sequence[int],
     volatility: np.ndarray,
     multiscales_attr: Any,
-    codec: str,
-    codec_options: Mapping[str, Any] | None,
+    codec: Codec,
     *,
     level_attrs: Mapping[str, Mapping[str, Any]] | None = None,
     other_root_attrs: Mapping[str, Any] | None = None,
@@ -95,16 +82,16 @@ def write_metadata(
     of a cluster build): chunks with the coordinates, the document with the others."""
     assert attrs.levels is not None
     coord_objs, coord_docs = coordinate_objects(
-        attrs.levels, times_ms, [b.name for b in attrs.bands], codec, codec_options
+        attrs.levels, times_ms, [b.name for b in attrs.bands], codec
     )
     for _path, (_doc, chunks) in (extra_arrays or {}).items():
         for key, blob in chunks.items():
             target.put(key, blob)
     for key, blob in coord_objs.items():
         target.put(key, blob)
-    vol_doc = volatility_array_doc(
-        volatility.shape, coord_compressor(codec, codec_options, "float32")
-    )
+    # the coordinates and the volatility use the store's compressor (spec 8 MAY), with blosc's
+    # typesize set for each array's dtype (1 for the strings of ``band``)
+    vol_doc = volatility_array_doc(volatility.shape, codec.compressor("float32"))
     vol_codec = ChunkCodec(vol_doc["codecs"], "float32", volatility.shape)
     target.put("volatility/c/0/0", vol_codec.encode(volatility.astype(np.float32)))
     # zarr.json below the root

@@ -122,6 +122,12 @@ def normalize_bands(bands: Any, n_band: int) -> tuple[Band, ...]:
     out = []
     for i, b in enumerate(bands):
         if isinstance(b, Band):
+            for k in ("scale", "offset"):  # None: absent (reads as 1 and 0, spec 3.6)
+                v = getattr(b, k)
+                if v is not None and (
+                    isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+                ):
+                    raise EncodeError(f"bands[{i}].{k}", f"expected a finite number, got {v!r}")
             band = Band(
                 name=_band_text(b.name, f"bands[{i}].name", required=True),  # type: ignore[arg-type]
                 common_name=_band_text(b.common_name, f"bands[{i}].common_name", required=False),

@@ -1,24 +1,30 @@
-"""Running the writer's per-cell tasks: local threads, or a dask.distributed client.
+"""The one runner of a write's cell tasks: local threads, or a dask.distributed client.
 
-The work is a list of *stages* (level 0, then each coarser level), each a list of tasks
-``fn(ctx, task)``; a task of stage k may need some tasks of stage k-1 (the four cells below a
-pyramid cell, spec 6). Locally the stages run one after the other on ``workers`` threads.
+A plan's stages (:mod:`chronozarr.write._plan`) run here. Locally the stages run one after the
+other on ``workers`` threads. On a cluster (decision 0026):
 
-On a cluster (decision 0026) the stages are pipelined: a task of stage k is submitted with the
-futures of the tasks it needs as dependencies, so dask starts it as soon as they are written,
-not when the whole level is done (the tail of level 0 overlaps level 1 and up); coarser stages
-run first when ready (a higher dask priority). The stages' contexts are sent once, as the result
-of one task, and replicated to every worker before any task is submitted: a task depending on
-data held by one worker is otherwise placed on that worker (dask's ``decide_worker``), which ran
-a small phase (the auto sample, an upper level) on one worker while the others idled. dask
-recomputes the context if every holder is lost, which scattered data would not survive. Stage 0
-is submitted through a bounded window (at most ``window`` of its futures in flight, refilled as
-results come back), each task with dask's ``retries``; a worker lost mid-task has its task
-rescheduled by dask. A task returns a small summary, never pixels. When no worker is left the
-wait is bounded: after ``worker_timeout`` seconds without one a :class:`ClusterError` says so,
-rather than a hang.
+- **One graph, dask's own dependencies and priorities.** Each task is submitted with the futures
+  of the tasks it reads as its dependencies and at the dask priority of its stage, in
+  :func:`~chronozarr.write._plan.submission_order` (a pipelined plan: a coarser task right after
+  the last cell it reads), so the scheduler starts it the moment those are written, not when the
+  whole level is done. A plan that is not pipelined runs stage after stage.
+- **The contexts on every worker first.** The stages' contexts are one task's result, replicated
+  to every worker before any task is submitted: a task depending on data held by one worker is
+  otherwise placed on that worker (dask's ``decide_worker``), which ran a small phase on one
+  worker while the others idled. dask recomputes it if every holder is lost, which scattered data
+  would not survive.
+- **A bounded window.** At most ``window`` tasks of the stage being fed (stage 0 of a pipelined
+  plan) are in flight, refilled as results come back; the futures held do not grow with the
+  region (a future is dropped once its result is here and its dependents hold it).
+- **Bounded waits.** Each task has dask's ``retries``; a worker lost mid-task has its task
+  rescheduled by dask. Results are awaited with ``distributed.wait(FIRST_COMPLETED)`` and a
+  short timeout, so that after ``worker_timeout`` seconds without any worker a
+  :class:`ClusterError` says so rather than a hang (dask's own no-worker timeout is the
+  scheduler's setting, not the client's).
 
-distributed is imported only when a client is given, so ``import chronozarr`` does not load it.
+A task returns a small summary, never pixels; results come back in task order whatever the
+order they arrive in. distributed is imported only when a client is given, so ``import
+chronozarr`` does not load it.
 """
 
 from __future__ import annotations
@@ -26,14 +32,16 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from chronozarr.errors import ClusterError
-from chronozarr.write._cells import parallel
+from chronozarr.write._cells import default_workers, parallel
+from chronozarr.write._plan import Stage, submission_order
+from chronozarr.write._worklog import check_resume_key
 
-__all__ = ["DEFAULT_RETRIES", "DEFAULT_WORKER_TIMEOUT", "Runner", "Stage"]
+__all__ = ["DEFAULT_RETRIES", "DEFAULT_WORKER_TIMEOUT", "RunOptions", "Runner"]
 
 log = logging.getLogger("chronozarr.scheduling")
 
@@ -42,8 +50,27 @@ DEFAULT_WORKER_TIMEOUT = 180.0  # seconds without any worker before a cluster ru
 _POLL = 1.0  # seconds between checks for workers while nothing completes
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How a write runs (not what it writes): ``workers`` local threads (None: up to 4, bounded
+    by the CPU count), or a dask.distributed ``scheduler`` with dask's ``retries`` per task and
+    ``worker_timeout`` seconds without any worker before a :class:`ClusterError`;
+    ``resume_key`` names the resumable work prefix (decision 0017, checked here);
+    ``on_task`` is called with each level-0 result (progress)."""
+
+    workers: int | None = None
+    scheduler: Any = None
+    retries: int = DEFAULT_RETRIES
+    worker_timeout: float = DEFAULT_WORKER_TIMEOUT
+    resume_key: str | None = None
+    on_task: Callable[[Any], None] | None = None
+
+    def __post_init__(self) -> None:
+        check_resume_key(self.resume_key)
+
+
 def _context(ctx: Any) -> Any:
-    """The shared contexts as a task's result (see :meth:`Runner._run_remote`)."""
+    """The shared contexts as a task's result (see the module docstring)."""
     return ctx
 
 
@@ -70,33 +97,14 @@ def _result(fut: Any, name: str) -> Any:
         raise
 
 
-@dataclass
-class Stage:
-    """One stage of a run: ``fn(ctx, task)`` for each task.
-
-    ``needs(i)``: the indices of the previous stage's tasks that task ``i`` reads (on a
-    cluster they become its dependencies; locally the previous stage is complete anyway).
-    ``order``: the order stage 0's tasks are submitted in (default: as listed); results are
-    returned in task order whatever the order of running. ``on_result(i, result)`` is called
-    here as each result arrives; ``on_done()`` once the whole stage has arrived (before later
-    stages' results are handed out, on a cluster while they may already run).
-    """
-
-    name: str
-    fn: Callable[[Any, Any], Any]
-    ctx: Any
-    tasks: Sequence[Any]
-    needs: Callable[[int], Sequence[int]] | None = None
-    order: Sequence[int] | None = None
-    on_result: Callable[[int, Any], None] | None = None
-    on_done: Callable[[], None] | None = None
+def _merged(stage: Stage, ran: dict[int, Any]) -> list[Any]:
+    """A stage's results in task order: the ones found done, the ones run."""
+    return [stage.done[i] if i in stage.done else ran[i] for i in range(len(stage.tasks))]
 
 
 class Runner:
-    """Runs ``fn(ctx, task)`` for many tasks; returns the results in task order.
-
-    ``scheduler`` is ``None`` (``workers`` local threads) or a ``distributed.Client``.
-    """
+    """Runs a plan's stages (see the module docstring); returns each stage's results in task
+    order. ``scheduler`` is ``None`` (``workers`` local threads) or a ``distributed.Client``."""
 
     def __init__(
         self,
@@ -113,6 +121,16 @@ class Runner:
         self.window = window
         self.worker_timeout = worker_timeout
 
+    @classmethod
+    def of(cls, run: RunOptions, client: Any = None) -> Runner:
+        """The runner of ``run`` (``client``: a client connected for ``run.scheduler``)."""
+        return cls(
+            client if client is not None else run.scheduler,
+            workers=run.workers or default_workers(),
+            retries=run.retries,
+            worker_timeout=run.worker_timeout,
+        )
+
     @property
     def remote(self) -> bool:
         return self.client is not None
@@ -123,7 +141,7 @@ class Runner:
             return self.workers
         return max(1, int(sum(self.client.nthreads().values())))
 
-    def run(
+    def run_tasks(
         self,
         fn: Callable[[Any, Any], Any],
         ctx: Any,
@@ -132,20 +150,21 @@ class Runner:
         name: str = "cz-task",
         on_result: Callable[[Any], None] | None = None,
     ) -> list[Any]:
-        """One stage's tasks (see :meth:`run_stages`)."""
+        """``fn(ctx, task)`` for each task: a plan of one stage."""
         hook = None if on_result is None else (lambda _i, res: on_result(res))
-        return self.run_stages([Stage(name, fn, ctx, tasks, on_result=hook)])[0]
+        return self.run([Stage(name, fn, ctx, tasks, on_result=hook)])[0]
 
-    def run_stages(self, stages: Sequence[Stage]) -> list[list[Any]]:
+    def run(self, stages: Sequence[Stage], *, pipelined: bool = True) -> list[list[Any]]:
         """Every stage's results, each in task order (see the module docstring)."""
         if self.client is None:
             return [self._run_local(stage) for stage in stages]
-        if not any(stage.tasks for stage in stages):  # a resumed run with nothing left
+        if not any(stage.todo() for stage in stages):  # a resumed run with nothing left
             for stage in stages:
                 if stage.on_done is not None:
                     stage.on_done()
-            return [[] for _ in stages]
-        return self._run_remote(stages)
+            return [_merged(stage, {}) for stage in stages]
+        self._wait_for_workers()
+        return _ClusterRun(self, stages, pipelined).run()
 
     def _run_local(self, stage: Stage) -> list[Any]:
         def one(i: int) -> Any:
@@ -154,13 +173,11 @@ class Runner:
                 stage.on_result(i, result)
             return result
 
-        order = list(stage.order) if stage.order is not None else range(len(stage.tasks))
-        results: list[Any] = [None] * len(stage.tasks)
-        for i, res in zip(order, parallel(one, list(order), self.workers), strict=True):
-            results[i] = res
+        todo = stage.todo()
+        ran = dict(zip(todo, parallel(one, todo, self.workers), strict=True))
         if stage.on_done is not None:
             stage.on_done()
-        return results
+        return _merged(stage, ran)
 
     def _wait_for_workers(self) -> None:
         try:
@@ -171,147 +188,49 @@ class Runner:
                 f"{self.worker_timeout:g} s; start workers (dask worker ADDRESS) and re-run"
             ) from None
 
-    def _share(self, ctxs: tuple[Any, ...], key: str) -> Any:
-        """The contexts as one task's result, on every worker (see the module docstring)."""
-        from distributed import wait  # lazy: only a cluster run needs distributed (an extra)
 
-        client = self.client
-        # a task, not scattered data: dask recomputes it if every holder is lost
-        shared = client.submit(_context, ctxs, pure=False, key=key)
-        try:
-            with client.as_current():
-                wait([shared], timeout=self.worker_timeout)  # type: ignore[no-untyped-call]
-            # on every worker, so that dask places each task by load, not by where the
-            # context is (a best effort: a worker that joins later fetches it when it steals)
-            client.replicate([shared])
-        except Exception as exc:  # a lost worker, a timeout: the run's own loop reports those
-            log.debug("the shared context was not replicated: %s: %s", type(exc).__name__, exc)
-        return shared
+class _ClusterRun:
+    """One run of a plan's stages on a dask cluster (see the module docstring)."""
 
-    def _run_remote(self, stages: Sequence[Stage]) -> list[list[Any]]:
-        from distributed import wait  # lazy: only a cluster run needs distributed (an extra)
+    def __init__(self, runner: Runner, stages: Sequence[Stage], pipelined: bool) -> None:
+        self.runner, self.client, self.stages = runner, runner.client, stages
+        self.pipelined = pipelined
+        self.token = uuid.uuid4().hex[:8]  # keys unique per run: a reused key may be in release
+        self.window = runner.window or 2 * runner.threads()
+        self.sequence: Iterator[tuple[int, int]] = iter(submission_order(stages, pipelined))
+        self.waiting: tuple[int, int] | None = None  # the next task, held back by the window
+        self.futures: list[dict[int, Any]] = [{} for _ in stages]
+        self.ran: list[dict[int, Any]] = [{} for _ in stages]
+        self.left = [len(stage.todo()) for stage in stages]
+        self.finished = [False] * len(stages)
+        self.pending: dict[Any, tuple[int, int]] = {}
+        self.in_flight = 0  # windowed tasks submitted and not back
+        # (k, j) -> dependents not submitted yet: its future is kept until they hold it
+        self.holders: dict[tuple[int, int], int] = {}
+        if pipelined:
+            for k in range(1, len(stages)):
+                for i in stages[k].todo():
+                    for j in stages[k].wanted(i, stages[k - 1]):
+                        self.holders[(k - 1, j)] = self.holders.get((k - 1, j), 0) + 1
+        self.shared: Any = None
 
-        self._wait_for_workers()
-        client = self.client
-        name = stages[0].name
-        token = uuid.uuid4().hex[:8]  # keys unique per run: a reused key may be in release
-        shared = self._share(tuple(s.ctx for s in stages), f"{name}-context-{token}")
-        window = self.window or 2 * self.threads()
-        results: list[list[Any]] = [[None] * len(s.tasks) for s in stages]
-        futures: list[dict[int, Any]] = [{} for _ in stages]  # (stage, index) -> future
-        left = [len(s.tasks) for s in stages]  # results still to arrive, per stage
-        # the tasks of stage k + 1 waiting for their needs in stage k to be submitted
-        waiting: list[dict[int, set[int]]] = [{} for _ in stages]
-        blocked_by: list[dict[int, list[int]]] = [{} for _ in stages]
-        for k in range(1, len(stages)):
-            needs = stages[k].needs
-            for i in range(len(stages[k].tasks)):
-                wanted = (
-                    set(needs(i)) if needs is not None else set(range(len(stages[k - 1].tasks)))
-                )
-                waiting[k][i] = wanted
-                for j in wanted:
-                    blocked_by[k].setdefault(j, []).append(i)
-        pending: dict[Any, tuple[int, int]] = {}
-        in_flight0 = 0
-        submitted: list[set[int]] = [set() for _ in stages]
-        arrived: list[set[int]] = [set() for _ in stages]
-        # dependents of (k, j) not submitted yet: its future is kept until they hold it
-        unsubmitted = [
-            {j: len(blocked_by[k + 1].get(j, ())) for j in range(len(stages[k].tasks))}
-            if k + 1 < len(stages)
-            else {}
-            for k in range(len(stages))
-        ]
-
-        def release(k: int, j: int) -> None:
-            """Drop our hold on (k, j) once its result is here and its dependents hold it (the
-            keys held do not grow with the region)."""
-            if j in arrived[k] and not unsubmitted[k].get(j, 0):
-                futures[k].pop(j, None)
-
-        def submit(k: int, i: int) -> None:
-            nonlocal in_flight0
-            stage = stages[k]
-            wanted = sorted(waiting[k].get(i, ())) if k else []
-            needs = [futures[k - 1][j] for j in wanted]
-            fut = client.submit(
-                _staged, stage.fn, shared, k, stage.tasks[i], *needs,
-                retries=self.retries, pure=False, priority=k, key=f"{stage.name}-{token}-{i}",
-            )  # fmt: skip
-            futures[k][i] = fut
-            submitted[k].add(i)
-            pending[fut] = (k, i)
-            in_flight0 += k == 0
-            for j in wanted:
-                unsubmitted[k - 1][j] -= 1
-                release(k - 1, j)
-            if k + 1 < len(stages):
-                for dependent in blocked_by[k + 1].get(i, ()):
-                    ready = all(j in submitted[k] for j in waiting[k + 1][dependent])
-                    if dependent not in submitted[k + 1] and ready:
-                        submit(k + 1, dependent)
-
-        for k in range(1, len(stages)):  # a task that needs nothing goes at once
-            for i, wanted in waiting[k].items():
-                if not wanted and i not in submitted[k]:
-                    submit(k, i)
-        order = iter(
-            stages[0].order if stages[0].order is not None else range(len(stages[0].tasks))
-        )
-        exhausted = False
+    def run(self) -> list[list[Any]]:
+        name = self.stages[0].name
+        self.shared = self._share(tuple(s.ctx for s in self.stages), f"{name}-context-{self.token}")
         no_worker_since: float | None = None
-        finished = [False] * len(stages)
         try:
+            self._finish_stages()  # stages with nothing to run (a resumed run)
             while True:
-                while not exhausted and in_flight0 < window:
-                    first = next(order, None)
-                    if first is None:
-                        exhausted = True
-                        break
-                    submit(0, first)
-                if not pending:
+                self._feed()
+                if not self.pending:
                     break
-                try:
-                    with client.as_current():  # the caller's client need not be the default
-                        done, _rest = wait(  # type: ignore[no-untyped-call]
-                            list(pending), timeout=_POLL, return_when="FIRST_COMPLETED"
-                        )
-                except TimeoutError:  # nothing finished in _POLL seconds: check the workers
-                    done = set()
-                # in stage order, so that a stage is complete (on_done) before the next's
-                for fut in sorted(done, key=lambda f: pending[f]):
-                    k, i = pending.pop(fut)
-                    in_flight0 -= k == 0
-                    results[k][i] = _result(fut, stages[k].name)
-                    arrived[k].add(i)
-                    release(k, i)
-                    left[k] -= 1
-                    hook = stages[k].on_result
-                    if hook is not None:
-                        hook(i, results[k][i])
-                for k, stage in enumerate(stages):
-                    if not finished[k] and left[k] == 0 and all(finished[:k]):
-                        finished[k] = True
-                        if stage.on_done is not None:
-                            stage.on_done()
-                if done:
-                    no_worker_since = None
-                    continue
-                if client.nthreads():
-                    no_worker_since = None
-                    continue
-                now = time.monotonic()
-                no_worker_since = no_worker_since or now
-                if now - no_worker_since > self.worker_timeout:
-                    raise ClusterError(
-                        f"every dask worker is gone and none joined within "
-                        f"{self.worker_timeout:g} s; {len(pending)} task(s) of "
-                        f"{stages[pending[next(iter(pending))][0]].name} were waiting. Nothing "
-                        "was committed: re-run to resume"
-                    )
+                done = self._wait()
+                for fut in sorted(done, key=lambda f: self.pending[f]):  # stage order: on_done
+                    self._arrive(fut)
+                self._finish_stages()
+                no_worker_since = self._check_workers(bool(done), no_worker_since)
         except BaseException:  # Ctrl-C, a task error, no worker: cancel what is queued
-            client.cancel(list(pending), force=True)
+            self.client.cancel(list(self.pending), force=True)
             raise
         finally:
             # Release the shared context, not ``cancel(force=True)``: a forced cancel recurses
@@ -322,5 +241,107 @@ class Runner:
             # reconnect still in flight at client.close() leaves an unclosed socket behind
             # (the flaky ResourceWarning of the tests/remote CI rehearsals, 2026-12-01).
             # Once nobody wants it and no task needs it, the scheduler forgets the context.
-            shared.release()
-        return results
+            self.shared.release()
+        return [_merged(stage, ran) for stage, ran in zip(self.stages, self.ran, strict=True)]
+
+    def _share(self, ctxs: tuple[Any, ...], key: str) -> Any:
+        """The contexts as one task's result, on every worker (see the module docstring)."""
+        from distributed import wait  # lazy: only a cluster run needs distributed (an extra)
+
+        client = self.client
+        # a task, not scattered data: dask recomputes it if every holder is lost
+        shared = client.submit(_context, ctxs, pure=False, key=key)
+        try:
+            with client.as_current():
+                wait([shared], timeout=self.runner.worker_timeout)  # type: ignore[no-untyped-call]
+            # on every worker, so that dask places each task by load, not by where the
+            # context is (a best effort: a worker that joins later fetches it when it steals)
+            client.replicate([shared])
+        except Exception as exc:  # a lost worker, a timeout: the run's own loop reports those
+            log.debug("the shared context was not replicated: %s: %s", type(exc).__name__, exc)
+        return shared
+
+    def _windowed(self, k: int) -> bool:
+        return k == 0 or not self.pipelined
+
+    def _feed(self) -> None:
+        """Submit tasks in order until the window is full or a stage must finish first."""
+        while True:
+            item = self.waiting if self.waiting is not None else next(self.sequence, None)
+            if item is None:
+                return
+            k, i = item
+            full = self._windowed(k) and self.in_flight >= self.window
+            barrier = not self.pipelined and k > 0 and not self.finished[k - 1]
+            if full or barrier:
+                self.waiting = item
+                return
+            self.waiting = None
+            self._submit(k, i)
+
+    def _submit(self, k: int, i: int) -> None:
+        stage = self.stages[k]
+        wanted = stage.wanted(i, self.stages[k - 1]) if k and self.pipelined else []
+        needs = [self.futures[k - 1][j] for j in wanted]
+        fut = self.client.submit(
+            _staged, stage.fn, self.shared, k, stage.tasks[i], *needs,
+            retries=self.runner.retries, pure=False, priority=k,
+            key=f"{stage.name}-{self.token}-{i}",
+        )  # fmt: skip
+        self.futures[k][i] = fut
+        self.pending[fut] = (k, i)
+        self.in_flight += self._windowed(k)
+        for j in wanted:
+            self.holders[(k - 1, j)] -= 1
+            self._release(k - 1, j)
+
+    def _release(self, k: int, j: int) -> None:
+        """Drop our hold on (k, j) once its result is here and its dependents hold it."""
+        if j in self.ran[k] and not self.holders.get((k, j), 0):
+            self.futures[k].pop(j, None)
+
+    def _wait(self) -> set[Any]:
+        from distributed import wait  # lazy: only a cluster run needs distributed (an extra)
+
+        try:
+            with self.client.as_current():  # the caller's client need not be the default
+                done, _rest = wait(  # type: ignore[no-untyped-call]
+                    list(self.pending), timeout=_POLL, return_when="FIRST_COMPLETED"
+                )
+        except TimeoutError:  # nothing finished in _POLL seconds: check the workers
+            return set()
+        return set(done)
+
+    def _arrive(self, fut: Any) -> None:
+        k, i = self.pending.pop(fut)
+        self.in_flight -= self._windowed(k)
+        stage = self.stages[k]
+        self.ran[k][i] = result = _result(fut, stage.name)
+        self._release(k, i)
+        self.left[k] -= 1
+        if stage.on_result is not None:
+            stage.on_result(i, result)
+
+    def _finish_stages(self) -> None:
+        """``on_done`` of each stage whose results are all here, in stage order."""
+        for k, stage in enumerate(self.stages):
+            if self.finished[k] or self.left[k] or not all(self.finished[:k]):
+                continue
+            self.finished[k] = True
+            if stage.on_done is not None:
+                stage.on_done()
+
+    def _check_workers(self, progressed: bool, since: float | None) -> float | None:
+        """When the no-worker stretch began (None: workers are there, or a result came)."""
+        if progressed or self.client.nthreads():
+            return None
+        now = time.monotonic()
+        since = since or now
+        if now - since > self.runner.worker_timeout:
+            k, _i = next(iter(self.pending.values()))
+            raise ClusterError(
+                f"every dask worker is gone and none joined within "
+                f"{self.runner.worker_timeout:g} s; {len(self.pending)} task(s) of "
+                f"{self.stages[k].name} were waiting. Nothing was committed: re-run to resume"
+            )
+        return since

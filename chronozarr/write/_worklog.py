@@ -10,25 +10,35 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 from collections.abc import Mapping
 from typing import Any
 
+from chronozarr.errors import EncodeError
 from chronozarr.io import WORK_PREFIX, LocalStore, Store
 from chronozarr.write._cells import CellResult
-from chronozarr.write._runner import Runner
 
 __all__ = [
     "WorkLog",
+    "check_resume_key",
     "clear_work",
     "pending_tasks",
     "result_from_json",
     "result_json",
-    "run_level",
     "task_name",
 ]
 
 log = logging.getLogger("chronozarr.writer")
+
+_RESUME_KEY_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def check_resume_key(key: str | None) -> str | None:
+    """``key`` when it may name a work prefix (1-64 letters, digits, ``_`` or ``-``)."""
+    if key is not None and not _RESUME_KEY_RE.fullmatch(str(key)):
+        raise EncodeError("resume_key", f"expected 1-64 letters, digits, _ or -, got {key!r}")
+    return key
 
 
 class WorkLog:
@@ -135,24 +145,3 @@ def pending_tasks(
             level, len(tasks) - len(todo), len(todo),
         )  # fmt: skip
     return todo, found
-
-
-def run_level(
-    runner: Runner,
-    fn: Any,
-    ctx: Any,
-    tasks: list[Any],
-    level: str,
-    work: WorkLog | None,
-    on_result: Any = None,
-) -> list[CellResult]:
-    """Run a level's tasks, skipping those whose summary a resumed run finds (decision 0017).
-    The results are in task order, resumed or not (the volatility sums add up alike)."""
-    todo, found = pending_tasks(tasks, level, work)
-    results: list[Any] = [found.get(i) for i in range(len(tasks))]
-    ran = runner.run(
-        fn, ctx, [tasks[i] for i in todo], name=f"cz-level{level}", on_result=on_result
-    )
-    for i, res in zip(todo, ran, strict=True):
-        results[i] = res
-    return results

@@ -36,7 +36,6 @@ from cz.build.options import BuildOptions, BuildResult, Progress
 from cz.build.spill import SpillPlanes
 from cz.build.store_args import (
     carry_forward_months,
-    codec_options,
     month_document,
     provenance_block,
     store_bands,
@@ -215,7 +214,7 @@ def make_source(recipe: Recipe, plan: Plan, options: BuildOptions) -> CompositeS
         members=members,
         windows={(r, c): w for r, c, w in grid_blocks(grid)},
         shape=(grid.shape[0], grid.shape[1]),
-        cs=grid.chunk_size,
+        cs=recipe.store.layout.chunk_size,  # the plan's grid is cut in the layout's cells
         n_band=len(recipe.bands),
         dtype=recipe.store.dtype,
         nodata=recipe.store.effective_nodata,
@@ -299,9 +298,7 @@ def build_on_cluster(
         if not is_url(where):  # workers may run elsewhere: an absolute path on the shared FS
             where = str(local_path(where))
         if location(where).kind == "s3":  # the headers `cz publish` would set (headers.py)
-            shard_time = recipe.store.shard_time or (
-                len(plan.months) if recipe.store.shard else None
-            )
+            shard_time = recipe.store.layout.shard_time_for(len(plan.months))
             target: Any = HeaderedStore(where, len(plan.months), shard_time)
         else:
             target = open_target(where)  # encode refuses an existing store before any write
@@ -330,13 +327,7 @@ def build_on_cluster(
                 crs=grid.crs,
                 transform=grid.transform,
                 nodata=recipe.store.effective_nodata,
-                encoding=recipe.store.encoding,
-                anchor_interval=recipe.store.anchor_interval,
-                chunk_size=recipe.store.chunk_size,
-                shard=recipe.store.shard,
-                shard_time=recipe.store.shard_time,
-                codec=recipe.store.codec.name,
-                codec_options=codec_options(recipe),
+                layout=recipe.store.layout,
                 provenance=lambda ex: provenance_block(recipe, stats_of(ex).skipped),
                 provenance_items=lambda ex: [
                     month_document(m, stats_of(ex).skipped) for m in plan.months

@@ -18,7 +18,6 @@ from cz.build.options import BuildOptions, BuildResult, Progress
 from cz.build.spill import Spill, SpillPlanes
 from cz.build.store_args import (
     carry_forward_months,
-    codec_options,
     month_document,
     provenance_block,
     store_bands,
@@ -192,13 +191,7 @@ def _encode(
             nodata=store.effective_nodata,
             mask=PlaneView(planes, "mask"),
             coverage=PlaneView(planes, "coverage"),
-            encoding=store.encoding,
-            anchor_interval=store.anchor_interval,
-            chunk_size=store.chunk_size,
-            shard=store.shard,
-            shard_time=store.shard_time,
-            codec=store.codec.name,
-            codec_options=codec_options(recipe),
+            layout=store.layout,
             provenance=provenance,
             workers=options.threads(),
         )

@@ -1,4 +1,5 @@
-"""From a recipe to the store's arguments: bands (spec 3.6), codec (spec 8), provenance (spec 3.8)."""
+"""From a recipe to the store's arguments: bands (spec 3.6), provenance (spec 3.8). The layout
+(chunk size, encoding, sharding, codec) is the recipe's own ``store.layout``."""
 
 from __future__ import annotations
 
@@ -8,29 +9,24 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from chronozarr import provenance
+from chronozarr import Band, provenance
 from cz.load import SkippedAsset
 from cz.plan import MonthPlan, grid_for
 from cz.recipe import Recipe
 
 
-def store_bands(recipe: Recipe) -> list[dict[str, Any]]:
+def store_bands(recipe: Recipe) -> list[Band]:
     """The band objects of the store (spec 3.6): name, common_name, scale, offset, units."""
-    out = []
-    for band in recipe.bands:
-        entry: dict[str, Any] = {"name": band.name, "scale": band.scale}
-        entry["offset"] = band.physical_offset
-        if band.common_name:
-            entry["common_name"] = band.common_name
-        if band.units:
-            entry["units"] = band.units
-        out.append(entry)
-    return out
-
-
-def codec_options(recipe: Recipe) -> dict[str, Any]:
-    """The writer's ``codec_options`` for the recipe's codec (spec 8)."""
-    return recipe.store.codec.writer_options()
+    return [
+        Band(
+            name=band.name,
+            common_name=band.common_name or None,
+            scale=float(band.scale),
+            offset=float(band.physical_offset),
+            units=band.units or None,
+        )
+        for band in recipe.bands
+    ]
 
 
 def composite_parameters(recipe: Recipe) -> dict[str, Any]:

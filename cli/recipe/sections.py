@@ -19,6 +19,8 @@ from pydantic import (
     model_validator,
 )
 
+from chronozarr.errors import EncodeError
+from chronozarr.format import Codec, StoreLayout, codec_from
 from chronozarr.io import is_url
 from cz.errors import RecipeProblem
 from cz.recipe.geojson import check_geojson_geometry, read_geojson_file
@@ -52,6 +54,9 @@ RESAMPLING = (
 )
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+#: The largest cell a recipe may ask for: the toolkit composites one block of it in memory.
+MAX_CHUNK_SIZE = 8192
 
 NODATA_RANGE = {"uint8": (0, 255), "uint16": (0, 65535), "int16": (-32768, 32767)}
 
@@ -428,6 +433,11 @@ class CodecSpec(SectionModel):
             return opts
         return {"level": self.effective_level}
 
+    def compressor(self) -> Codec:
+        """The format library's compressor object. The levels a recipe allows are checked with
+        the recipe's other cross-field rules (:mod:`cz.recipe.semantic`), within the library's."""
+        return codec_from(self.name, self.writer_options())
+
 
 class StoreSpec(SectionModel):
     """The chronozarr store written by ``cz build`` and its layout options."""
@@ -436,20 +446,33 @@ class StoreSpec(SectionModel):
     dtype: Literal["uint8", "uint16", "int16", "float32"] = "uint16"
     nodata: float | None = None
     encoding: Literal["auto", "none", "star-delta"] = "auto"
-    anchor_interval: int = Field(default=6, ge=1, le=1000)
-    chunk_size: int = Field(default=512, ge=2, le=8192)
+    # the upper bounds are the toolkit's (a block of chunk_size pixels is composited in memory);
+    # every rule of the format is the library's StoreLayout's, applied by _layout_rule below
+    anchor_interval: int = Field(default=6, le=1000)
+    chunk_size: int = Field(default=512, le=MAX_CHUNK_SIZE)
     shard: bool = False
-    shard_time: int | None = Field(default=None, ge=1)
+    shard_time: int | None = None
     codec: Annotated[CodecSpec, BeforeValidator(as_codec)] = Field(default_factory=CodecSpec)
 
-    @field_validator("chunk_size")
+    @field_validator("chunk_size", "anchor_interval", "shard_time")
     @classmethod
-    def _even(cls, value: int) -> int:
-        if value % 2:
-            raise ValueError(
-                f"expected an even number (spec 2.1; 256 or 512 recommended), got {value}"
-            )
-        return value
+    def _layout_rule(cls, value: Any, info: ValidationInfo) -> Any:
+        try:
+            return StoreLayout.checked(str(info.field_name), value)
+        except EncodeError as exc:  # the message without the argument's name (the field's path)
+            raise ValueError(exc.message) from None
+
+    @property
+    def layout(self) -> StoreLayout:
+        """The store's layout as the format library takes it (``chronozarr.encode(layout=...)``)."""
+        return StoreLayout(
+            chunk_size=self.chunk_size,
+            encoding=self.encoding,
+            anchor_interval=self.anchor_interval,
+            shard=self.shard,
+            shard_time=self.shard_time,
+            codec=self.codec.compressor(),
+        )
 
     @property
     def effective_nodata(self) -> float | int | None:

@@ -1,0 +1,284 @@
+"""The plan of an ``encode`` (spec 2-9; decisions 0017, 0026): its levels, one stage of cell tasks
+per level, and the commit of its metadata.
+
+Level 0 is written from the input, cell by cell, with the volatility terms (spec 5); level k
+from level k-1 as stored (read back, reconstructed, block-averaged, spec 6). On a cluster the
+plan is pipelined: level 0 is submitted in Z-order, and each level-k task waits only for the
+cells below it, so coarser cells complete early and the last level's chain is the only tail. A
+resumed run skips the tasks whose summary it finds; every level's results are in task order
+either way, so the volatility sums add up in the same order and the bytes are the same.
+
+The commit (:class:`EncodeCommit`) writes what comes after every chunk: the provenance items,
+the coordinates and the volatility, every zarr.json below the root, the root last (spec 9); the
+root is the commit point, and the work prefix is removed after it (decision 0017).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from chronozarr.errors import ClusterError, EncodeError
+from chronozarr.format import (
+    SPEC_VERSION,
+    LevelInfo,
+    RootAttrs,
+    Temporal,
+    cell_slice,
+    chunk_key,
+    data_array_doc,
+    format_time,
+    grid_shape,
+    level_resolution,
+    level_shapes,
+    level_transform,
+    multiscales,
+    plane_array_doc,
+    residuals_attribute,
+    volatility_value,
+)
+from chronozarr.io import Store
+from chronozarr.provenance import PROVENANCE_ITEMS, items_array_objects
+from chronozarr.write._arguments import EncodeArgs, check_provenance
+from chronozarr.write._cell_tasks import (
+    ArrayInput,
+    Level0Context,
+    UpperContext,
+    is_cell_source,
+    level0_task,
+    upper_task,
+)
+from chronozarr.write._cells import CellResult, Layout, merge_results, split_tasks
+from chronozarr.write._commit import write_metadata
+from chronozarr.write._plan import Stage, WritePlan, morton, needs_below
+from chronozarr.write._runner import Runner
+from chronozarr.write._worklog import WorkLog, clear_work, pending_tasks
+
+__all__ = ["EncodeCommit", "encode_plan", "level_infos"]
+
+Samples = dict[tuple[int, int], dict[int, bytes]]
+
+
+def level_infos(args: EncodeArgs) -> list[LevelInfo]:
+    """Every level of the store: path, resolution, transform, shape and grid (spec 3.7, 6)."""
+    height, width = args.shape[2:]
+    out = []
+    for k, (h, w) in enumerate(level_shapes(height, width, args.cs)):
+        out.append(
+            LevelInfo(
+                str(k),
+                level_resolution(args.resolution, k),
+                tuple(level_transform(args.transform, k)),
+                (args.shape[0], args.shape[1], h, w),
+                grid_shape(h, w, args.cs),
+            )
+        )
+    return out
+
+
+def _level_docs(args: EncodeArgs, info: LevelInfo) -> dict[str, dict[str, Any]]:
+    """The zarr.json documents of a level's data, mask and coverage arrays (2.1, 2.4, 2.5)."""
+    path = info.path
+    docs = {
+        f"{path}/{args.variable}": data_array_doc(
+            shape=info.shape,
+            dtype=args.dtype.name,
+            cs=args.cs,
+            codecs=args.data_codecs,
+            nodata=args.nodata,
+            shard_time=args.shard_time,
+            crs=args.crs,
+            transform=list(info.transform),
+        )
+    }
+    h, w = info.shape[2:]
+    for name, plane in (("mask", args.mask), ("coverage", args.coverage)):
+        if plane is not None:
+            docs[f"{path}/{name}"] = plane_array_doc(
+                shape=(args.shape[0], h, w),
+                cs=args.cs,
+                codecs=args.plane_codecs,
+                shard_time=args.shard_time,
+            )
+    return docs
+
+
+def _tasks(info: LevelInfo, args: EncodeArgs, threads: int) -> list[Any]:
+    cells = [(r, c) for r in range(info.grid[0]) for c in range(info.grid[1])]
+    return list(split_tasks(cells, range(args.shape[0]), args.shard_time, threads))
+
+
+def _check_visible(cells: Layout, args: EncodeArgs) -> None:
+    """The workers' first chunk is visible here: else they wrote to a target this process does
+    not see (a local path that is not on a filesystem shared with every worker), and the
+    metadata written here would describe missing data (spec 9)."""
+    key = chunk_key(f"0/{args.variable}", 0, 0, 0, has_band=True)
+    if cells.store.size(key) is None:
+        raise ClusterError(
+            f"{cells.store.url}: the workers wrote level 0 but {key} is not visible from this "
+            "process; a local path must be on a filesystem every worker shares (or write to "
+            "s3://...)"
+        )
+
+
+def _level0_stage(
+    cells: Layout,
+    args: EncodeArgs,
+    info: LevelInfo,
+    samples: Samples,
+    runner: Runner,
+    work: WorkLog | None,
+) -> Stage:
+    """Level 0: from the input, cell by cell, with the volatility terms (spec 5). On a cluster
+    a numpy or dask input travels as each task's part of it, in Z-order."""
+    h, w = info.shape[2:]
+    source = args.data if is_cell_source(args.data) else None
+    array = None if source else ArrayInput(args.data, args.dtype, args.mask, args.coverage)
+    tasks = _tasks(info, args, runner.threads())
+    if runner.remote and array is not None:  # each task carries its cell's part of the input
+        tasks = [
+            (cell, times, array.view(*cell_slice(cell[0], cell[1], args.cs, h, w)))
+            for cell, times in tasks
+        ]
+    ctx = Level0Context(
+        cells, h, w, source if source is not None else (None if runner.remote else array),
+        {} if runner.remote else samples, work.key if work else None,
+    )  # fmt: skip
+
+    def done() -> None:
+        samples.clear()  # the auto sample's chunks are written
+        if runner.remote:
+            _check_visible(cells, args)
+
+    _todo, found = pending_tasks(tasks, info.path, work)
+    order = sorted(range(len(tasks)), key=lambda i: (morton(tasks[i][0]), i))
+    return Stage(
+        "cz-level0", level0_task, ctx, tasks, done=found, on_done=done,
+        order=order if runner.remote else None,
+    )  # fmt: skip
+
+
+def _upper_stage(
+    cells: Layout,
+    args: EncodeArgs,
+    levels: Sequence[LevelInfo],
+    k: int,
+    docs: Mapping[str, dict[str, Any]],
+    below: Stage,
+    runner: Runner,
+    work: WorkLog | None,
+) -> Stage:
+    """Level k from level k-1 as stored; each task needs the tasks of the 2 x 2 cells below."""
+    info, lower = levels[k], levels[k - 1]
+    needed = {key: dict(doc) for key, doc in docs.items() if key.split("/", 1)[0] == lower.path}
+    ctx = UpperContext(cells, info, lower, needed, work.key if work else None)
+    tasks = _tasks(info, args, runner.threads())
+    _todo, found = pending_tasks(tasks, info.path, work)
+    return Stage(
+        f"cz-level{info.path}", upper_task, ctx, tasks, done=found,
+        needs=needs_below(tasks, below.tasks),
+    )  # fmt: skip
+
+
+@dataclass
+class EncodeCommit:
+    """What an encode writes after every chunk (spec 9), given the stages' results: returns the
+    level-0 cell source's summaries (the extras)."""
+
+    args: EncodeArgs
+    target: Store
+    levels: list[LevelInfo]
+    docs: dict[str, dict[str, Any]]
+    temporal: Temporal
+    work: WorkLog | None
+    provenance: Any = None
+    provenance_items: Any = None
+    extras: list[Any] = field(default_factory=list)
+
+    def __call__(self, results: list[list[CellResult]]) -> list[Any]:
+        args = self.args
+        if self.temporal.encoding == "star-delta":  # residuals, said on the arrays (decision 0040)
+            for lv in self.levels:
+                self.docs[f"{lv.path}/{args.variable}"]["attributes"].update(residuals_attribute())
+        self.extras = [res.extra for res in results[0] if res.extra is not None]
+        volatility = np.zeros(self.levels[0].grid, dtype=np.float32)
+        for res in merge_results(results[0]):
+            volatility[res.row, res.col] = volatility_value(res.vol_sum, res.vol_count)
+        shard_bytes = None
+        if args.shard_time is not None:
+            shard_bytes = {
+                info.path: {
+                    key: n for res in merge_results(ran) for key, n in res.shard_sizes.items()
+                }
+                for info, ran in zip(self.levels, results, strict=True)
+            }
+        prov = self.provenance(self.extras) if callable(self.provenance) else self.provenance
+        check_provenance(prov)
+        attrs = RootAttrs(
+            spec_version=SPEC_VERSION,
+            variable=args.variable,
+            times=tuple(format_time(t) for t in args.times_ms),
+            bands=args.bands,
+            band_names=tuple(b.name for b in args.bands),
+            nodata=args.nodata,
+            crs=args.crs,
+            temporal=self.temporal,
+            volatility_path="volatility",
+            mask_variable="mask" if args.mask is not None else None,
+            coverage_variable="coverage" if args.coverage is not None else None,
+            provenance=dict(prov) if prov is not None else None,
+            levels=tuple(self.levels),
+            shard_bytes=shard_bytes,
+        )
+        write_metadata(
+            self.target, attrs, self.docs, args.times_ms, volatility,
+            multiscales([lv.path for lv in self.levels], args.crs), args.layout.codec,
+            extra_arrays=self._items(),
+        )  # fmt: skip
+        if self.work is not None:
+            clear_work(self.target, self.work.key)  # after the root: the commit (decision 0017)
+        return self.extras
+
+    def _items(self) -> dict[str, tuple[dict[str, Any], Mapping[str, bytes]]] | None:
+        """The ``provenance_items`` array (one JSON document per timestep, spec 3.8)."""
+        items = self.provenance_items
+        if items is None:
+            return None
+        documents = items(self.extras) if callable(items) else items
+        if len(documents) != self.args.shape[0]:
+            raise EncodeError("provenance_items", f"expected {self.args.shape[0]} documents")
+        objects, doc = items_array_objects(list(documents), self.args.data_codecs[-1])
+        return {PROVENANCE_ITEMS: (doc, objects)}
+
+
+def encode_plan(
+    args: EncodeArgs,
+    cells: Layout,
+    temporal: Temporal,
+    samples: Samples,
+    runner: Runner,
+    work: WorkLog | None,
+    *,
+    on_task: Callable[[Any], None] | None = None,
+    provenance: Any = None,
+    provenance_items: Any = None,
+) -> WritePlan:
+    """The plan of an encode whose temporal choice is made (``cells`` holds it): see the
+    module docstring. ``samples`` are the auto sample's chunks of the chosen encoding, reused
+    by level 0 on local threads."""
+    levels = level_infos(args)
+    docs: dict[str, dict[str, Any]] = {}
+    for info in levels:
+        docs.update(_level_docs(args, info))
+    stages = [_level0_stage(cells, args, levels[0], samples, runner, work)]
+    if on_task is not None:
+        stages[0].on_result = lambda _i, res: on_task(res)
+    for k in range(1, len(levels)):
+        stages.append(_upper_stage(cells, args, levels, k, docs, stages[-1], runner, work))
+    commit = EncodeCommit(
+        args, cells.store, levels, docs, temporal, work, provenance, provenance_items
+    )
+    return WritePlan(stages, commit, pipelined=True)
