@@ -15,14 +15,60 @@ export const DEFAULT_STYLE = "https://demotiles.maplibre.org/style.json";
 
 const marks = { codeStart: performance.now() }; // first-frame split (bench/js/viewer.mjs)
 const $ = (id) => document.getElementById(id);
+/** The page's elements by camel-cased id (inputs, selects and containers alike). @type {Record<string, any>} */
 const el = Object.fromEntries(
   [
-    "map", "landing", "error", "error-title", "error-message", "loading", "loading-text", "store-chips", "store-url",
-    "mode", "band", "band-field", "formula", "formula-field", "formula-error", "stretch-min", "stretch-max",
-    "stretch-units", "colormap", "colormap-field", "colorbar", "colorbar-ticks", "colorbar-units", "opacity", "level",
-    "level-badge", "cursor-readout", "time", "time-label", "time-index", "time-ticks", "buffer", "play", "speed", "fps",
-    "inspector-empty", "inspector-body", "px-rc", "px-xy", "px-ll", "px-time", "px-mask", "px-coverage", "px-valid",
-    "px-index", "px-index-value", "chart", "chart-legend", "chart-units", "about", "about-list",
+    "map",
+    "landing",
+    "error",
+    "error-title",
+    "error-message",
+    "loading",
+    "loading-text",
+    "store-chips",
+    "store-url",
+    "mode",
+    "band",
+    "band-field",
+    "formula",
+    "formula-field",
+    "formula-error",
+    "stretch-min",
+    "stretch-max",
+    "stretch-units",
+    "colormap",
+    "colormap-field",
+    "colorbar",
+    "colorbar-ticks",
+    "colorbar-units",
+    "opacity",
+    "level",
+    "level-badge",
+    "cursor-readout",
+    "time",
+    "time-label",
+    "time-index",
+    "time-ticks",
+    "buffer",
+    "play",
+    "speed",
+    "fps",
+    "inspector-empty",
+    "inspector-body",
+    "px-rc",
+    "px-xy",
+    "px-ll",
+    "px-time",
+    "px-mask",
+    "px-coverage",
+    "px-valid",
+    "px-index",
+    "px-index-value",
+    "chart",
+    "chart-legend",
+    "chart-units",
+    "about",
+    "about-list",
   ].map((id) => [id.replace(/-(\w)/g, (_, c) => c.toUpperCase()), $(id)]),
 );
 el.values = $("values").querySelector("tbody");
@@ -92,7 +138,11 @@ function formatStored(v, dtype) {
   return String(v);
 }
 const formatPhysical = (v) =>
-  v === null || Number.isNaN(v) ? "—" : Math.abs(v) >= 1e6 || (v !== 0 && Math.abs(v) < 1e-4) ? v.toExponential(4) : String(Number(v.toPrecision(6)));
+  v === null || Number.isNaN(v)
+    ? "—"
+    : Math.abs(v) >= 1e6 || (v !== 0 && Math.abs(v) < 1e-4)
+      ? v.toExponential(4)
+      : String(Number(v.toPrecision(6)));
 const formatCoord = (v) => (Math.abs(v) >= 1000 ? v.toFixed(1) : v.toPrecision(7));
 const formatTick = (v) => String(Number(v.toPrecision(4)));
 function formatAxis(v, span) {
@@ -267,7 +317,14 @@ async function changeDisplay(options) {
   el.formulaError.textContent = "";
   try {
     const mode = options.mode ?? layer.mode;
-    const colormap = mode === "ndvi" ? "rdylgn" : mode === "rgb" ? layer.colormap : layer.colormap === "rdylgn" && layer.mode === "ndvi" ? "viridis" : layer.colormap;
+    const colormap =
+      mode === "ndvi"
+        ? "rdylgn"
+        : mode === "rgb"
+          ? layer.colormap
+          : layer.colormap === "rdylgn" && layer.mode === "ndvi"
+            ? "viridis"
+            : layer.colormap;
     layer.setColormap(colormap);
     const drawn = layer.setDisplay({ ...options, stretch: null });
     syncControls();
@@ -287,7 +344,11 @@ async function changeDisplay(options) {
 
 function describeStore(s, url, layer) {
   const L0 = s.levels[0];
-  const codec = L0.data.compressors.filter((c) => c.name !== "crc32c").map((c) => (c.name === "blosc" ? `blosc/${c.configuration.cname}` : c.name)).join("+") || "none";
+  const codec =
+    L0.data.compressors
+      .filter((c) => c.name !== "crc32c")
+      .map((c) => (c.name === "blosc" ? `blosc/${c.configuration.cname}` : c.name))
+      .join("+") || "none";
   const chip = (value) => {
     const span = document.createElement("span");
     span.className = "chip";
@@ -328,13 +389,25 @@ function describeStore(s, url, layer) {
   );
   el.about.hidden = false;
   el.band.replaceChildren(
-    ...s.bands.map((b, i) => Object.assign(document.createElement("option"), { value: String(i), textContent: b.common_name ? `${b.name} · ${b.common_name}` : b.name })),
+    ...s.bands.map((b, i) =>
+      Object.assign(document.createElement("option"), {
+        value: String(i),
+        textContent: b.common_name ? `${b.name} · ${b.common_name}` : b.name,
+      }),
+    ),
   );
   el.level.replaceChildren(
     Object.assign(document.createElement("option"), { value: "auto", textContent: "Auto (by zoom)" }),
-    ...s.levels.map((l) => Object.assign(document.createElement("option"), { value: String(l.index), textContent: `${l.index} · ${l.resolution} · ${l.height} × ${l.width}` })),
+    ...s.levels.map((l) =>
+      Object.assign(document.createElement("option"), {
+        value: String(l.index),
+        textContent: `${l.index} · ${l.resolution} · ${l.height} × ${l.width}`,
+      }),
+    ),
   );
-  el.colormap.replaceChildren(...Object.entries(COLORMAPS).map(([k, v]) => Object.assign(document.createElement("option"), { value: k, textContent: v.label })));
+  el.colormap.replaceChildren(
+    ...Object.entries(COLORMAPS).map(([k, v]) => Object.assign(document.createElement("option"), { value: k, textContent: v.label })),
+  );
   const hasNdvi = bandIndex(s, "red") >= 0 && bandIndex(s, "nir") >= 0;
   el.mode.querySelector('option[value="ndvi"]').disabled = !hasNdvi;
   el.mode.querySelector('option[value="rgb"]').disabled = s.nBands < 3;
@@ -524,7 +597,13 @@ function drawSelection() {
     outline = poly;
   }
   const ring = pixelFootprint(state.selected).geometry.coordinates[0].slice(0, 4);
-  outline.setAttribute("points", ring.map((ll) => state.map.project(ll)).map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" "));
+  outline.setAttribute(
+    "points",
+    ring
+      .map((ll) => state.map.project(ll))
+      .map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`)
+      .join(" "),
+  );
 }
 
 function select(row, col) {
@@ -691,7 +770,8 @@ function drawChart() {
   const nt = Math.min(tx.length, 4);
   for (let i = 0; i < nt; i++) {
     const k = Math.round((i * (tx.length - 1)) / Math.max(1, nt - 1));
-    svg("text", { x: X(tx[k]), y: H - 5, "text-anchor": i === 0 ? "start" : i === nt - 1 ? "end" : "middle" }, grid).textContent = series.times[k].slice(0, 7);
+    svg("text", { x: X(tx[k]), y: H - 5, "text-anchor": i === 0 ? "start" : i === nt - 1 ? "end" : "middle" }, grid).textContent =
+      series.times[k].slice(0, 7);
   }
   svg("line", { class: "now", x1: X(tx[layer.t]), x2: X(tx[layer.t]), y1: pad.t, y2: H - pad.b }, chart);
   let points = 0;
@@ -979,7 +1059,10 @@ async function open(url) {
   // The view: from the URL, else the store's bounds from its metadata alone (fitBounds with 40
   // px padding, computed here so the frame drawn before the map and the map are one camera).
   const size = { width: el.map.clientWidth, height: el.map.clientHeight };
-  const camera = center?.length === 2 && center.every(Number.isFinite) && Number.isFinite(zoom) ? { center, zoom } : fitCamera(layer.lngLatBounds(), size, 40);
+  const camera =
+    center?.length === 2 && center.every(Number.isFinite) && Number.isFinite(zoom)
+      ? { center, zoom }
+      : fitCamera(layer.lngLatBounds(), size, 40);
   // The first frame, drawn by the layer in its own canvas before MapLibre is loaded (decision
   // 0027); the map adopts that canvas. "ready" (body[data-state]) is the map's frame.
   let onMap = false;
@@ -989,7 +1072,9 @@ async function open(url) {
     marks.mapFrame = performance.now();
     prefetchView();
   };
-  const drawn = layer.drawBeforeMap(cameraMap({ ...camera, ...size, dpr: window.devicePixelRatio || 1 }), el.map, { preserveDrawingBuffer: params.get("capture") === "1" });
+  const drawn = layer.drawBeforeMap(cameraMap({ ...camera, ...size, dpr: window.devicePixelRatio || 1 }), el.map, {
+    preserveDrawingBuffer: params.get("capture") === "1",
+  });
   await Promise.race([drawn.catch(() => false), new Promise((r) => setTimeout(r, MAP_DEADLINE_MS))]);
   let maplibregl;
   try {

@@ -74,9 +74,12 @@ export class HttpSource {
    * maxBytes: the most a whole-object answer may hold (Content-Length checked before the body
    * is read, the byte count while it is read); a 206 answer may hold exactly its range.
    * cache: the request's RequestInit.cache mode (e.g. "no-store"); absent, the fetch default.
+   * @param {string} key
+   * @param {{method?: string, range?: any, signal?: AbortSignal, maxBytes?: number, cache?: RequestCache}} [options]
+   * @returns {Promise<any>}
    */
   async request(key, { method = "GET", range = null, signal, maxBytes = Infinity, cache } = {}) {
-    // Issue 14: the URL is built so that no key can leave the store's prefix (names.js).
+    // Decision 0016: the URL is built so that no key can leave the store's prefix (names.js).
     const url = joinUrl(this.url, key, this.query);
     const headers = { ...this.headers };
     if (range?.prefix !== undefined && !(Number.isSafeInteger(range.prefix) && range.prefix > 0)) {
@@ -87,7 +90,11 @@ export class HttpSource {
       if (!ok) throw new CorruptStoreError(`${url}: byte range ${JSON.stringify(range)} is not a valid range (a corrupt shard index?)`);
     }
     if (range) {
-      headers.Range = range.prefix ? `bytes=0-${range.prefix - 1}` : range.suffix ? `bytes=-${range.suffix}` : `bytes=${range[0]}-${range[1]}`;
+      headers.Range = range.prefix
+        ? `bytes=0-${range.prefix - 1}`
+        : range.suffix
+          ? `bytes=-${range.suffix}`
+          : `bytes=${range[0]}-${range[1]}`;
     }
     signal?.throwIfAborted();
     const ctrl = new AbortController();

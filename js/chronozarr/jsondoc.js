@@ -1,5 +1,5 @@
 // Parse a store's JSON metadata with limits, so every malformed document is a typed error
-// (issue 14), the same limits as the Python library's chronozarr/jsondoc.py:
+// (decision 0016), the same limits as the Python library's chronozarr/jsondoc.py:
 //
 // - at most MAX_DOCUMENT_BYTES (64 MiB; a decade of monthly shard_bytes is about 1 MB), checked
 //   from Content-Length before the body is read and from the byte count while it is read
@@ -25,7 +25,8 @@ export function nestingDepth(bytes) {
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i];
     if (inString) {
-      if (b === 0x5c) i++; // backslash: skip the escaped character
+      if (b === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (b === 0x22) inString = false;
     } else if (b === 0x22) {
       inString = true;

@@ -15,7 +15,16 @@ import { HERE, cellOf, fixtures, loadExpected } from "./fixtures.js";
 import { startServer } from "./server.js";
 
 const CHROMIUM = "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 let skip = false;
 if (!existsSync(CHROMIUM)) {
   skip = `${CHROMIUM} is not installed (apt-get install -y chromium); decode pool tests skipped`;

@@ -63,9 +63,15 @@ test("CRS resolution: code forms, WKT2, array attributes, and a typed error", ()
   assert.equal(epsgDefinition("urn:ogc:def:crs:EPSG::32631"), EPSG[32631]);
   assert.equal(epsgDefinition("http://www.opengis.net/def/crs/EPSG/0/3035"), EPSG[3035]);
   assert.equal(epsgDefinition("EPSG:2193"), null); // not in the table
-  const store = (crs, attrs = {}) => ({ crs, variable: "data", levels: [{ path: "0" }], meta: { consolidated: { "0/data": { attributes: attrs } } } });
+  const store = (crs, attrs = {}) => ({
+    crs,
+    variable: "data",
+    levels: [{ path: "0" }],
+    meta: { consolidated: { "0/data": { attributes: attrs } } },
+  });
   assert.deepEqual(crsDefinition(store("EPSG:32631")), { definition: EPSG[32631], source: "chronozarr.crs" });
-  const wkt = 'PROJCRS["x",BASEGEOGCRS["WGS 84",DATUM["World Geodetic System 1984",ELLIPSOID["WGS 84",6378137,298.257223563]]],CONVERSION["UTM zone 31N",METHOD["Transverse Mercator"],PARAMETER["Latitude of natural origin",0,ANGLEUNIT["degree",0.0174532925199433]],PARAMETER["Longitude of natural origin",3,ANGLEUNIT["degree",0.0174532925199433]],PARAMETER["Scale factor at natural origin",0.9996,SCALEUNIT["unity",1]],PARAMETER["False easting",500000,LENGTHUNIT["metre",1]],PARAMETER["False northing",0,LENGTHUNIT["metre",1]]],CS[Cartesian,2],AXIS["easting",east],AXIS["northing",north],LENGTHUNIT["metre",1]]';
+  const wkt =
+    'PROJCRS["x",BASEGEOGCRS["WGS 84",DATUM["World Geodetic System 1984",ELLIPSOID["WGS 84",6378137,298.257223563]]],CONVERSION["UTM zone 31N",METHOD["Transverse Mercator"],PARAMETER["Latitude of natural origin",0,ANGLEUNIT["degree",0.0174532925199433]],PARAMETER["Longitude of natural origin",3,ANGLEUNIT["degree",0.0174532925199433]],PARAMETER["Scale factor at natural origin",0.9996,SCALEUNIT["unity",1]],PARAMETER["False easting",500000,LENGTHUNIT["metre",1]],PARAMETER["False northing",0,LENGTHUNIT["metre",1]]],CS[Cartesian,2],AXIS["easting",east],AXIS["northing",north],LENGTHUNIT["metre",1]]';
   assert.equal(crsDefinition(store(wkt)).definition, wkt);
   // A code outside the table falls back to the array's WKT (spec 3.3 attributes).
   const r = crsDefinition(store("EPSG:2193", { _CRS: { url: "x", wkt } }));
@@ -74,10 +80,21 @@ test("CRS resolution: code forms, WKT2, array attributes, and a typed error", ()
   const a = storeProjection(store(wkt)).forward([600000, 5000000]);
   const b = storeProjection(store("EPSG:32631")).forward([600000, 5000000]);
   assert.ok(Math.abs(a[0] - b[0]) < 1e-9 && Math.abs(a[1] - b[1]) < 1e-9, `${a} vs ${b}`);
-  assert.throws(() => crsDefinition(store("EPSG:2193")), (e) => e instanceof UnsupportedError && /EPSG:2193/.test(e.message));
-  assert.throws(() => crsDefinition(store(null)), (e) => e instanceof UnsupportedError && /no CRS/.test(e.message));
+  assert.throws(
+    () => crsDefinition(store("EPSG:2193")),
+    (e) => e instanceof UnsupportedError && /EPSG:2193/.test(e.message),
+  );
+  assert.throws(
+    () => crsDefinition(store(null)),
+    (e) => e instanceof UnsupportedError && /no CRS/.test(e.message),
+  );
   // Mercator helpers invert each other.
-  for (const [lon, lat] of [[0, 0], [4.3, 45.1], [-179.9, -84], [120, 60]]) {
+  for (const [lon, lat] of [
+    [0, 0],
+    [4.3, 45.1],
+    [-179.9, -84],
+    [120, 60],
+  ]) {
     const [x, y] = lonLatOfMercator(...mercatorOf(lon, lat));
     assert.ok(Math.abs(x - lon) < 1e-9 && Math.abs(y - lat) < 1e-9);
   }
@@ -88,7 +105,10 @@ test("band math: NDVI, precedence, functions, names, and errors naming the probl
   assert.deepEqual(ndvi.bands, [3, 2]);
   const f = toFunction(ndvi.tree);
   assert.equal(f([0, 0, 0.1, 0.5]), (0.5 - 0.1) / (0.5 + 0.1));
-  assert.equal(toGlsl(ndvi.tree, (b) => `p${b}`), "((p3 - p2) / (p3 + p2))");
+  assert.equal(
+    toGlsl(ndvi.tree, (b) => `p${b}`),
+    "((p3 - p2) / (p3 + p2))",
+  );
   const g = (text, p) => toFunction(parseExpression(text, BANDS).tree)(p);
   const p = [0.1, 0.2, 0.3, 0.4];
   assert.equal(g("red + nir * 2", p), 0.3 + 0.4 * 2);
@@ -108,20 +128,33 @@ test("band math: NDVI, precedence, functions, names, and errors naming the probl
     ["max(red)", /takes 2 argument/],
     ["red red", /unexpected "red"/],
   ]) {
-    assert.throws(() => parseExpression(bad, BANDS), (e) => e instanceof ExpressionError && msg.test(e.message), bad);
+    assert.throws(
+      () => parseExpression(bad, BANDS),
+      (e) => e instanceof ExpressionError && msg.test(e.message),
+      bad,
+    );
   }
 });
 
 test("colour-bar ticks are nice steps inside the range", () => {
   assert.deepEqual(ticks(0, 1, 5), [0, 0.2, 0.4, 0.6, 0.8, 1]);
-  for (const [lo, hi] of [[0, 1], [-0.2, 0.9], [0.0123, 0.1327], [100, 4500], [-3, -1]]) {
+  for (const [lo, hi] of [
+    [0, 1],
+    [-0.2, 0.9],
+    [0.0123, 0.1327],
+    [100, 4500],
+    [-3, -1],
+  ]) {
     const t = ticks(lo, hi, 5);
     assert.ok(t.length >= 2 && t.length <= 11, `${lo}..${hi}: ${t}`);
     for (const v of t) assert.ok(v >= lo - 1e-12 && v <= hi + 1e-12, `${v} outside ${lo}..${hi}`);
     const steps = t.slice(1).map((v, i) => v - t[i]);
     for (const s of steps) assert.ok(Math.abs(s - steps[0]) < 1e-9 * Math.abs(steps[0]) + 1e-12, "even steps");
     const m = steps[0] / 10 ** Math.floor(Math.log10(steps[0]));
-    assert.ok([1, 2, 5].some((k) => Math.abs(m - k) < 1e-9), `step ${steps[0]} is 1, 2 or 5 x 10^k`);
+    assert.ok(
+      [1, 2, 5].some((k) => Math.abs(m - k) < 1e-9),
+      `step ${steps[0]} is 1, 2 or 5 x 10^k`,
+    );
   }
 });
 
@@ -197,7 +230,12 @@ test("value table: every stored value's colour is the per-fragment path's (valid
   const { buildValueLut, VALUE_LUT_DTYPES } = await import("../chronozarr/map/value-lut.js");
   const { COLORMAPS } = await import("../chronozarr/map/colormaps.js");
   const cmap = COLORMAPS.viridis.lut;
-  for (const [dtype, nodata, hasMask] of [["uint16", 0, false], ["int16", -9999, false], ["uint8", 255, true], ["uint16", null, false]]) {
+  for (const [dtype, nodata, hasMask] of [
+    ["uint16", 0, false],
+    ["int16", -9999, false],
+    ["uint8", 255, true],
+    ["uint16", null, false],
+  ]) {
     const scale = 0.0001;
     const offset = -0.1;
     const fn = (v) => (v > 0.5 ? Math.sqrt(v) : v * 2); // a formula of one band
@@ -225,8 +263,13 @@ test("value table: every stored value's colour is the per-fragment path's (valid
       assert.equal(got[3], alpha, `${dtype} ${raw}: alpha`);
       if (want.some((w, c) => Math.abs(w - got[c]) > 0)) {
         differ++;
-        const near = [e - 4, e + 4].filter((x) => x >= 0 && x < 1024).map((x) => [0, 1, 2].map((c) => Math.round((cmap[x + c] * alpha) / 255)));
-        assert.ok(near.some((n) => n.every((w, c) => w === got[c])), `${dtype} ${raw}: ${got} vs ${want}`);
+        const near = [e - 4, e + 4]
+          .filter((x) => x >= 0 && x < 1024)
+          .map((x) => [0, 1, 2].map((c) => Math.round((cmap[x + c] * alpha) / 255)));
+        assert.ok(
+          near.some((n) => n.every((w, c) => w === got[c])),
+          `${dtype} ${raw}: ${got} vs ${want}`,
+        );
       }
     }
     assert.ok(differ < size / 1000, `${dtype}: ${differ} values one colour-map entry off`);
@@ -256,7 +299,7 @@ test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata
   };
   // Deterministic pseudo-random cells (LCG), some nodata; one cell with a mask that hides half.
   let seed = 12345;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const cell = (h, w, withMask) => {
     const n = h * w;
     const data = new Uint16Array(2 * n).map(() => (rand() < 0.05 ? 0 : 1 + Math.floor(rand() * 9000)));

@@ -1,5 +1,5 @@
 // Stock CarbonPlan zarr-layer (npm 0.5.0) with stock MapLibre GL JS in headless Chromium
-// (SwiftShader WebGL), over the chronozarr store adapter (issue 10):
+// (SwiftShader WebGL), over the chronozarr store adapter (decision 0008):
 // - point queries of a star-delta store through the adapter equal the Python reader at anchors
 //   and deltas, selecting time by date and band by name;
 // - what it renders of the star-delta store through the adapter equals, pixel for pixel, what it
@@ -66,7 +66,8 @@ describe("stock zarr-layer in headless Chromium", { skip, timeout: 240_000 }, ()
       outfile: path.join(bundleDir, "zarr-layer-page.js"),
       logLevel: "error",
     });
-    server = await startServer({ mounts: {
+    server = await startServer({
+      mounts: {
         "/": HERE,
         "/fixtures/": dir,
         "/bundle/": bundleDir,
@@ -140,8 +141,15 @@ describe("stock zarr-layer in headless Chromium", { skip, timeout: 240_000 }, ()
     await page.evaluate((a) => window.czMap.open(a), { url: url(none), adapter: false, view, options: { proj4: def, zarrVersion: 3 } });
     let checked = 0;
     for (const t of [0, 3, nt - 1]) {
-      for (const [b, band] of [[0, "B04"], [1, "B08"]]) {
-        for (const [row, col] of [[40, 100], [10, 10], [90, 3]]) {
+      for (const [b, band] of [
+        [0, "B04"],
+        [1, "B08"],
+      ]) {
+        for (const [row, col] of [
+          [40, 100],
+          [10, 10],
+          [90, 3],
+        ]) {
           const want = exp[0][t].data[b * h * w + row * w + col];
           if (want === none.nodata) continue;
           const [x, y] = centreOf(row, col);

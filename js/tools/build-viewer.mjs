@@ -37,12 +37,20 @@ export function offlineStyle() {
   for (let lon = -180; lon <= 180; lon += 10) {
     const coords = [];
     for (let lat = -85; lat <= 85; lat += 1) coords.push([lon, lat]);
-    features.push({ type: "Feature", properties: { kind: lon === 0 ? "prime" : "meridian" }, geometry: { type: "LineString", coordinates: coords } });
+    features.push({
+      type: "Feature",
+      properties: { kind: lon === 0 ? "prime" : "meridian" },
+      geometry: { type: "LineString", coordinates: coords },
+    });
   }
   for (let lat = -80; lat <= 80; lat += 10) {
     const coords = [];
     for (let lon = -180; lon <= 180; lon += 1) coords.push([lon, lat]);
-    features.push({ type: "Feature", properties: { kind: lat === 0 ? "equator" : "parallel" }, geometry: { type: "LineString", coordinates: coords } });
+    features.push({
+      type: "Feature",
+      properties: { kind: lat === 0 ? "equator" : "parallel" },
+      geometry: { type: "LineString", coordinates: coords },
+    });
   }
   return {
     version: 8,
@@ -66,7 +74,9 @@ export function offlineStyle() {
 /** index.html with each `<link rel="stylesheet" href="F" />` replaced by F's text in a <style>. */
 function inlineStylesheets(html, read) {
   return html.replace(/^(\s*)<link rel="stylesheet" href="([\w.-]+)" \/>$/gm, (_, indent, file) => {
-    const css = read(file).replace(/\/\*# sourceMappingURL=[^*]*\*\//g, "").trim();
+    const css = read(file)
+      .replace(/\/\*# sourceMappingURL=[^*]*\*\//g, "")
+      .trim();
     if (/<\/style/i.test(css)) throw new Error(`${file}: contains </style>, cannot be inlined`);
     return `${indent}<style data-from="${file}">\n${css}\n${indent}</style>`;
   });
@@ -75,6 +85,7 @@ function inlineStylesheets(html, read) {
 export async function buildViewer(out = OUT) {
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
+  /** @type {import("esbuild").BuildOptions} */
   const common = {
     bundle: true,
     format: "esm",
@@ -95,7 +106,10 @@ export async function buildViewer(out = OUT) {
   const lazyCodecs = {
     name: "lazy-numcodecs",
     setup(b) {
-      b.onResolve({ filter: /^numcodecs\/(zstd|blosc|lz4)$/ }, (args) => ({ path: `./numcodecs-${args.path.split("/")[1]}.js`, external: true }));
+      b.onResolve({ filter: /^numcodecs\/(zstd|blosc|lz4)$/ }, (args) => ({
+        path: `./numcodecs-${args.path.split("/")[1]}.js`,
+        external: true,
+      }));
     },
   };
   // MapLibre GL JS stays a file of its own (its ESM build, copied below), imported by viewer.js
@@ -106,7 +120,12 @@ export async function buildViewer(out = OUT) {
       b.onResolve({ filter: /^maplibre-gl$/ }, () => ({ path: "./maplibre-gl.js", external: true }));
     },
   };
-  await build({ ...common, entryPoints: [path.join(SRC, "viewer.js")], outfile: path.join(out, "viewer.js"), plugins: [lazyCodecs, ownMapLibre] });
+  await build({
+    ...common,
+    entryPoints: [path.join(SRC, "viewer.js")],
+    outfile: path.join(out, "viewer.js"),
+    plugins: [lazyCodecs, ownMapLibre],
+  });
   for (const c of codecs) {
     await build({
       ...common,
@@ -120,10 +139,18 @@ export async function buildViewer(out = OUT) {
   const lazyRareCodecs = {
     name: "lazy-rare-numcodecs",
     setup(b) {
-      b.onResolve({ filter: /^numcodecs\/(zstd|blosc|lz4)$/ }, (args) => ({ path: `./numcodecs-${args.path.split("/")[1]}.js`, external: true }));
+      b.onResolve({ filter: /^numcodecs\/(zstd|blosc|lz4)$/ }, (args) => ({
+        path: `./numcodecs-${args.path.split("/")[1]}.js`,
+        external: true,
+      }));
     },
   };
-  await build({ ...common, entryPoints: [path.join(JS, "chronozarr", "map", "decode-worker.js")], outfile: path.join(out, "decode-worker.js"), plugins: [lazyRareCodecs] });
+  await build({
+    ...common,
+    entryPoints: [path.join(JS, "chronozarr", "map", "decode-worker.js")],
+    outfile: path.join(out, "decode-worker.js"),
+    plugins: [lazyRareCodecs],
+  });
   const sources = { "style.css": path.join(SRC, "style.css"), "maplibre-gl.css": path.join(MAPLIBRE, "maplibre-gl.css") };
   const html = inlineStylesheets(readFileSync(path.join(SRC, "index.html"), "utf8"), (f) => {
     if (!sources[f]) throw new Error(`index.html links an unknown stylesheet ${f}`);

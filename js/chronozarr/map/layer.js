@@ -17,6 +17,35 @@ import { PRESETS, parseExpression, toFunction, toGlsl } from "./expression.js";
 import { buildValueLut, VALUE_LUT_DTYPES } from "./value-lut.js";
 import { LRUCache } from "../lru.js";
 
+/**
+ * @import {ChronozarrStore} from "../store.js"
+ */
+
+/**
+ * The layer's options (see addChronozarrLayer).
+ * @typedef {object} LayerOptions
+ * @property {string} [id]
+ * @property {string} [beforeId]
+ * @property {number} [t]
+ * @property {string} [mode] "rgb" | "band" | "ndvi" | "formula" (or another preset of expression.js)
+ * @property {number} [band]
+ * @property {number[]} [rgb]
+ * @property {string} [formula]
+ * @property {{min: number, max: number} | null} [stretch]
+ * @property {string} [colormap]
+ * @property {number} [opacity]
+ * @property {"auto" | number} [level]
+ * @property {"overlay" | "interleaved"} [rendering]
+ * @property {boolean} [readAhead]
+ * @property {number} [aheadSteps]
+ * @property {number} [frameCacheBytes]
+ * @property {boolean} [valueLut]
+ * @property {(f: {t: number, level: number, cells: {row: number, col: number}[], ms: number}) => void} [onFrame]
+ * @property {(loading: boolean) => void} [onLoading]
+ * @property {(err: any) => void} [onError]
+ * @property {(s: {min: number, max: number}) => void} [onStretch]
+ */
+
 const SUBDIV = 16; // mesh quads per cell side: sub-millimetre error against the exact reprojection
 const MAX_LAYERS = 8; // bands one display may use
 const AHEAD_ENTRIES = 48; // decoded cell-timesteps kept for playback read-ahead
@@ -51,6 +80,12 @@ const TEX = {
  * The layer is then above every map layer (labels included). "interleaved" draws in MapLibre's
  * own context at its place in the style (beforeId), so each timestep repaints the whole map.
  */
+/**
+ * @param {any} map a MapLibre GL JS map
+ * @param {ChronozarrStore} store
+ * @param {LayerOptions} [options]
+ * @returns {ChronozarrLayer}
+ */
 export function addChronozarrLayer(map, store, options = {}) {
   const layer = new ChronozarrLayer(store, options);
   map.addLayer(layer, options.beforeId);
@@ -58,6 +93,10 @@ export function addChronozarrLayer(map, store, options = {}) {
 }
 
 export class ChronozarrLayer {
+  /**
+   * @param {ChronozarrStore} store an open store
+   * @param {LayerOptions} [options]
+   */
   constructor(store, options = {}) {
     this.id = options.id ?? "chronozarr";
     this.type = "custom";
@@ -103,6 +142,7 @@ export class ChronozarrLayer {
 
   // --- display settings ----------------------------------------------------------------------
 
+  /** @param {{mode?: string, band?: number, rgb?: number[], formula?: string}} display */
   _setDisplay({ mode, band, rgb, formula }) {
     const s = this.store;
     const byName = (n) => {
@@ -151,6 +191,7 @@ export class ChronozarrLayer {
     this._repaint();
   }
 
+  /** @param {string} name a key of COLORMAPS */
   setColormap(name) {
     if (!COLORMAPS[name]) throw new RangeError(`unknown colormap ${JSON.stringify(name)}`);
     this.colormap = name;
@@ -263,7 +304,16 @@ export class ChronozarrLayer {
     let y0 = Infinity;
     let x1 = -Infinity;
     let y1 = -Infinity;
-    for (const [sx, sy] of [[0, 0], [w, 0], [0, h], [w, h], [w / 2, 0], [w / 2, h], [0, h / 2], [w, h / 2]]) {
+    for (const [sx, sy] of [
+      [0, 0],
+      [w, 0],
+      [0, h],
+      [w, h],
+      [w / 2, 0],
+      [w / 2, h],
+      [0, h / 2],
+      [w, h / 2],
+    ]) {
       const ll = map.unproject([sx, sy]);
       const [mx, my] = mercatorOf(ll.lng, Math.max(-85.0511, Math.min(85.0511, ll.lat)));
       x0 = Math.min(x0, mx);
@@ -302,7 +352,10 @@ export class ChronozarrLayer {
     return this.projection.forward([a * (col + d) + b * (row + d) + c, dd * (col + d) + e * (row + d) + f]);
   }
 
-  /** [[west, south], [east, north]] of the store's level 0, for map.fitBounds. */
+  /**
+   * [[west, south], [east, north]] of the store's level 0, for map.fitBounds.
+   * @returns {[[number, number], [number, number]]}
+   */
   lngLatBounds() {
     const L = this.store.levels[0];
     const pts = [];
@@ -429,13 +482,14 @@ export class ChronozarrLayer {
    * Resolves once the GPU has run every command the layer has issued so far (a WebGL2 fence;
    * at once without a context or fences): the frame drawn is then rendered, not only asked
    * for. Polled on tasks, never blocking the page's thread.
+   * @returns {Promise<void>}
    */
   rendered() {
     const gl = this._gl;
     const sync = gl?.fenceSync?.(gl.SYNC_GPU_COMMANDS_COMPLETE, 0);
     if (!sync) return Promise.resolve();
     gl.flush();
-    return new Promise((resolve) => {
+    return new Promise((/** @type {() => void} */ resolve) => {
       const poll = () => {
         if (gl.isContextLost() || gl.getSyncParameter(sync, gl.SYNC_STATUS) === gl.SIGNALED) {
           gl.deleteSync(sync);
@@ -808,8 +862,7 @@ export class ChronozarrLayer {
            float k = clamp((v - u_min) / (u_max - u_min), 0.0, 1.0);
            vec3 c = texture(u_lut, vec2(k * (255.0 / 256.0) + 0.5 / 256.0, 0.5)).rgb;
            outColor = vec4(c * u_opacity, u_opacity);`;
-    const nodataTest =
-      nd === null ? "false" : Number.isNaN(nd) ? "isnan(raw(l, p))" : `raw(l, p) == ${glslNumber(nd)}`;
+    const nodataTest = nd === null ? "false" : Number.isNaN(nd) ? "isnan(raw(l, p))" : `raw(l, p) == ${glslNumber(nd)}`;
     const vs = `#version 300 es
       uniform mat4 u_matrix;
       in vec2 a_pos;
@@ -843,7 +896,19 @@ export class ChronozarrLayer {
       }`;
     const program = linkProgram(gl, vs, fs);
     const u = {};
-    for (const name of ["u_matrix", "u_data", "u_mask", "u_lut", "u_hasMask", "u_size", "u_scale", "u_offset", "u_min", "u_max", "u_opacity"]) {
+    for (const name of [
+      "u_matrix",
+      "u_data",
+      "u_mask",
+      "u_lut",
+      "u_hasMask",
+      "u_size",
+      "u_scale",
+      "u_offset",
+      "u_min",
+      "u_max",
+      "u_opacity",
+    ]) {
       u[name] = gl.getUniformLocation(program, name);
     }
     const scale = new Float32Array(MAX_LAYERS);
@@ -905,7 +970,22 @@ export class ChronozarrLayer {
     gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, ibo);
     gl.bufferData(gl.ELEMENT_ARRAY_BUFFER, idx, gl.STATIC_DRAW);
     gl.bindVertexArray(null);
-    c = { key, level, row: cell.row, col: cell.col, w, h, vao, vbo, ibo, count: idx.length, tex: null, layers: 0, maskTex: null, content: null };
+    c = {
+      key,
+      level,
+      row: cell.row,
+      col: cell.col,
+      w,
+      h,
+      vao,
+      vbo,
+      ibo,
+      count: idx.length,
+      tex: null,
+      layers: 0,
+      maskTex: null,
+      content: null,
+    };
     this._cells.set(key, c);
     const shown = new Set(this._shown);
     for (const [k, old] of this._cells) {
@@ -1065,7 +1145,10 @@ function overlayCanvas(doc, preserveDrawingBuffer) {
 
 function linkProgram(gl, vs, fs) {
   const program = gl.createProgram();
-  for (const [type, src] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, fs]]) {
+  for (const [type, src] of [
+    [gl.VERTEX_SHADER, vs],
+    [gl.FRAGMENT_SHADER, fs],
+  ]) {
     const sh = gl.createShader(type);
     gl.shaderSource(sh, src);
     gl.compileShader(sh);
@@ -1095,7 +1178,11 @@ function glslNumber(v) {
   return /[.eE]/.test(s) ? s : `${s}.0`;
 }
 
-/** mainMatrix x translate(origin): float64 on the CPU, so float32 vertices stay small offsets. */
+/**
+ * mainMatrix x translate(origin): float64 on the CPU, so float32 vertices stay small offsets.
+ * @param {ArrayLike<number>} m
+ * @param {number[]} origin
+ */
 function translated(m, [ox, oy]) {
   const out = new Float32Array(16);
   for (let i = 0; i < 16; i++) out[i] = m[i];

@@ -27,7 +27,18 @@ export const VALUE_LUT_WIDTH = 256;
  * colour is the colour map's entry for round(255 * clamp((v - min) / (max - min), 0, 1)), the
  * texel the shader's own stretch path samples.
  */
-export function buildValueLut({ dtype, nodata = null, hasMask = false, scale = 1, offset = 0, fn = (v) => v, min, max, colormap, opacity = 1 }) {
+export function buildValueLut({
+  dtype,
+  nodata = null,
+  hasMask = false,
+  scale = 1,
+  offset = 0,
+  fn = (v) => v,
+  min,
+  max,
+  colormap,
+  opacity = 1,
+}) {
   const kind = VALUE_LUT_DTYPES[dtype];
   if (!kind) throw new RangeError(`no value table for dtype ${dtype}`);
   if (colormap.length !== 256 * 4) throw new RangeError("colormap must hold 256 RGBA entries");
