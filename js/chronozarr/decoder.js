@@ -49,6 +49,7 @@ export {
   UnsupportedError,
 } from "./errors.js";
 export { LRUCache } from "./lru.js";
+export { physical } from "./physical.js";
 export { addWrappedInPlace, reconstruct } from "./reconstruct.js";
 export { CellData, ChronozarrStore, DEFAULTS, openStore } from "./store.js";
 export { isValid, validityOf } from "./validity.js";

@@ -11,6 +11,7 @@ import { loadLevels } from "./levels.js";
 import { DTYPES, V01_DEFAULT_SCALE, levelForResolution, parseArray, parseBands, parseRoot, pixelCentre, pixelOf } from "./metadata.js";
 import { anchorsFirst, cellVolatility, planPrefetch, pool } from "./prefetch.js";
 import { trimCopy, trueValues } from "./reconstruct.js";
+import { physical } from "./physical.js";
 import { isValid, validityOf } from "./validity.js";
 
 /**
@@ -470,7 +471,7 @@ export class ChronozarrStore {
         scale: band.scale,
         offset: band.offset,
         stored: value,
-        physical: valid ? value * band.scale + band.offset : null,
+        physical: valid ? physical(value, band) : null,
         valid,
       };
     });
@@ -533,13 +534,13 @@ export class ChronozarrStore {
     );
     const bands = this.bands.map((band, b) => {
       const valid = new Uint8Array(nT);
-      const physical = new Float64Array(nT);
+      const values = new Float64Array(nT);
       for (let t = 0; t < nT; t++) {
         const v = stored[b][t];
         valid[t] = isValid(v, mask ? mask[t] : null, this.nodata) ? 1 : 0;
-        physical[t] = valid[t] ? v * band.scale + band.offset : NaN;
+        values[t] = valid[t] ? physical(v, band) : NaN;
       }
-      return { ...band, stored: stored[b], physical, valid };
+      return { ...band, stored: stored[b], physical: values, valid };
     });
     const centre = pixelCentre(L.transform, p.row, p.col);
     return { level, row: p.row, col: p.col, x: centre.x, y: centre.y, times: this.times, timesMs: this.timesMs, bands, mask, coverage };

@@ -188,7 +188,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     const levels = new Set();
     for (const px of [11.3, 4, 1.37, 0.71, 0.45]) {
       await jump(page, { center: ll, zoom: zoomFor(s.transform[0], ll[1], px) });
-      levels.add(await page.evaluate(() => window.viewer.layer._shownInfo.level));
+      levels.add(await page.evaluate(() => window.viewer.layer._loader.shownInfo.level));
       const { n, h, v } = await lines(page, 20);
       for (const [label, rgba] of [
         ["horizontal", h],
@@ -399,7 +399,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     assert.deepEqual(await over.evaluate(() => [window.viewer.layer.rendering, Boolean(window.viewer.layer.canvas)]), ["overlay", true]);
     assert.deepEqual(await inter.evaluate(() => [window.viewer.layer.rendering, window.viewer.layer.canvas]), ["interleaved", null]);
     assert.equal(
-      await over.evaluate(() => window.viewer.layer._program.valueLut),
+      await over.evaluate(() => window.viewer.layer._renderer.program.valueLut),
       true,
       "band mode of a uint16 store draws through the value table",
     );
@@ -419,11 +419,11 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await over.evaluate(async () => {
       const { layer } = window.viewer;
       layer.valueLut = false;
-      layer._program = null;
+      layer._renderer.displayChanged();
       layer._repaint();
       await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
     });
-    assert.equal(await over.evaluate(() => window.viewer.layer._program.valueLut), undefined, "per-fragment program");
+    assert.equal(await over.evaluate(() => window.viewer.layer._renderer.program.valueLut), undefined, "per-fragment program");
     await pixels(over);
     const lut = await diff(over);
     assert.ok(lut.max <= 8 && lut.mean < 0.01, `value table vs per-fragment colours: max ${lut.max}, mean ${lut.mean}`);
