@@ -1,4 +1,4 @@
-"""Benchmark of the look commands (issue 15), each against the plain alternative in one run.
+"""Benchmark of the look commands (docs/look.md), each against the plain alternative in one run.
 
 - ``cz series``' reader (``cz.look.series.read_series``: the pixel's cell only) against reading
   every full frame with ``Reader.read`` and indexing the pixel: bytes read from the store and
@@ -51,7 +51,9 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--months", type=int, default=24)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--no-doc", action="store_true", help="print only, leave docs/benchmarks.md")
+    ap.add_argument(
+        "--no-doc", action="store_true", help="print only, leave docs/benchmarks-archive.md"
+    )
     args = ap.parse_args()
 
     from cz.look.quicklook import quicklook, resolve_view
