@@ -7,3 +7,9 @@ interface Window {
   /** The viewer's state and helpers, for tests and benchmarks. */
   viewer: any;
 }
+
+/** The chunk fetcher Worker's bundled source (early-fetcher.js), a string the build puts in early.js. */
+declare module "cz:early-fetcher" {
+  const source: string;
+  export default source;
+}

@@ -3,7 +3,9 @@
 //   index.html             the page: inline config, the two stylesheets and the offline style
 //                          (as the function below) inlined (no request of their own, so the
 //                          store's chunks get the browser's 6 connections per host), and the
-//                          early script (root, then the first view's chunks; MapLibre worker)
+//                          early script (examples/viewer/early.js bundled with the reader code it
+//                          uses, and its chunk fetcher Worker's bundle as a string: root, then
+//                          the first view's chunks; MapLibre worker), inline as the first script
 //   viewer.js              one ESM bundle: viewer, chronozarr reader and map layer, zarrita,
 //                          proj4; no WASM codecs (below), no MapLibre (next line)
 //   maplibre-gl.js         MapLibre GL JS's own ESM build, imported by viewer.js once the layer
@@ -80,6 +82,37 @@ function inlineStylesheets(html, read) {
     if (/<\/style/i.test(css)) throw new Error(`${file}: contains </style>, cannot be inlined`);
     return `${indent}<style data-from="${file}">\n${css}\n${indent}</style>`;
   });
+}
+
+/**
+ * early.js as one classic script (an IIFE), with early-fetcher.js's IIFE bundle as the string its
+ * `import FETCHER from "cz:early-fetcher"` gives. Both carry the reader code they import (http.js,
+ * jsondoc.js, metadata.js, names.js), tree-shaken.
+ * @param {import("esbuild").BuildOptions} common
+ * @returns {Promise<string>}
+ */
+async function earlyScript(common) {
+  // No keepNames: nothing here tells errors apart by name (the reader, in viewer.js, does).
+  const iife = {
+    ...common,
+    format: /** @type {const} */ ("iife"),
+    write: false,
+    keepNames: false,
+    legalComments: /** @type {const} */ ("none"),
+  };
+  const fetcher = await build({ ...iife, entryPoints: [path.join(SRC, "early-fetcher.js")] });
+  const source = fetcher.outputFiles[0].text.trim();
+  const fetcherSource = {
+    name: "early-fetcher-source",
+    setup(b) {
+      b.onResolve({ filter: /^cz:early-fetcher$/ }, () => ({ path: "early-fetcher", namespace: "cz" }));
+      b.onLoad({ filter: /.*/, namespace: "cz" }, () => ({ contents: `export default ${JSON.stringify(source)};`, loader: "js" }));
+    },
+  };
+  const early = await build({ ...iife, entryPoints: [path.join(SRC, "early.js")], plugins: [fetcherSource] });
+  const text = early.outputFiles[0].text.trim();
+  if (/<\/script|<!--/i.test(text)) throw new Error("early.js's bundle contains </script or <!--: it cannot be inlined");
+  return text;
 }
 
 export async function buildViewer(out = OUT) {
@@ -162,7 +195,16 @@ export async function buildViewer(out = OUT) {
   const marker = "<!-- build: offline style (build-viewer.mjs writes window.CHRONOZARR_OFFLINE_STYLE here) -->";
   if (!html.includes(marker)) throw new Error("index.html lost its offline-style marker");
   const withStyle = html.replace(marker, () => `<script>window.CHRONOZARR_OFFLINE_STYLE = ${offlineStyle.toString()};</script>`);
-  writeFileSync(path.join(out, "index.html"), withStyle);
+  // The early script runs before anything else has loaded, so it is in the page, not a file
+  // (decisions 0023, 0027): early.js bundled as a classic script, with the chunk fetcher
+  // Worker's own bundle inside it as a string (the Worker is a Blob of it: no request either).
+  const earlyMarker = "<!-- build: early script (build-viewer.mjs writes early.js here, bundled) -->";
+  if (!withStyle.includes(earlyMarker)) throw new Error("index.html lost its early-script marker");
+  const early = await earlyScript(common);
+  writeFileSync(
+    path.join(out, "index.html"),
+    withStyle.replace(earlyMarker, () => `<script>${early}</script>`),
+  );
   // .js, not .mjs: some static hosts (Python http.server, buckets without a rule) serve .mjs as
   // application/octet-stream, which a module import refuses.
   copyFileSync(path.join(MAPLIBRE, "maplibre-gl.mjs"), path.join(out, "maplibre-gl.js"));
