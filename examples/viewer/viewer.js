@@ -9,6 +9,7 @@ import { COLORMAPS, gradientCss, ticks } from "../../js/chronozarr/map/colormaps
 import { ExpressionError, PRESETS } from "../../js/chronozarr/map/expression.js";
 import { DecodePool } from "../../js/chronozarr/map/decode-pool.js";
 import { ChronozarrLayer } from "../../js/chronozarr/map/layer.js";
+import { graticule } from "./graticule.js";
 
 /** Public basemap used when neither ?style= nor the page config names one. */
 export const DEFAULT_STYLE = "https://demotiles.maplibre.org/style.json";
@@ -200,7 +201,11 @@ async function explainOpenError(err, url) {
 // --- URL state -----------------------------------------------------------------------------------
 
 let urlTimer = null;
-/** Write store, time, centre, zoom, mode, band (and formula, stretch, colormap, opacity) into the URL. */
+/**
+ * Write the view into the URL: store, time, centre, zoom, mode, stretch, and what the mode uses
+ * (band in band mode, formula in formula mode, the colour map unless RGB) and opacity when not 1;
+ * a parameter the mode does not use is removed, so a copied link holds only what it shows.
+ */
 function saveUrlState() {
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
@@ -221,6 +226,7 @@ function saveUrlState() {
     else q.delete("formula");
     if (layer.stretch) q.set("stretch", `${formatTick(layer.stretch.min)},${formatTick(layer.stretch.max)}`);
     if (layer.mode !== "rgb") q.set("cmap", layer.colormap);
+    else q.delete("cmap");
     if (layer.opacity !== 1) q.set("opacity", String(layer.opacity));
     else q.delete("opacity");
     history.replaceState(null, "", u);
@@ -577,33 +583,53 @@ function pixelFootprint({ row, col }) {
   return { type: "Feature", properties: {}, geometry: { type: "Polygon", coordinates: [ring] } };
 }
 
-// The selected pixel's outline is an SVG polygon over the map and the layer (the layer's overlay
-// canvas is above every map layer, so a map line layer would be hidden under it), placed again
-// after every map frame.
-let outline = null;
+// The selected pixel is marked in an SVG over the map and the layer (the layer's overlay canvas
+// is above every map layer, so a map line layer would be hidden under it), placed again after
+// every map frame: its footprint's outline, and, where the footprint is smaller than
+// MARKER_MIN_PX on screen (zoomed out, a pixel is a screen pixel or less), a square of that size
+// around it, so the selection stays visible at any zoom. Each line has a dark halo under it, to
+// show on light and dark pixels alike.
+const MARKER_MIN_PX = 14;
+let selection = null;
 function drawSelection() {
   if (!state.selected || !state.map) return;
-  if (!outline) {
+  if (!selection) {
     const ns = "http://www.w3.org/2000/svg";
     const svg = document.createElementNS(ns, "svg");
     svg.setAttribute("class", "cz-selected");
     svg.style.cssText = "position:absolute;inset:0;width:100%;height:100%;pointer-events:none;overflow:visible";
-    const poly = document.createElementNS(ns, "polygon");
-    poly.setAttribute("fill", "none");
-    poly.setAttribute("stroke", "#fbbf24");
-    poly.setAttribute("stroke-width", "2");
-    svg.append(poly);
+    const shape = (tag, cls, stroke, width) => {
+      const node = document.createElementNS(ns, tag);
+      node.setAttribute("class", cls);
+      node.setAttribute("fill", "none");
+      node.setAttribute("stroke", stroke);
+      node.setAttribute("stroke-width", width);
+      svg.append(node);
+      return node;
+    };
+    selection = {
+      footprint: [shape("polygon", "halo", "#0b1118", "4"), shape("polygon", "footprint", "#fbbf24", "2")],
+      marker: [shape("rect", "halo", "#0b1118", "4"), shape("rect", "marker", "#fbbf24", "2")],
+    };
     state.map.getCanvasContainer().append(svg);
-    outline = poly;
   }
-  const ring = pixelFootprint(state.selected).geometry.coordinates[0].slice(0, 4);
-  outline.setAttribute(
-    "points",
-    ring
-      .map((ll) => state.map.project(ll))
-      .map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`)
-      .join(" "),
-  );
+  const corners = pixelFootprint(state.selected)
+    .geometry.coordinates[0].slice(0, 4)
+    .map((ll) => state.map.project(ll));
+  const points = corners.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
+  for (const node of selection.footprint) node.setAttribute("points", points);
+  const xs = corners.map((p) => p.x);
+  const ys = corners.map((p) => p.y);
+  const small = Math.max(...xs) - Math.min(...xs) < MARKER_MIN_PX && Math.max(...ys) - Math.min(...ys) < MARKER_MIN_PX;
+  const cx = (Math.min(...xs) + Math.max(...xs)) / 2;
+  const cy = (Math.min(...ys) + Math.max(...ys)) / 2;
+  for (const node of selection.marker) {
+    node.setAttribute("visibility", small ? "visible" : "hidden");
+    node.setAttribute("x", (cx - MARKER_MIN_PX / 2).toFixed(1));
+    node.setAttribute("y", (cy - MARKER_MIN_PX / 2).toFixed(1));
+    node.setAttribute("width", String(MARKER_MIN_PX));
+    node.setAttribute("height", String(MARKER_MIN_PX));
+  }
 }
 
 function select(row, col) {
@@ -950,6 +976,22 @@ function earlyFetch() {
   }
 }
 
+/**
+ * The offline basemap's graticule at a step for the view on screen (graticule.js): a style with a
+ * "graticule" GeoJSON source (the offline one) gets lines wherever the map is, at any zoom.
+ */
+function updateGraticule() {
+  const source = state.map?.getSource("graticule");
+  if (typeof source?.setData !== "function") return;
+  const b = state.map.getBounds();
+  source.setData(
+    graticule([
+      [b.getWest(), b.getSouth()],
+      [b.getEast(), b.getNorth()],
+    ]),
+  );
+}
+
 /** The basemap style: the early-fetched JSON, or a URL MapLibre fetches itself. */
 async function resolveStyle() {
   if (early.style) return early.style;
@@ -1094,7 +1136,8 @@ async function open(url) {
     if (!state.styleFallback && e?.error && /style|Failed to fetch|NetworkError/i.test(String(e.error.message ?? e.error))) {
       state.styleFallback = true;
       console.warn("basemap failed, using the offline style", e.error);
-      map.setStyle(new URL("style.json", location.href).href);
+      // The offline style is in the built page (no request); style.json is the same JSON.
+      map.setStyle(window.CHRONOZARR_OFFLINE_STYLE?.() ?? new URL("style.json", location.href).href);
     }
   });
   let bound = false;
@@ -1105,9 +1148,11 @@ async function open(url) {
       onMap = true;
       map.once("render", mapReady); // the layer's frame on the map (drawn before it, or now)
     }
+    updateGraticule(); // the offline style's (again after a style fallback)
     if (bound) return;
     bound = true;
     map.on("render", drawSelection);
+    map.on("moveend", updateGraticule);
     describeStore(store, url, layer);
     paintTimeline();
     updateTimeUi();

@@ -738,6 +738,145 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     assert.ok(moved.differ <= edge, `${moved.differ} pixels changed when the map took over (edge ${edge})`);
   });
 
+  test("offline, the default basemap falls back to a graticule drawn for the view, at any zoom (no network)", async () => {
+    const s = mapManifest.stores.utm;
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 760 } });
+    const remote = [];
+    // Offline: nothing but 127.0.0.1 answers (the public default style cannot be fetched).
+    await ctx.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => {
+      remote.push(route.request().url());
+      return route.abort("internetdisconnected");
+    });
+    const page = await ctx.newPage();
+    page.on("pageerror", (err) => pageErrors.push(err.message));
+    await page.goto(`${server.url}/index.html?store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+    await page.waitForFunction(() => document.body.dataset.state === "ready" && window.viewer.state.styleFallback, null, {
+      timeout: 30000,
+    });
+    const lines = () =>
+      page.evaluate(async () => {
+        const { map } = window.viewer;
+        await new Promise((r) => (map.loaded() ? r() : map.once("idle", r)));
+        const drawn = map.queryRenderedFeatures({ layers: ["graticule"] });
+        return { drawn: new Set(drawn.map((f) => `${f.properties.kind} ${f.properties.deg}`)).size, zoom: map.getZoom() };
+      });
+    const fitted = await lines();
+    assert.ok(
+      remote.some((u) => /demotiles/.test(u)),
+      "the page asked for the public default style",
+    );
+    assert.ok(fitted.drawn >= 4, `graticule lines on screen at the fitted zoom ${fitted.zoom.toFixed(1)}: ${fitted.drawn}`);
+    // Zoomed in far (a few metres across the screen): lines still cross the view.
+    await page.evaluate(() => window.viewer.map.jumpTo({ zoom: 18 }));
+    const near = await lines();
+    assert.ok(near.drawn >= 4, `graticule lines on screen at zoom 18: ${near.drawn}`);
+    await ctx.close();
+  });
+
+  test("the selected pixel is marked at any zoom: a square of 14 px around it when its footprint is smaller, its outline when larger", async () => {
+    const s = mapManifest.stores.utm;
+    const page = await openViewer(`store=${encodeURIComponent(`/mapfx/${s.path}`)}&stretch=0,1`);
+    const pick = { row: 137, col: 201 };
+    /** The marker's geometry on screen, and the pixel's footprint corners projected by the map. */
+    const marked = () =>
+      page.evaluate(async (p) => {
+        const { map, layer } = window.viewer;
+        await new Promise((r) => (map.loaded() ? r() : map.once("idle", r)));
+        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+        const rect = document.querySelector("svg.cz-selected rect.marker");
+        const poly = document.querySelector("svg.cz-selected polygon.footprint");
+        const corners = [
+          [p.row, p.col],
+          [p.row, p.col + 1],
+          [p.row + 1, p.col + 1],
+          [p.row + 1, p.col],
+        ].map(([r, c]) => map.project(layer.lngLatOf({ row: r, col: c, corner: true })));
+        const centre = map.project(layer.lngLatOf(p));
+        return {
+          marker: rect && {
+            visible: rect.getAttribute("visibility") !== "hidden",
+            box: (({ x, y, width, height }) => ({ x, y, width, height }))(rect.getBBox()),
+          },
+          footprint: poly && [...poly.points].map((q) => ({ x: q.x, y: q.y })),
+          corners: corners.map((q) => ({ x: q.x, y: q.y })),
+          centre: { x: centre.x, y: centre.y },
+        };
+      }, pick);
+    await page.evaluate((p) => window.viewer.select(p.row, p.col), pick);
+    const far = await marked();
+    const side = (pts, k) => Math.max(...pts.map((q) => q[k])) - Math.min(...pts.map((q) => q[k]));
+    assert.ok(
+      side(far.corners, "x") < 14,
+      `the fitted view shows a pixel smaller than the marker (${side(far.corners, "x").toFixed(1)} px)`,
+    );
+    assert.ok(far.marker?.visible, "a marker is drawn around a small pixel");
+    const b = far.marker.box;
+    assert.ok(b.width >= 14 && b.height >= 14, `marker ${b.width} x ${b.height} px`);
+    assert.ok(
+      b.x <= far.centre.x && far.centre.x <= b.x + b.width && b.y <= far.centre.y && far.centre.y <= b.y + b.height,
+      "around the pixel",
+    );
+    // Zoomed in to 40 screen px per store pixel: the footprint's own outline, no square.
+    const ll = await page.evaluate((p) => window.viewer.layer.lngLatOf(p), pick);
+    await jump(page, { center: ll, zoom: zoomFor(s.transform[0], ll[1], 40) });
+    const near = await marked();
+    assert.equal(near.marker.visible, false, "no square around a pixel larger than it");
+    assert.ok(side(near.corners, "x") > 30, `zoomed in: the pixel is ${side(near.corners, "x").toFixed(1)} px wide`);
+    near.corners.forEach((q, i) => {
+      const d = Math.hypot(q.x - near.footprint[i].x, q.y - near.footprint[i].y);
+      assert.ok(d <= 1, `footprint corner ${i} is ${d.toFixed(2)} px from the pixel's corner`);
+    });
+    await page.close();
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test("URL state holds only what the mode uses; a round trip through other modes brings the RGB stretch back", async () => {
+    const s = mapManifest.stores.utm;
+    const page = await openViewer(`store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+    const query = () => page.evaluate(() => Object.fromEntries(new URL(location.href).searchParams));
+    const settled = (mode) =>
+      page.waitForFunction(
+        (m) =>
+          window.viewer.layer.mode === m &&
+          new URL(location.href).searchParams.get("mode") === m &&
+          document.body.dataset.frame !== undefined,
+        mode,
+        { timeout: 10000 },
+      );
+    const rgb0 = await page.evaluate(() => ({ ...window.viewer.layer.stretch }));
+    // Another view, whose own 2-98 % differs from the first frame's.
+    const ll = await page.evaluate(() => window.viewer.layer.lngLatOf({ row: 40, col: 40 }));
+    await jump(page, { center: ll, zoom: zoomFor(s.transform[0], ll[1], 6) });
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("mode") === "rgb", null, { timeout: 10000 });
+    const q0 = await query();
+    for (const key of ["cmap", "band", "formula"]) assert.ok(!(key in q0), `RGB: no ${key} in ${JSON.stringify(q0)}`);
+    const here = await page.evaluate(async () => {
+      const { layer } = window.viewer;
+      const kept = { ...layer.stretch };
+      const auto = await layer.autoStretch();
+      layer.setStretch(kept.min, kept.max);
+      return { ...auto };
+    });
+    assert.notDeepEqual(here, rgb0, "this view's auto stretch differs from the first frame's (the round trip below means something)");
+    await page.locator("#mode").selectOption("band");
+    await settled("band");
+    const qb = await query();
+    assert.ok(qb.cmap && qb.band && !("formula" in qb), `band mode: cmap and band (${JSON.stringify(qb)})`);
+    await page.locator("#mode").selectOption("ndvi");
+    await settled("ndvi");
+    const qn = await query();
+    assert.ok(qn.cmap && !("band" in qn) && !("formula" in qn), `NDVI: cmap only (${JSON.stringify(qn)})`);
+    await page.locator("#mode").selectOption("rgb");
+    await settled("rgb");
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("cmap"), null, { timeout: 5000 });
+    const q1 = await query();
+    for (const key of ["cmap", "band", "formula"]) assert.ok(!(key in q1), `back in RGB: no ${key} in ${JSON.stringify(q1)}`);
+    assert.deepEqual(await page.evaluate(() => ({ ...window.viewer.layer.stretch })), rgb0, "the RGB stretch is the one RGB had");
+    assert.equal(q1.stretch, q0.stretch, "and the link says so");
+    await page.close();
+    assert.deepEqual(pageErrors, []);
+  });
+
   const banners = (closedPort) => [
     ["an unreachable host", `http://127.0.0.1:${closedPort}/none.zarr`, /Store unreachable/, /failed|fetch/i],
     [

@@ -33,7 +33,13 @@ const SRC = path.join(REPO, "examples", "viewer");
 const OUT = path.resolve(process.argv[2] ?? path.join(JS, "dist", "viewer"));
 const MAPLIBRE = path.join(JS, "node_modules", "maplibre-gl", "dist");
 
-/** Offline basemap: ocean background and a 10-degree graticule (a line every 10 deg, 1 deg steps). */
+/**
+ * Offline basemap: ocean background and a 10-degree graticule (a line every 10 deg, 1 deg steps),
+ * dark enough that no line is taken for the store's pixels. The viewer replaces the "graticule"
+ * source's data with lines at a step for the view on screen (examples/viewer/graticule.js), so
+ * the map has a geographic reference at any zoom without a network. (The function is written
+ * into the page as its text: it may use nothing outside itself.)
+ */
 export function offlineStyle() {
   const features = [];
   for (let lon = -180; lon <= 180; lon += 10) {
@@ -66,7 +72,7 @@ export function offlineStyle() {
         source: "graticule",
         paint: {
           "line-color": ["match", ["get", "kind"], ["equator", "prime"], "#3d5a70", "#22384a"],
-          "line-width": ["match", ["get", "kind"], ["equator", "prime"], 1.2, 0.7],
+          "line-width": ["match", ["get", "kind"], ["equator", "prime"], 1.2, 1],
         },
       },
     ],

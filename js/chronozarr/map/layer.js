@@ -112,6 +112,8 @@ export class ChronozarrLayer {
     this.colormap = options.colormap ?? "viridis";
     /** @type {Stretch | null} */
     this.stretch = options.stretch ?? null;
+    /** The stretch of each display the layer has left (display key -> stretch), for setDisplay. @type {Map<string, Stretch>} */
+    this._stretches = new Map();
     this.onFrame = options.onFrame ?? null;
     this.onLoading = options.onLoading ?? null;
     this.onError = options.onError ?? null;
@@ -198,14 +200,20 @@ export class ChronozarrLayer {
   }
 
   /**
-   * Change what is drawn: {mode, band, rgb, formula}; keeps the stretch unless `stretch` is given.
-   * Resolves true once drawn.
+   * Change what is drawn: {mode, band, rgb, formula}; resolves true once drawn. The stretch: kept
+   * when `stretch` is not given; `stretch: {min, max}` sets it; `stretch: null` gives the display
+   * its own: the one it had when the layer last left it (so a round trip through other modes
+   * comes back to the same picture), else 2-98 % of its first frame. autoStretch() recomputes.
    * @param {Partial<DisplaySettings> & {stretch?: Stretch | null}} options
    * @returns {Promise<boolean>}
    */
   setDisplay(options) {
+    if (this.stretch) this._stretches.set(this._display.key, this.stretch);
     this._setDisplay(options);
-    if (options.stretch !== undefined) this.stretch = options.stretch;
+    if (options.stretch === null) {
+      this.stretch = this._stretches.get(this._display.key) ?? null;
+      if (this.stretch) this.onStretch?.(this.stretch);
+    } else if (options.stretch !== undefined) this.stretch = options.stretch;
     this._renderer.displayChanged(); // recompiled for the new band math
     return this._request();
   }
