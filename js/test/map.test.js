@@ -16,25 +16,10 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { buildViewer } from "../tools/build-viewer.mjs";
 import { HERE, REPO, fixtures, loadExpected, python } from "./fixtures.js";
+import { CHROMIUM, CHROMIUM_ARGS, chromiumSkip } from "./chromium.js";
 import { startServer } from "./server.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-let skip = false;
-if (!existsSync(CHROMIUM)) {
-  skip = `${CHROMIUM} is not installed (apt-get install -y chromium); map tests skipped`;
-  if (process.env.CI === "true") test("Chromium is installed under CI", () => assert.fail(`CI=true but ${CHROMIUM} is missing`));
-  else console.log(`# SKIP map tests: ${skip}`);
-}
+const skip = chromiumSkip("map");
 
 /** Zoom at which one store pixel of `res` metres covers `px` screen pixels at `lat` (MapLibre's 512 px tiles). */
 const zoomFor = (res, lat, px) => Math.log2((40075016.686 * Math.cos((lat * Math.PI) / 180)) / (512 * (res / px)));
@@ -69,7 +54,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     });
     await new Promise((r) => plainServer.listen(0, "127.0.0.1", r));
     const { chromium } = await import("playwright-core");
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   });
 
   after(async () => {

@@ -15,17 +15,9 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { JS_DIR, fixtures, loadExpected } from "./fixtures.js";
+import { CHROMIUM, CHROMIUM_ARGS } from "./chromium.js";
 import { startServer } from "./server.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const NPM = "npm";
 
 function run(cmd, args, cwd, env = {}) {

@@ -34,6 +34,21 @@ const VERTEX = `#version 300 es
       void main() { v_uv = a_uv; gl_Position = u_matrix * vec4(a_pos, 0.0, 1.0); }`;
 
 /**
+ * The head of both fragment shaders: precision, and the samplers of a cell's stored values (of
+ * the store's dtype, gl-cells.js TEX) and of its mask.
+ * @param {{sampler: string}} tex
+ */
+function fragmentHead(tex) {
+  return `#version 300 es
+      precision highp float;
+      precision highp int;
+      precision highp ${tex.sampler};
+      precision highp usampler2D;
+      uniform highp ${tex.sampler} u_data;
+      uniform highp usampler2D u_mask;`;
+}
+
+/**
  * True when `spec` draws through a value table: one band of a uint8 / uint16 / int16 store,
  * unless the layer was told not to (`valueLut: false`).
  * @param {DisplaySpec} spec
@@ -79,13 +94,7 @@ function compilePerFragment(gl, store, spec) {
            vec3 c = texture(u_lut, vec2(k * (255.0 / 256.0) + 0.5 / 256.0, 0.5)).rgb;
            outColor = vec4(c * u_opacity, u_opacity);`;
   const nodataTest = nd === null ? "false" : Number.isNaN(nd) ? "isnan(raw(l, p))" : `raw(l, p) == ${glslNumber(nd)}`;
-  const fs = `#version 300 es
-      precision highp float;
-      precision highp int;
-      precision highp ${tex.sampler};
-      precision highp usampler2D;
-      uniform highp ${tex.sampler} u_data;
-      uniform highp usampler2D u_mask;
+  const fs = `${fragmentHead(tex)}
       uniform sampler2D u_lut;
       uniform bool u_hasMask;
       uniform ivec2 u_size;
@@ -126,13 +135,7 @@ function compileValueLut(gl, store) {
   // Two fetches per fragment: the stored value, then its colour (value-lut.js); validity,
   // scale/offset, band math, stretch, colour map and opacity are in the table. The mask test
   // (spec 2.3) is compiled in only for a store that has a mask.
-  const fs = `#version 300 es
-      precision highp float;
-      precision highp int;
-      precision highp ${tex.sampler};
-      precision highp usampler2D;
-      uniform highp ${tex.sampler} u_data;
-      uniform highp usampler2D u_mask;
+  const fs = `${fragmentHead(tex)}
       uniform sampler2D u_vlut;
       uniform ivec2 u_size;
       in vec2 v_uv;
