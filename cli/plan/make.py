@@ -11,7 +11,7 @@ from typing import Any
 
 from shapely.geometry import shape
 
-from chronozarr.location import is_url
+from chronozarr.io import is_url
 from cz.errors import RecipeError
 from cz.months import iso_utc, month_bounds, month_of, month_range
 from cz.plan.assets import AssetCensus

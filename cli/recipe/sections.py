@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from chronozarr.location import is_url
+from chronozarr.io import is_url
 from cz.errors import RecipeProblem
 from cz.recipe.geojson import check_geojson_geometry, read_geojson_file
 from cz.recipe.normalise import as_codec, as_crs, as_list_of_str, as_month, resolve_input
