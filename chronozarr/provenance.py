@@ -108,11 +108,16 @@ def composite_fields(method: str, parameters: Mapping[str, Any] | None = None) -
 
 
 def mask_fields(
-    *, open_radius: int = 0, dilate_radius: int = 0, cloud_probability_max: float | None = None
+    *,
+    open_radius: int = 0,
+    dilate_radius: int = 0,
+    cloud_probability_max: float | None = None,
+    cleaned: Sequence[int | str] = (),
 ) -> dict[str, Any]:
     """``mask_cleaning`` of the provenance block: the observation-mask rules beyond the class
-    keep-set (opening and dilation radii in pixels, the cloud-probability ceiling in percent),
-    only those in use; empty when none is (the block stays as it was)."""
+    keep-set (opening and dilation radii in pixels and the mask classes or flags they apply to,
+    the cloud-probability ceiling in percent), only those in use; empty when none is (the block
+    stays as it was)."""
     rules: dict[str, Any] = {}
     if open_radius:
         rules["open_pixels"] = int(open_radius)
@@ -121,7 +126,11 @@ def mask_fields(
     if cloud_probability_max is not None:
         rules["cloud_probability_max"] = cloud_probability_max
     if rules and (open_radius or dilate_radius):
-        rules["order"] = "opening, then dilation, of the rejected set; Euclidean disk"
+        rules["cleaned"] = list(cleaned)
+        rules["order"] = (
+            "opening, then dilation, of each solar day's cloud (the cleaned classes and a cloud "
+            "probability above the maximum); Euclidean disk"
+        )
     return {"mask_cleaning": rules} if rules else {}
 
 

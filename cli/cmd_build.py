@@ -151,6 +151,9 @@ def _print_plan_header(plan: Plan) -> None:
     if plan.mask is not None:
         keep = ", ".join(str(k) for k in plan.mask["keep"])
         extra = ""
+        if plan.mask.get("open") or plan.mask.get("dilate"):
+            cleaned = ", ".join(str(c) for c in plan.mask.get("clean", [])) or "none"
+            extra += f"; cloud cleaned (classes {escape(cleaned)})"
         if plan.mask.get("open"):
             extra += f"; opening {plan.mask['open']} px"
         if plan.mask.get("dilate"):

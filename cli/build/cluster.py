@@ -201,15 +201,16 @@ def make_source(recipe: Recipe, plan: Plan, options: BuildOptions) -> CompositeS
     """The cell source of a plan: item-to-block assignment by an STRtree (blocks_touched); the
     items unsigned (the workers sign them at read time)."""
     grid = plan.grid
+    ctx = composite_context(recipe, plan, options)
     refs: list[tuple[ItemRef, ...]] = []
     members: dict[tuple[int, int, int], tuple[int, ...]] = {}
     for t, month in enumerate(plan.months):
-        touched = blocks_touched(month, grid) if month.items else {}
+        touched = blocks_touched(month, grid, ctx.rules.halo) if month.items else {}
         refs.append(tuple(item_refs(month, recipe, sign=False)) if touched else ())
         for (row, col), idx in touched.items():
             members[(t, row, col)] = tuple(idx)
     return CompositeSource(
-        ctx=composite_context(recipe, plan, options),
+        ctx=ctx,
         months=[m.month for m in plan.months],
         refs=refs,
         members=members,

@@ -58,6 +58,7 @@ def mask_rules(recipe: Recipe) -> dict[str, Any]:
         open_radius=mask.open,
         dilate_radius=mask.dilate,
         cloud_probability_max=mask.cloud_probability_max,
+        cleaned=list(mask.clean or ()),
     )
 
 
@@ -113,7 +114,7 @@ def fingerprint_sections(recipe: Recipe) -> dict[str, Any]:
     return {
         "catalog": {"collection": recipe.catalog.collection},
         "filters": filters,
-        "mask": None if recipe.mask is None else _dump(recipe.mask),
+        "mask": _mask_section(recipe),
         "composite": composite,
         "gap_fill": _dump(recipe.gap_fill),
         "harmonization": {"store_dn_offset": recipe.store_dn_offset if harmonised else 0},
@@ -121,6 +122,19 @@ def fingerprint_sections(recipe: Recipe) -> dict[str, Any]:
         "grid": grid,
         "store": {"dtype": recipe.store.dtype, "nodata": recipe.store.effective_nodata},
     }
+
+
+def _mask_section(recipe: Recipe) -> dict[str, Any] | None:
+    """The mask section as the fingerprint records it: ``clean`` only when something is cleaned
+    (it changes nothing otherwise, so stores without cleaning keep the bytes they had before the
+    field existed; a store built with cleaning before it refuses an append, since its cleaning
+    opened every rejected class: decision 0043)."""
+    if recipe.mask is None:
+        return None
+    section = _dump(recipe.mask)
+    if not (recipe.mask.open or recipe.mask.dilate):
+        section.pop("clean", None)
+    return section
 
 
 def recipe_fingerprint(recipe: Recipe) -> dict[str, Any]:

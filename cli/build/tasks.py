@@ -134,4 +134,5 @@ def composite_rules(recipe: Recipe) -> CompositeRules:
         open_radius=0 if mask is None else mask.open,
         dilate_radius=0 if mask is None else mask.dilate,
         cloud_max=None if mask is None else mask.cloud_probability_max,
+        clean=() if mask is None else tuple(mask.clean or ()),
     )

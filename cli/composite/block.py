@@ -1,5 +1,5 @@
-"""One block of one month, rules 1-4 of :mod:`cz.composite`: validity (with the mask rules and
-their cleaning), correction, one observation per solar day, the composite method."""
+"""One block of one month, rules 1-4 of :mod:`cz.composite`: validity (the mask rules), one
+observation per solar day (with the cleaning of its cloud), correction, the composite method."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cz.composite.masks import clean_rejected, halo_pixels, rejected_by_rules
+from cz.composite.masks import SCL_CLOUD_CLASSES, cleaned_validity, halo_pixels, rejection_sets
 from cz.composite.median import median_composite
 from cz.composite.methods import (
     BandTerms,
@@ -58,7 +58,8 @@ ROUNDING = {
 class CompositeRules:
     """The recipe's mask cleaning and composite method, as a block task needs them (picklable).
 
-    The default is today's rule set: no cleaning, no cloud probability, the median.
+    The default: no cleaning, no cloud probability, the median. ``clean``: the mask classes the
+    cleaning applies to (with a cloud probability above ``cloud_max``; cz.composite.masks).
     """
 
     method: str = "median"
@@ -68,6 +69,7 @@ class CompositeRules:
     open_radius: int = 0
     dilate_radius: int = 0
     cloud_max: float | None = None
+    clean: tuple[int, ...] = SCL_CLOUD_CLASSES
 
     @property
     def halo(self) -> int:
@@ -142,12 +144,18 @@ def composite_block(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rules 1-4 of :mod:`cz.composite` for one block of one month.
 
-    ``values`` (n_items, nb, h, w) as read (item order = plan order), ``scl`` (n_items, h, w) or
-    ``None`` without a mask, ``cloud`` (n_items, h, w) the cloud probability or ``None``; per
-    item its ``corrections``, ``solar_days`` and per-band ``src_nodata``. With ``rules.halo`` > 0
-    the arrays cover the block plus that many pixels on every side (:func:`grow_window`) and the
-    result is the block alone. Returns the raw composite ``(values (nb, h, w) in dtype, coverage
-    (h, w) uint8)``, fill where coverage is 0.
+    ``values`` (n_items, nb, h, w) as read (item order = plan order), ``scl`` (n_items, h, w) the
+    mask asset or ``None`` without a mask, ``cloud`` (n_items, h, w) the cloud probability or
+    ``None``; per item its ``corrections``, ``solar_days`` and per-band ``src_nodata``. With
+    ``rules.halo`` > 0 the arrays cover the block plus that many pixels on every side
+    (:func:`grow_window`) and the result is the block alone. Returns the raw composite ``(values
+    (nb, h, w) in dtype, coverage (h, w) uint8)``, fill where coverage is 0.
+
+    One observation per solar day: per pixel the first item (plan order) clear there, else the
+    first one whose pixel is cloud (:func:`cz.composite.masks.rejection_sets`); the day's cloud
+    is then cleaned as one plane (:func:`cz.composite.masks.cleaned_validity`), so a cloud
+    across the seam of two tiles of one overpass is cleaned whole, and a pixel rejected for any
+    other reason is never an observation.
     """
     rules = rules or CompositeRules()
     halo = rules.halo
@@ -161,27 +169,61 @@ def composite_block(
     for i in range(n):
         has_data[i] = observation_validity(values[i : i + 1], None, None, src_nodata[i])[0]
     keep_set = None if keep is None else tuple(keep)
-    rejected = rejected_by_rules(scl, keep_set, cloud, rules.cloud_max, has_data.shape)
-    rejected = clean_rejected(rejected, has_data, rules.open_radius, rules.dilate_radius)
-    valid = _crop(has_data & ~rejected, halo)
-    values = _crop(values, halo)
-    wdt = work_dtype(dt)
-    bounds = value_bounds(dt, nodata)
+    hard, cloudy = rejection_sets(scl, keep_set, rules.clean, cloud, rules.cloud_max, has_data)
+    clear = has_data & ~hard & ~cloudy
+    del hard
     groups: dict[str, list[int]] = {}
     for i, day in enumerate(solar_days):
         groups.setdefault(day, []).append(i)
-    # rules 2 and 3 together, item by item, so no corrected copy of every item is held
-    obs_values = np.empty((len(groups), nb, h, w), dtype=wdt)
-    obs_valid = np.zeros((len(groups), h, w), dtype=bool)
-    for g, members in enumerate(groups.values()):
-        for k, i in enumerate(members):
-            fixed = correct_values(values[i], valid[i], corrections[i], harmonized, bounds, wdt)
-            if k == 0:
-                obs_values[g] = fixed
-                obs_valid[g] = valid[i]
-                continue
-            take = valid[i] & ~obs_valid[g]
-            np.copyto(obs_values[g], fixed, where=take[None])
-            obs_valid[g] |= take
+    members_of = list(groups.values())
+    day_clear = np.stack([clear[m].any(axis=0) for m in members_of])
+    day_cloudy = np.stack([cloudy[m].any(axis=0) for m in members_of]) & ~day_clear
+    obs_valid = _crop(
+        cleaned_validity(day_clear, day_cloudy, rules.open_radius, rules.dilate_radius), halo
+    )
+    obs_values = _mosaic_days(
+        _crop(values, halo),
+        _crop(clear, halo),
+        _crop(cloudy, halo),
+        members_of,
+        corrections,
+        harmonized,
+        value_bounds(dt, nodata),
+        work_dtype(dt),
+    )
     composite, count = reduce_observations(obs_values, obs_valid, rules, dt, nodata)
     return composite, saturating_coverage(count)
+
+
+def _mosaic_days(
+    values: np.ndarray,
+    clear: np.ndarray,
+    cloudy: np.ndarray,
+    members_of: Sequence[Sequence[int]],
+    corrections: Sequence[int],
+    harmonized: Sequence[bool],
+    bounds: tuple[float, float],
+    wdt: np.dtype,
+) -> np.ndarray:
+    """Rules 2 and 3: each solar day's (nb, h, w) corrected numbers, per pixel from the first item
+    clear there, else the first cloudy one (the numbers a cleaning may re-admit). Item by item,
+    so no corrected copy of every item is held; entries of pixels neither clear nor cloudy in
+    any item are meaningless."""
+    n_obs, nb = len(members_of), values.shape[1]
+    obs_values = np.empty((n_obs, nb, *values.shape[2:]), dtype=wdt)
+    for g, members in enumerate(members_of):
+        fixed = [
+            correct_values(values[i], clear[i] | cloudy[i], corrections[i], harmonized, bounds, wdt)
+            for i in members
+        ]
+        obs_values[g] = fixed[0]
+        if len(members) == 1:
+            continue
+        taken = clear[members[0]].copy()
+        for source in (clear, cloudy):
+            for k, i in enumerate(members):
+                take = source[i] & ~taken
+                if take.any():
+                    np.copyto(obs_values[g], fixed[k], where=take[None])
+                    taken |= take
+    return obs_values

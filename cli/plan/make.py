@@ -286,6 +286,8 @@ def _mask_extras(recipe: Recipe) -> dict[str, Any]:
         out["open"] = mask.open
     if mask.dilate:
         out["dilate"] = mask.dilate
+    if mask.open or mask.dilate:
+        out["clean"] = list(mask.clean or ())
     if mask.cloud_probability_max is not None:
         out["cloud_probability_max"] = mask.cloud_probability_max
         out["cloud_probability_asset"] = list(mask.cloud_probability_asset)

@@ -28,6 +28,10 @@ from cz.recipe.positions import Marks, field_path, locate
 #: SCL classes kept by default: vegetation, not vegetated, water, unclassified, snow/ice.
 DEFAULT_SCL_KEEP: tuple[int, ...] = (4, 5, 6, 7, 11)
 
+#: SCL classes the cleaning (mask.open, mask.dilate) applies to by default: cloud shadows, cloud
+#: medium and high probability, thin cirrus (Digital Earth Australia's cloud mask; decision 0043).
+DEFAULT_SCL_CLEAN: tuple[int, ...] = (3, 8, 9, 10)
+
 #: Cloud-probability assets (0..100 %) of the collections we know: Earth Search's
 #: sentinel-2-c1-l2a ``cloud``, the L2A product's ``MSK_CLDPRB`` (20 m) as some catalogs name it.
 CLOUD_PROBABILITY_ASSETS: tuple[str, ...] = ("cloud", "MSK_CLDPRB_20m", "MSK_CLDPRB")
@@ -298,8 +302,9 @@ class FiltersSpec(SectionModel):
 
 class MaskSpec(SectionModel):
     """Which observations count: the scene classification classes kept (Sentinel-2 SCL by
-    default), an optional cloud-probability ceiling, and the cleaning of the rejected set
-    (opening, then dilation; pixels of the store's grid). Reference: docs/recipes.md, "mask"."""
+    default), an optional cloud-probability ceiling, and the cleaning of the cloud the rules
+    reject (the classes of ``clean``; opening, then dilation; pixels of the store's grid).
+    Reference: docs/recipes.md, "mask"."""
 
     asset: Annotated[list[str], BeforeValidator(as_list_of_str)] = Field(
         default_factory=lambda: ["scl", "SCL"], min_length=1
@@ -307,15 +312,21 @@ class MaskSpec(SectionModel):
     keep: list[Annotated[int, Field(ge=0, le=255)]] = Field(
         default_factory=lambda: list(DEFAULT_SCL_KEEP), min_length=1, max_length=256
     )
+    clean: list[Annotated[int, Field(ge=0, le=255)]] | None = Field(
+        default=None,
+        max_length=256,
+        description="the rejected classes the opening and dilation apply to (cloud); default: "
+        "SCL 3, 8, 9, 10 less the kept ones",
+    )
     open: int = Field(
-        default=0, ge=0, le=MAX_MASK_RADIUS, description="opening radius of the rejected set"
+        default=0, ge=0, le=MAX_MASK_RADIUS, description="opening radius of the cloud mask"
     )
     dilate: int = Field(
         default=0,
         ge=0,
         le=MAX_MASK_RADIUS,
         validation_alias=AliasChoices("dilate", "buffer"),
-        description="dilation (buffer) radius of the rejected set, after the opening",
+        description="dilation (buffer) radius of the cloud mask, after the opening",
     )
     cloud_probability_max: float | None = Field(default=None, ge=0, le=100)
     cloud_probability_asset: Annotated[list[str], BeforeValidator(as_list_of_str)] = Field(
@@ -335,6 +346,26 @@ class MaskSpec(SectionModel):
         if len(set(value)) != len(value):
             raise ValueError(f"a class is listed twice: {value}")
         return sorted(value)
+
+    @field_validator("clean")
+    @classmethod
+    def _clean_unique(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError(f"a class is listed twice: {value}")
+        return None if value is None else sorted(value)
+
+    @model_validator(mode="after")
+    def _cleaned_classes_are_rejected(self) -> MaskSpec:
+        if self.clean is None:  # the default: the SCL cloud classes this recipe does not keep
+            self.clean = [c for c in DEFAULT_SCL_CLEAN if c not in self.keep]
+            return self
+        both = sorted(set(self.clean) & set(self.keep))
+        if both:
+            raise ValueError(
+                f"class {both[0]} is both kept and cleaned; mask.clean lists rejected classes "
+                "(the cloud the opening and dilation apply to)"
+            )
+        return self
 
     @field_validator("cloud_probability_asset")
     @classmethod

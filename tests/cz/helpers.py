@@ -24,7 +24,9 @@ from typing import Any
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+from tests.conftest import SHARED_FIXTURES
+
+FIXTURES = SHARED_FIXTURES
 STAC = FIXTURES / "stac"
 PC_35MNM = STAC / "odc-stac" / "site2-2020_jun_jul-35MNM.geojson"
 PC_COLLECTION = STAC / "odc-stac" / "sentinel-2-l2a.collection.json"

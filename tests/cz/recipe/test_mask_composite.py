@@ -43,6 +43,11 @@ def test_mask_cleaning_and_composite_parameters_load(tmp_path: Path) -> None:
     rec = load_recipe(_recipe(tmp_path, "composite:\n  method: percentile\n  q: 90\n"))
     assert rec.composite.parameters() == {"q": 90.0}
     assert rec.mask is not None and rec.mask.dilate == 0 and rec.mask.open == 0
+    assert rec.mask.clean == [3, 8, 9, 10]  # the SCL cloud classes (Digital Earth Australia's)
+    rec = load_recipe(_recipe(tmp_path, "mask:\n  keep: [3, 4, 5]\n  open: 2\n"))
+    assert rec.mask is not None and rec.mask.clean == [8, 9, 10]  # a kept class is not cleaned
+    rec = load_recipe(_recipe(tmp_path, "mask:\n  clean: [10, 9]\n  open: 2\n"))
+    assert rec.mask is not None and rec.mask.clean == [9, 10]
 
 
 @pytest.mark.parametrize(
@@ -77,6 +82,9 @@ def test_mask_cleaning_and_composite_parameters_load(tmp_path: Path) -> None:
         ),
         ("composite:\n  method: medain\n", "composite.method", "did you mean 'median'?"),
         ("mask:\n  dilate: 2\n  buffer: 3\n", "mask", "not both"),
+        ("mask:\n  clean: [4, 9]\n", "mask", "class 4 is both kept and cleaned"),
+        ("mask:\n  clean: [9, 9]\n", "mask.clean", "listed twice"),
+        ("mask:\n  clean: [256]\n", "mask.clean[0]", "expected a number <= 255"),
         ("mask:\n  dilate: -1\n", "mask.dilate", "expected a number >= 0"),
         ("mask:\n  open: 65\n", "mask.open", "expected a number <= 64"),
         ("mask:\n  cloud_probability_max: 120\n", "mask.cloud_probability_max", "100"),
