@@ -1,4 +1,4 @@
-"""Benchmark of append (issue 3): bytes written and wall time per monthly append over a
+"""Benchmark of append (spec 14): bytes written and wall time per monthly append over a
 12-append cycle, unsharded vs sharded (shard_time 12), in one run.
 
 A store of 12 months is encoded, then 12 single-month appends grow it to 24 months; the bytes

@@ -1,4 +1,4 @@
-"""Benchmark of ``cz build`` (issue 5) against the pipeline a user writes by hand, in one run.
+"""Benchmark of ``cz build`` (decision 0005) against the pipeline a user writes by hand, in one run.
 
 On the synthetic demo catalog (cz.demo_catalog, generated once into .bench/ at a larger size:
 two overlapping tiles, clouds, a baseline change), two pipelines build monthly medians of four
@@ -248,7 +248,7 @@ load disturbs less.
 {table}
 
 Peak RSS when the AOI grows 4x: cz build {growth_cz:.2f}x, by hand {growth_hand:.2f}x.
-Targets (issue 5): cz build no slower than by hand (measured {cz1["seconds"] / hand1["seconds"]:.2f}x
+Targets: cz build no slower than by hand (measured {cz1["seconds"] / hand1["seconds"]:.2f}x
 at 1x, {cz4["seconds"] / hand4["seconds"]:.2f}x at 4x); peak RSS growth <= 1.3x when the AOI
 grows 4x (measured {growth_cz:.2f}x).
 """

@@ -1,5 +1,5 @@
-"""Benchmark of ``cz build --scheduler`` (issue 13): the same recipe locally, on 1 and on 2 dask
-worker processes, for an AOI of 1x and 4x area (``--areas 1,4,16`` adds 16x), in one run.
+"""Benchmark of ``cz build --scheduler`` (decision 0026): the same recipe locally, on 1 and on 2
+dask worker processes, for an AOI of 1x and 4x area (``--areas 1,4,16`` adds 16x), in one run.
 
 On the demo catalog of bench_build.py (two overlapping tiles, clouds, a baseline change, four
 bands), for each AOI:
@@ -21,7 +21,7 @@ through read/write syscalls (``rchar + wchar`` of /proc/self/io: files and socke
 byte through the client), and each worker's peak RSS (VmHWM read before it is stopped). The
 stores of the three runs are compared object by object (they must be identical).
 
-Where the time goes (issue 13), per cluster run: the CPU seconds of each worker process, of
+Where the time goes (decision 0021), per cluster run: the CPU seconds of each worker process, of
 the scheduler, of the nannies and of the client (/proc/PID/stat, getrusage), the client's
 phases (imports, plan and connect, the auto sample, the levels, the metadata), each worker's
 gaps between consecutive tasks, each worker's CPU per Python
@@ -652,7 +652,7 @@ cover both AOIs) and the block memberships and windows {sizes["1x"]["members"] /
 {sizes["4x"]["members"] / 1024:.1f} kB (the part that grows with the area); a level-0 task
 itself is {sizes["4x"]["task"]} bytes (the function by reference and (cell, months)).
 
-Targets (issue 13): client RSS and disk flat (<= 1.1x) at 4x AOI; 2 workers >= 1.7x one on an
+Targets: client RSS and disk flat (<= 1.1x) at 4x AOI; 2 workers >= 1.7x one on an
 idle machine (1 worker / 2 workers in this run, the tasks' span from the first task's start to
 the last one's end: {", ".join(f"{spans[s]:.2f}x at {s}" for s in scales)}; build phase after
 the plan: {", ".join(f"{speedup[s]:.2f}x at {s}" for s in scales)}; whole command:

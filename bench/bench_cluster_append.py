@@ -1,4 +1,4 @@
-"""Benchmark of ``cz append --scheduler`` (issue 13): one month appended locally vs on 2 dask
+"""Benchmark of ``cz append --scheduler`` (decision 0022): one month appended locally vs on 2 dask
 worker processes, in one run, on the same store, for an AOI of 1x and 4x area.
 
 On the demo catalog of bench_build.py (two overlapping tiles, clouds, four bands), a store of
@@ -209,7 +209,7 @@ RSS: {", ".join(mb(k) for k in worker_rss)} (over both AOIs).
 """
     print(body)
     if not args.no_doc:
-        update_section("Append on a dask cluster (issue 13)", body)
+        update_section("Append on a dask cluster", body)
 
 
 if __name__ == "__main__":

@@ -132,7 +132,7 @@ The CPU columns are the best round's, over the {args.seconds:g} s task.
 """
     print(body)
     if not args.no_doc:
-        update_section("Build on a dask cluster: worker settings (issue 13)", body)
+        update_section("Build on a dask cluster: worker settings", body)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Benchmark of the composite methods (issue 17): each against the median on the same input.
+"""Benchmark of the composite methods (decision 0019): each against the median on the same input.
 
 Two measurements, each a ratio to the median measured in the same run (interleaved, fastest of
 ``--repeat``; the CPU time is reported too, which a shared machine disturbs less):
@@ -221,7 +221,7 @@ def main() -> None:
     text = "\n".join(body)
     print(text)
     if not args.no_doc:
-        update_section("Composite methods (issue 17)", text)
+        update_section("Composite methods", text)
 
 
 if __name__ == "__main__":

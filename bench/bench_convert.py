@@ -1,4 +1,4 @@
-"""Benchmark of ``cz convert`` (issue 16): N dated GeoTIFFs -> a store, vs the hand-written loop.
+"""Benchmark of ``cz convert`` (decision 0014): N dated GeoTIFFs -> a store, vs a hand-written loop.
 
 In one run, at 1x and 4x the number of files (default 16 and 64 monthly files of 4 bands x
 1024 x 1024 uint16, tiled 512, deflate, written with rasterio from the realistic synthetic

@@ -1,4 +1,4 @@
-"""Benchmark of the format library (issue 2): encode, read_cell and peak memory.
+"""Benchmark of the format library (spec 1, 4, 7): encode, read_cell and peak memory.
 
 In one run, on a realistic uint16 series (default 24 months x 4 bands x 2048 x 2048):
 - encode (all levels, auto, zstd 5) vs zarr-python writing the same level-0 data with the same
@@ -289,7 +289,7 @@ def main() -> None:
         "|---|---:|---:|",
         *[f"| {a} | {b} | {c} |" for a, b, c in mem_rows],
         "",
-        f"Targets (issue 2): encode <= 1.5x the plain level-0 write (measured {ratio_write:.2f}x); a delta read_cell <= 2.5x one raw chunk decode (measured {reads['delta_cold_ms'] / reads['raw_chunk_ms']:.2f}x cold, {reads['delta_warm_ms'] / reads['raw_chunk_ms']:.2f}x with the anchor cached); peak memory <= 1.3x when the input grows 4x (measured {m4['peak_rss_mb'] / m1['peak_rss_mb']:.2f}x).",
+        f"Targets: encode <= 1.5x the plain level-0 write (measured {ratio_write:.2f}x); a delta read_cell <= 2.5x one raw chunk decode (measured {reads['delta_cold_ms'] / reads['raw_chunk_ms']:.2f}x cold, {reads['delta_warm_ms'] / reads['raw_chunk_ms']:.2f}x with the anchor cached); peak memory <= 1.3x when the input grows 4x (measured {m4['peak_rss_mb'] / m1['peak_rss_mb']:.2f}x).",
     ]
     body = "\n".join(text)
     print(body)

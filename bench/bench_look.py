@@ -1,4 +1,4 @@
-"""Benchmark of the look commands (issue 15), each against the plain alternative in one run.
+"""Benchmark of the look commands (docs/look.md), each against the plain alternative in one run.
 
 - ``cz series``' reader (``cz.look.series.read_series``: the pixel's cell only) against reading
   every full frame with ``Reader.read`` and indexing the pixel: bytes read from the store and

@@ -1,4 +1,4 @@
-"""Benchmark of remote reading and publishing (issue 7).
+"""Benchmark of remote reading and publishing (docs/hosting.md).
 
 1. Cold open plus first timestep over HTTP on loopback (nginx with the docs/hosting.md server
    block when /usr/sbin/nginx exists, else a Range-capable Python server): requests made and

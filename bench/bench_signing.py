@@ -1,4 +1,4 @@
-"""Time to give up on a Planetary Computer SAS token endpoint that fails (issue 17), in one run:
+"""Time to give up on a Planetary Computer SAS token endpoint that fails (cz.signing), in one run:
 ``planetary_computer.sas.get_token`` (the plain alternative: 10 retries, backoff 0.8, no
 timeout) against ``cz.signing.TokenSource`` with a recipe's default retry policy.
 
@@ -99,7 +99,7 @@ def main() -> None:
         "15 s of backoff.",
     ]
     if not args.no_doc:
-        update_section("Planetary Computer token requests (issue 17)", "\n".join(lines))
+        update_section("Planetary Computer token requests", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Benchmark of the xarray backend (issue 12): a month and a pixel series, backend vs Reader.
+"""Benchmark of the xarray backend (decision 0012): a month and a pixel series, backend vs Reader.
 
 In one run, on a star-delta uint16 store (default 24 months x 4 bands x 1024 x 1024, cs 512, so
 2 x 2 cells) with a mask, every figure the median of ``--repeat`` cold reads (a new Reader or

@@ -1,4 +1,4 @@
-"""``append``'s per-cell tasks as plain picklable functions (spec 5, 6, 14; issue 13).
+"""``append``'s per-cell tasks as plain picklable functions (spec 5, 6, 14; decision 0022).
 
 ``append_level0_task`` writes one level-0 cell's new timesteps (values, mask, coverage; the
 star-delta anchor/delta choice of spec 14 already fixed in the layout; a sharded store's trailing

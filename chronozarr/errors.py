@@ -92,4 +92,4 @@ class MissingExtraError(ChronozarrError, ImportError):
 
 
 class ClusterError(ChronozarrError, RuntimeError):
-    """A run on a dask.distributed cluster cannot go on (no worker left, issue 13)."""
+    """A run on a dask.distributed cluster cannot go on (no worker left; decision 0017)."""

@@ -1,4 +1,4 @@
-"""A test-only kill hook at every durable write step (issue 14's kill-point test).
+"""A test-only kill hook at every durable write step (the kill-point test of decision 0020).
 
 Every place that makes a write durable (the rename of an object's temporary file into place, a
 rename of a store folder, a publish upload's rename, a removal) calls :func:`fault_point` just

@@ -347,7 +347,7 @@ def items_array_objects(
 ) -> tuple[dict[str, bytes], dict[str, Any]]:
     """The chunk objects and the zarr.json document of a new ``provenance_items`` array of
     ``documents`` (one per timestep), for a writer that commits them with the rest of the
-    metadata (a cluster build, issue 13): the same bytes :func:`write_provenance_items` writes.
+    metadata (a cluster build, decision 0017): the same bytes :func:`write_provenance_items` writes.
     ``data_compressor`` is the data array's compressor (blosc gets ``typesize`` 1)."""
     comp_doc = dict(data_compressor) if data_compressor else codec_chain("zstd", None, "uint8")[1]
     if comp_doc.get("name") == "blosc":
@@ -368,7 +368,7 @@ def grown_items_objects(
 ) -> tuple[dict[str, bytes], dict[str, Any]]:
     """The chunk objects of months ``first ..`` of ``provenance_items`` and the array's grown
     zarr.json document, for an append that writes them with its own metadata (a cluster append,
-    issue 13, to any store): the same bytes :func:`write_provenance_items` writes locally."""
+    decision 0022, to any store): the same bytes :func:`write_provenance_items` writes locally."""
     objects, doc = items_array_objects(documents, data_compressor)
     moved = {f"{PROVENANCE_ITEMS}/c/{first + i}": objects[f"{PROVENANCE_ITEMS}/c/{i}"]
              for i in range(len(documents))}  # fmt: skip

@@ -129,7 +129,7 @@ class ArrayReader:
             return None
         # spec 7.2: an entry is (offset, nbytes) of one encoded inner chunk; a compressed chunk
         # is never much larger than the decoded one, so an absurd entry is refused before any
-        # request or allocation is sized by it (issue 14)
+        # request or allocation is sized by it (decision 0013)
         if nbytes > 2 * self._codec.nbytes + (64 << 10) or offset + nbytes >= 2**63:
             raise CorruptStoreError(
                 f"{self._key(ts, r, c)}: shard index entry {pos} ({offset}, {nbytes}) is"
@@ -171,7 +171,7 @@ class Reader:
             )
         self.attrs = RootAttrs.from_json(attributes["chronozarr"])
         self.multiscales = attributes.get("multiscales")
-        # names become paths and URLs: refuse any that could leave the store (issue 14)
+        # names become paths and URLs: refuse any that could leave the store (decision 0013)
         check_names(store_names(attributes["chronozarr"], self.multiscales))
         consolidated = root.get("consolidated_metadata") or {}
         meta = consolidated.get("metadata") if isinstance(consolidated, Mapping) else None

@@ -4,7 +4,7 @@ The work is a list of *stages* (level 0, then each coarser level), each a list o
 ``fn(ctx, task)``; a task of stage k may need some tasks of stage k-1 (the four cells below a
 pyramid cell, spec 6). Locally the stages run one after the other on ``workers`` threads.
 
-On a cluster (issue 13) the stages are pipelined: a task of stage k is submitted with the
+On a cluster (decision 0026) the stages are pipelined: a task of stage k is submitted with the
 futures of the tasks it needs as dependencies, so dask starts it as soon as they are written,
 not when the whole level is done (the tail of level 0 overlaps level 1 and up); coarser stages
 run first when ready (a higher dask priority). The stages' contexts are sent once, as the result

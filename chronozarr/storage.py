@@ -125,7 +125,7 @@ class LocalStore:
 
     def _read_path(self, key: str) -> Path:
         """The path of ``key`` for reading: never one that resolves outside the root (a symlink
-        in the store pointing elsewhere is refused, issue 14)."""
+        in the store pointing elsewhere is refused, decision 0013)."""
         path = self._path(key)
         real = os.path.realpath(path)
         if real != str(self.root) and not real.startswith(str(self.root) + os.sep):

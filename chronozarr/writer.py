@@ -277,7 +277,7 @@ def _choose(
             return float(saved["ratio"]), int(saved["sampled_cells"]), {}, {}
     h, w = args.shape[2:]
     if runner.remote and is_cell_source(args.data):
-        # one task per sampled cell, so the workers share the sample (issue 13: one task held
+        # one task per sampled cell, so the workers share the sample (decision 0021: one task held
         # every other worker idle while it composited all three cells); whole time series per
         # cell, as a time split would composite anchor and gap-fill months twice
         cells = sample_cells(*grid_shape(h, w, layout.cs))

@@ -61,13 +61,13 @@ cmd_worker.register(app)
 def main() -> None:
     """Console-script entry point (``cz`` and ``chronozarr``).
 
-    The last line of defence of "the CLI never prints a traceback" (issue 14): an exception no
+    The last line of defence of "the CLI never prints a traceback" (decision 0013): an exception no
     command turned into a message becomes one line on stderr and exit 1, with the exception type
     so it can be reported; ``CZ_DEBUG=1`` shows the traceback instead.
     """
     from cz.signals import install
 
-    install()  # SIGTERM runs the cleanup Ctrl-C runs (issue 14)
+    install()  # SIGTERM runs the cleanup Ctrl-C runs (decision 0020)
     try:
         sys.exit(run(app))  # conventions: exit codes, --json errors, -q/-v
     except (SystemExit, KeyboardInterrupt):

@@ -450,7 +450,7 @@ def run_build_errors(exc: BaseException) -> None:
         _recipe_failure(exc)
     if isinstance(exc, CzError):
         fail(str(exc), EXIT_RUNTIME)
-    if isinstance(exc, ChronozarrError):  # the format library's typed errors (issue 14)
+    if isinstance(exc, ChronozarrError):  # the format library's typed errors (decision 0013)
         fail(str(exc), EXIT_RUNTIME)
     raise exc
 

@@ -43,7 +43,7 @@ def _print_plan(plan: PublishPlan, dry_run: bool) -> None:
         "partial": "objects but no root zarr.json (an interrupted publish: resuming)",
         "store": f"a store of {plan.target_times} timesteps (re-publish; local has {plan.local_times})",
     }[plan.target_state]
-    out.print(  # paths and URLs are user text: never markup (issue 14)
+    out.print(  # paths and URLs are user text: never markup (decision 0013)
         f"[bold]{escape(str(plan.source))}[/] -> [bold]{escape(str(plan.target.url))}[/]",
         highlight=False,
     )

@@ -165,7 +165,7 @@ def inspect_summary(reader: chronozarr.Reader) -> dict[str, Any]:
         "shard_time": reader.array(0).info.shard_time,
         "levels": levels,
         "volatility": None
-        if vol is None or vol.size == 0  # an empty grid has no statistics (issue 14)
+        if vol is None or vol.size == 0  # an empty grid has no statistics (decision 0013)
         else {"min": float(vol.min()), "max": float(vol.max()), "mean": float(vol.mean())},
         "provenance": attrs.provenance,
         "listing": {"ok": listed, "error": listing_error},
@@ -214,7 +214,7 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
         enc += f" (anchor every {s['anchor_interval']}, {s['anchors']} anchors)"
     if sel:
         enc += f"; {_selection_text(sel)}"
-    # every value below comes from the store: escaped, never rendered as markup (issue 14)
+    # every value below comes from the store: escaped, never rendered as markup (decision 0013)
     out.print(
         f"[bold]{escape(str(s['store']))}[/]  chronozarr {escape(str(s['spec_version']))}",
         highlight=False,

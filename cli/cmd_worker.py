@@ -1,4 +1,4 @@
-"""``cz worker SCHEDULER``: a dask worker set up for ``cz build --scheduler`` (issue 13).
+"""``cz worker SCHEDULER``: a dask worker set up for ``cz build --scheduler`` (decision 0026).
 
 It is ``dask worker`` (every option after the address passes through unchanged) with the one
 setting a CPU-bound build wants that dask does not default to: dask's statistical profiler off

@@ -1,4 +1,4 @@
-"""What every ``cz`` command does the same way (issue 12): the conventions of the field's CLIs.
+"""What every ``cz`` command does the same way: the conventions of the field's CLIs.
 
 - ``-h`` is ``--help``; ``cz --version``; shell completion (``cz --install-completion``).
 - ``-q/--quiet`` and ``-v/--verbose`` (``-vv`` for debug) on every command, before or after its

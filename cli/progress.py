@@ -1,4 +1,4 @@
-"""Progress on stderr for every step that can take more than a second (issue 12).
+"""Progress on stderr for every step that can take more than a second (cz.conventions).
 
 One interface, the phases of :class:`cz.build.Progress` (``start(phase, total, detail)``,
 ``advance(phase, amount)``, ``finish(phase)``, ``note(message)``), two renderings:

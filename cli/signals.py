@@ -1,10 +1,10 @@
-"""SIGTERM handled like Ctrl-C (issue 14): batch systems, ``timeout`` and ``kill`` stop a command
-with SIGTERM, and Python's default for it is to die on the spot, leaving staging folders, spills
-and ``.tmp`` files behind. :func:`install` makes SIGTERM raise :class:`Terminated` in the main
-thread instead: a ``KeyboardInterrupt`` subclass, so every ``except BaseException`` /
-``finally`` cleanup that Ctrl-C runs (a build's staging and spill, a convert's staging, a
-publish's queued uploads) runs for SIGTERM too, and :func:`cz.conventions.run` ends the command
-with one line and exit code 143 (128 + 15), as Ctrl-C ends with 130.
+"""SIGTERM handled like Ctrl-C (decision 0020): ``timeout``, ``kill`` and batch systems stop
+commands with SIGTERM, and Python's default for it is to die on the spot, leaving staging folders,
+spills and ``.tmp`` files behind. :func:`install` makes SIGTERM raise :class:`Terminated` in the
+main thread instead: a ``KeyboardInterrupt`` subclass, so every ``except BaseException`` /
+``finally`` cleanup that Ctrl-C runs (a build's staging and spill, a convert's staging, a publish's
+queued uploads) runs for SIGTERM too, and :func:`cz.conventions.run` ends the command with one line
+and exit code 143 (128 + 15), as Ctrl-C ends with 130.
 
 A second SIGTERM during that cleanup is ignored, so the cleanup is not cut short; SIGKILL still
 ends the process at once (and :mod:`cz.build.leftovers` sweeps what that leaves).

@@ -126,7 +126,7 @@ def make_stac_io(policy: RetryPolicy, headers: dict[str, str] | None = None) -> 
         timeout=(policy.connect_timeout, policy.timeout),
         max_retries=policy.urllib3_retry(),
     )
-    # a total deadline per request (retries included): RetryPolicy.bound() (issue 14)
+    # a total deadline per request (retries included): RetryPolicy.bound() (decision 0013)
     adapter = DeadlineAdapter(deadline_s=policy.bound(), max_retries=policy.urllib3_retry())
     io.session.mount("http://", adapter)
     io.session.mount("https://", adapter)
@@ -267,7 +267,7 @@ def search_endpoint(
     search = ItemSearch(url=search_url, stac_io=stac_io, client=client, method=method, **params)
     items: list[dict[str, Any]] = []
     pages = 0
-    for page in guarded_pages(search.pages_as_dicts(), search_url):  # loops, caps (issue 14)
+    for page in guarded_pages(search.pages_as_dicts(), search_url):  # loops, caps (decision 0013)
         pages += 1
         items.extend(page.get("features", []))
         if on_page is not None:

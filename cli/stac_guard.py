@@ -38,7 +38,7 @@ _LOCAL = threading.local()  # the box of the request the current (worker) thread
 
 
 class CountingRetry(Retry):
-    """urllib3's ``Retry`` that counts the attempts a request really made (issue 14: messages
+    """urllib3's ``Retry`` that counts the attempts a request really made (decision 0013: messages
     said "after N attempts" with N the policy's maximum whatever happened). Each retry urllib3
     schedules is one more attempt; the last one raises instead of scheduling."""
 

@@ -1,5 +1,5 @@
 """A real dask.distributed cluster for tests: ``dask scheduler`` and ``dask worker`` processes
-on 127.0.0.1 (free ports), started and stopped by the test (issue 13).
+on 127.0.0.1 (free ports), started and stopped by the test (decision 0017).
 
 Workers get the environment the test passes (the moto endpoint and credentials), exactly as a
 user's workers would get theirs; a worker can be killed (SIGKILL) to test lost workers.

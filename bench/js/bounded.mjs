@@ -1,4 +1,4 @@
-// Cost of the bounded decoders (issue 14, js/chronozarr/bounded.js) against the plain ones they
+// Cost of the bounded decoders (decision 0016, js/chronozarr/bounded.js) against the plain ones
 // replace, in the same run, in Node:  node bench/js/bounded.mjs [reps]
 //
 // One 4 x 512 x 512 uint16 chunk (2,097,152 bytes, the size of spec 8's measured chunk) of smooth

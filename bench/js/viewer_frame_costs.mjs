@@ -140,7 +140,7 @@ try {
    * `warm`, one pass over the series first, uncounted, so that the layer's decoded frames are
    * all kept before the count (else the row after one that emptied the frame cache decodes the
    * deltas again and reads slower: that, not the viewer's onFrame, was the 10 fps gap between
-   * the onFrame rows before issue 10's fourth pass).
+   * the onFrame rows before decision 0025).
    */
   const scrub = async (setup, warm = false) => {
     if (warm) {

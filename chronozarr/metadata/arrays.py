@@ -318,7 +318,7 @@ class ArrayInfo:
 def _chunk_key_separator(cke: Any, key: str) -> str:
     """The separator of a ``default`` chunk key encoding (Zarr v3 9.2; chronozarr spec 2 writes
     ``/``). ``v2`` keys are refused, not read as all fill: a reader that built ``c/...`` keys
-    for them silently returned fill values (issue 14)."""
+    for them silently returned fill values (decision 0013)."""
     if not isinstance(cke, Mapping):
         raise CorruptStoreError(
             f"{key}: chunk_key_encoding must be an object, got {cke!r}", field="chunk_key_encoding"

@@ -119,7 +119,7 @@ def check_array(
             f"chunk keys must be the default encoding with '/' (c/t/.../c), got {cke!r}",
             key,
         )
-        return None  # the reader refuses other key encodings (issue 14): nothing more to check
+        return None  # the reader refuses other key encodings (decision 0013): nothing more to check
     try:
         info = ArrayInfo.from_json(doc, path, **({"allowed_dtypes": allowed} if allowed else {}))
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:  # untyped slip

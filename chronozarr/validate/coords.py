@@ -77,7 +77,7 @@ def _coord_values(ctx: Context, path: str, dtype: str) -> Any:
         codecs = doc.get("codecs", [])
         limit = _decoded_limit(path, dtype, shape, ctx)
         data = raw
-        for c in reversed(codecs[1:]):  # bounded: a bomb is a finding, not gigabytes (issue 14)
+        for c in reversed(codecs[1:]):  # bounded: a bomb is a finding, not GB (decision 0013)
             data = decode_at_most(c.get("name"), _codecs.compressor_for(c), data, limit)
         if len(data) > limit:  # no compressor: the object itself is the decoded bytes
             raise ValueError(f"{len(data)} bytes, at most {limit} expected")

@@ -51,7 +51,7 @@ def check_root(ctx: Context) -> tuple[Mapping[str, Any], RootAttrs]:
     ctx.attrs = attrs
     for where, name in store_names(raw, attributes.get("multiscales")):
         problem = name_problem(name)
-        if problem is not None:  # a name that would leave the store (issue 14)
+        if problem is not None:  # a name that would leave the store (decision 0013)
             ctx.add("name.unsafe", f"{name!r}: {problem}", f"zarr.json#{where}")
             raise Stop
     for name in ("variable", "volatility_path", "mask_variable", "coverage_variable"):

@@ -190,7 +190,7 @@ def append_months(
     tag = new_tag()
     work = Path(options.work_dir).expanduser().resolve() if options.work_dir else path.parent
     spill_path = work / tagged_name(path, "composites", tag)
-    lock = start_run(path, tag, work_dir=work, spill=spill_path)  # dead runs swept (issue 14)
+    lock = start_run(path, tag, work_dir=work, spill=spill_path)  # dead runs swept (decision 0020)
     try:
         spill = Spill(spill_path)
     except BaseException:  # nothing of this run stays

@@ -55,7 +55,7 @@ def sign_refs(refs: Sequence[ItemRef]) -> tuple[ItemRef, ...]:
     """``refs`` with their hrefs signed now, for a read that starts now: each token has at least
     :data:`cz.signing.MIN_TOKEN_LIFETIME_S` left (the process's token source re-requests one
     with less), so a long build on a cluster never reads with a token signed hours ago on the
-    client (issue 13). Refs without :attr:`ItemRef.signing` are returned as they are."""
+    client (decision 0021). Refs without :attr:`ItemRef.signing` are returned as they are."""
     if not any(ref.signing is not None for ref in refs):
         return tuple(refs)
     from cz.errors import SigningError
@@ -121,8 +121,8 @@ def blocks_touched(
     ``halo`` pixels around it (the mask cleaning reads them: a cloud of the neighbouring tile that
     reaches the block's halo counts, docs/recipes.md "mask").
 
-    The blocks go into a shapely STRtree once; each footprint is one tree query (issue 13: a
-    pairwise loop over items x blocks is hours at 10^4 cells), refined by ``intersects``, the
+    The blocks go into a shapely STRtree once; each footprint is one tree query (decision 0017:
+    a pairwise loop over items x blocks is hours at 10^4 cells), refined by ``intersects``, the
     predicate of the pairwise test it replaces, so the result is the same.
     """
     from shapely import STRtree

@@ -1,4 +1,4 @@
-"""``cz build --scheduler``: the whole build on a dask.distributed cluster (issue 13).
+"""``cz build --scheduler``: the whole build on a dask.distributed cluster (decision 0017).
 
 The client plans, scatters one :class:`CompositeSource` (the composite rules, every month's
 item references once, which items touch which block) and hands it to ``chronozarr.encode`` as a
@@ -135,7 +135,7 @@ class CompositeSource:
 
     ``refs[t]`` are month t's item references (trimmed STAC dicts: each item once, not once
     per task), unsigned: :meth:`task` signs a block's items on the worker as it reads them
-    (issue 13: a token signed on the client at plan time expires on a long build);
+    (decision 0021: a token signed on the client at plan time expires on a long build);
     ``members[(t, row, col)]`` the indices of those touching the block.
     """
 

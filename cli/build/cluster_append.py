@@ -1,4 +1,4 @@
-"""``cz append --scheduler``: the new months composited and appended on a dask cluster (issue 13).
+"""``cz append --scheduler``: the new months composited and appended on a cluster (decision 0022).
 
 The client checks the months and the recipe against the store exactly as a local append does
 (:mod:`cz.build.appending`: the grid, bands and store options, the recipe fingerprint of

@@ -1,4 +1,4 @@
-"""A build whose items gave no valid pixel at all fails (issue 14), unless ``--allow-empty``.
+"""A build whose items gave no valid pixel at all fails (decision 0020), unless ``--allow-empty``.
 
 Every item masked out (clouds everywhere, SCL classes not kept), every asset skipped, or a
 catalog whose rasters hold only nodata: the store would be all fill, and a pipeline that goes on

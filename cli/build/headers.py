@@ -1,4 +1,4 @@
-"""Object headers of a store written straight to S3 by a cluster build (spec 9, 14; issue 13).
+"""Object headers of a store written straight to S3 by a cluster build (spec 9, 14; decision 0017).
 
 ``cz publish`` gives each uploaded object a Cache-Control by its class (short for what an
 append rewrites in place, long and immutable for the rest), a Content-Type and its MD5 as user

@@ -1,4 +1,4 @@
-"""A run's own files beside its target, and the sweep of what dead runs left (issue 14).
+"""A run's own files beside its target, and the sweep of what dead runs left (decision 0020).
 
 A local build, an append, a convert and a publish to a directory name their temporary siblings
 after the target and a run tag: ``.NAME.building-TAG`` (the staging store), ``.NAME.composites-TAG``

@@ -30,7 +30,7 @@ class BuildOptions:
     cluster build waits while no worker is connected before it fails; ``retries``: dask's retries
     of a failed cluster task (a lost worker's tasks are rescheduled by dask anyway).
     ``allow_empty``: write the store even when no item gave a single valid pixel (else the
-    build fails, issue 14).
+    build fails, decision 0020).
     """
 
     scheduler: str | None = None

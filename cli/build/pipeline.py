@@ -51,7 +51,7 @@ def build(
     where = out if out is not None else recipe.store.path
     if where is None:
         raise BuildError("no output: give --out or set store.path in the recipe")
-    if options.scheduler:  # the whole build on the cluster, straight to the target (issue 13)
+    if options.scheduler:  # the whole build on the cluster, straight to the target (decision 0017)
         from cz.build.cluster import build_on_cluster
 
         return build_on_cluster(recipe, where, plan, options, progress, started)
@@ -148,7 +148,7 @@ def _build_local(
     progress.start("cells", grid.cells, f"{grid.cells} cells x {len(plan.months)} months")
     write_start = time.perf_counter()
     _encode(recipe, plan, planes, target.staging, provenance_block(recipe, stats.skipped), options)
-    if not options.allow_empty:  # issue 14: an all-fill store is a failed build
+    if not options.allow_empty:  # decision 0020: an all-fill store is a failed build
         check_not_empty(planes.fractions()[0], plan, stats)
     documents = [month_document(m, stats.skipped) for m in plan.months]
     write_provenance_items(target.staging, documents, first=0, update_root=True)

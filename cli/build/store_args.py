@@ -63,7 +63,7 @@ def mask_rules(recipe: Recipe) -> dict[str, Any]:
 
 
 def legacy_fingerprint(recipe: Recipe) -> dict[str, Any]:
-    """The short fingerprint stores built before issue 17 recorded under ``provenance.build``
+    """The short fingerprint stores built before decision 0018 recorded under ``provenance.build``
     (compared with those stores only; new stores record :func:`recipe_fingerprint`), with the
     keys of ``OPTIONAL_FINGERPRINT`` when used: such a store was built without them, so it
     refuses a recipe that cleans the mask or gives the method parameters."""

@@ -1,5 +1,5 @@
 """Replacing a store in place (``cz build --overwrite``) so that a kill at any instant leaves the
-old store or the new one at the target, and the next run finishes the job (issue 14, spec 9).
+old store or the new one at the target, and the next run finishes the job (decision 0020, spec 9).
 
 The swap, with the complete new store in the staging folder ``S = .NAME.building-TAG`` and the
 old store at the target ``F``:

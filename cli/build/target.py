@@ -1,5 +1,5 @@
 """Where a local build goes: staging next to the target, then one rename or a journaled swap
-(spec 9; issue 14)."""
+(spec 9; decision 0020)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class Target:
 
     Every name beside the target carries the run's tag, and the run holds its
     :class:`~cz.build.leftovers.RunLock` until it has removed them (:meth:`close`), so a later
-    run's sweep tells a dead run's leftovers from a live run's work (issue 14).
+    run's sweep tells a dead run's leftovers from a live run's work (decision 0020).
     """
 
     final: Path

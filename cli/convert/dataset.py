@@ -45,7 +45,7 @@ def is_dataset(source: str, options: ConvertOptions) -> bool:
 
 def _is_zarr_group(path: Path) -> bool:
     """Whether the folder is a Zarr group (v2 or v3), asked of zarr-python: the toolkit does not
-    name or read zarr.json itself (one metadata model, issue 11)."""
+    name or read zarr.json itself (one metadata model, decision 0007)."""
     import zarr  # lazy: only a folder source asks
 
     try:

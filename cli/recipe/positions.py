@@ -58,7 +58,7 @@ def _walk(
 
 def load_yaml(text: str, source: str) -> tuple[Any, dict[tuple[str | int, ...], Marks]]:
     """Parse YAML safely; return the data and the marks of every value."""
-    check_text(text, source)  # size, NUL and control characters (issue 14)
+    check_text(text, source)  # size, NUL and control characters (decision 0013)
     loader = _MarkingLoader(text)
     marks: dict[tuple[str | int, ...], Marks] = {}
     dups: list[tuple[tuple[str | int, ...], _Mark, str]] = []
@@ -68,7 +68,7 @@ def load_yaml(text: str, source: str) -> tuple[Any, dict[tuple[str | int, ...], 
             raise RecipeError(
                 [RecipeProblem(source, 1, 1, "", "the recipe is empty; expected a mapping")]
             )
-        check_tree(node, source)  # aliases, recursion, depth, expanded size (issue 14)
+        check_tree(node, source)  # aliases, recursion, depth, expanded size (decision 0013)
         _walk(node, (), marks, dups)
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:  # a syntax error with a position

@@ -1,4 +1,4 @@
-// Decompression that never produces more than a chunk's expected size (spec 8, issue 14).
+// Decompression that never produces more than a chunk's expected size (spec 8, decision 0016).
 //
 // A chunk's decoded size is fixed by its array metadata (inner chunk shape x itemsize), so the
 // reader knows it before decoding. Decoding first and comparing afterwards let a 1 MB gzip

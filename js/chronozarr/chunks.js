@@ -75,13 +75,13 @@ export class ChunkReader {
   async chunkBytes(array, coords, signal, cache, first) {
     const loc = locateChunk(array, coords);
     // The decoder (its codec's WebAssembly compiled on first use) is built while the GET is in
-    // flight, not after the bytes arrive (issue 10: the first frame's path). Its failure (an
+    // flight, not after the bytes arrive (the first frame's path, decision 0023). Its failure (an
     // unsupported codec) is still raised by decode(), only for a chunk that has bytes.
     Promise.resolve(this.decoder(array)).catch(() => {});
     const { url } = this.source;
     if (!loc.sharded) {
       this.source.stats.chunkReads++;
-      // Issue 14: no chunk object may be longer than a compressed chunk of its decoded size.
+      // Decision 0016: no chunk object may be longer than a compressed chunk of its decoded size.
       const maxBytes = compressedBound(array.innerLength * array.bytesPerElement);
       const range = first === undefined ? null : { prefix: first };
       return { bytes: await this.source.request(loc.key, { range, signal, maxBytes, cache }), where: `${url}${loc.key}` };
@@ -149,7 +149,7 @@ export class ChunkReader {
 
   /**
    * {bytes, where, partial} of a delta chunk for a read of `want` content bytes from its start
-   * (issue 10): a range read of its first bytes, sized from how far the prefix reached in the
+   * (decision 0030): a range read of its first bytes, sized from how far the prefix reached in the
    * array's chunks read before, when that covers the blocks holding `want` bytes (partial: true);
    * else, and before any chunk of the array was read whole, the whole object.
    */

@@ -1,7 +1,7 @@
 // Codecs (spec 8): decode one inner chunk's bytes with the chain of its array: crc32c checked
 // here, zstd / blosc through the codec classes of zarrita's registry (numcodecs WASM) after their
 // headers are checked against the chunk's expected size, gzip through a bounded
-// DecompressionStream (bounded.js, issue 14), then the bytes codec's endianness, viewed as the
+// DecompressionStream (bounded.js, decision 0016), then the bytes codec's endianness, viewed as the
 // stored dtype.
 
 import { registry } from "zarrita";
@@ -53,7 +53,7 @@ async function codecStep(array, c, expected) {
     name: c.name,
     /** `prefix`: only the content's first `prefix` bytes are needed (at least those come back). */
     decode: async (bytes, prefix = expected) => {
-      check?.(bytes, expected); // before the WASM decoder allocates anything (issue 14)
+      check?.(bytes, expected); // before the WASM decoder allocates anything (decision 0016)
       const cut = c.name === "zstd" && prefix < expected ? zstdPrefixFrame(bytes, prefix) : null;
       if (!cut) return codec.decode(bytes);
       const out = await codec.decode(cut.frame);

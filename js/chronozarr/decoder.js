@@ -7,9 +7,9 @@
 //   http.js         GET / HEAD / byte ranges with timeouts (7.3, 10.1)
 //   shard.js        shard indices from shard_bytes or HEAD, crc32c checked (7.2, 7.3)
 //   codecs.js       chunk decoding through zarrita's codec registry (8)
-//   bounded.js      decompression held to a chunk's expected size (8; issue 14)
+//   bounded.js      decompression held to a chunk's expected size (8; decision 0016)
 //   names.js        the node-name rule and joinUrl, which cannot leave the store (3.2, 3.7)
-//   jsondoc.js      metadata JSON with size and depth limits (issue 14)
+//   jsondoc.js      metadata JSON with size and depth limits (decision 0016)
 //   reconstruct.js  star-delta modular addition and trimming (4.2, 2.1, 10.5)
 //   chunks.js       chunk access with byte-budgeted caches and shared in-flight loads (10)
 //   cache.js        the one cache key, in-flight sharing

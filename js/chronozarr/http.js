@@ -76,7 +76,7 @@ export class HttpSource {
    * cache: the request's RequestInit.cache mode (e.g. "no-store"); absent, the fetch default.
    */
   async request(key, { method = "GET", range = null, signal, maxBytes = Infinity, cache } = {}) {
-    // Issue 14: the URL is built so that no key can leave the store's prefix (names.js).
+    // Decision 0016: the URL is built so that no key can leave the store's prefix (names.js).
     const url = joinUrl(this.url, key, this.query);
     const headers = { ...this.headers };
     if (range?.prefix !== undefined && !(Number.isSafeInteger(range.prefix) && range.prefix > 0)) {

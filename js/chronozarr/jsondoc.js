@@ -1,5 +1,5 @@
 // Parse a store's JSON metadata with limits, so every malformed document is a typed error
-// (issue 14), the same limits as the Python library's chronozarr/jsondoc.py:
+// (decision 0016), the same limits as the Python library's chronozarr/jsondoc.py:
 //
 // - at most MAX_DOCUMENT_BYTES (64 MiB; a decade of monthly shard_bytes is about 1 MB), checked
 //   from Content-Length before the body is read and from the byte count while it is read

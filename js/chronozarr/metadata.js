@@ -27,7 +27,7 @@ const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v)
 /** obj[key] when obj has it as its own property (never an inherited one such as "constructor"). */
 export const own = (obj, key) => (isObject(obj) && Object.hasOwn(obj, key) ? obj[key] : undefined);
 
-/** Limits on sizes taken from metadata, checked before anything is allocated (issue 14). */
+/** Limits on sizes taken from metadata, checked before anything is allocated (decision 0016). */
 export const LIMITS = Object.freeze({
   // No inner chunk of a chronozarr array is this large (cs 2048, 16 float32 bands: 256 MiB).
   maxChunkBytes: 256 * 1024 * 1024,
@@ -82,7 +82,7 @@ export function parseRoot(doc, where = "zarr.json") {
   }
   const isV01 = m[1] === "1";
 
-  // Issue 14: every node name is checked before it becomes a URL path (names.js).
+  // Decision 0016: every node name is checked before it becomes a URL path (names.js).
   const variable = checkName(cz.variable ?? "data", "chronozarr.variable");
   const optionalName = (key) => (cz[key] == null ? null : checkName(cz[key], `chronozarr.${key}`));
   const volatilityPath = optionalName("volatility_path");
@@ -369,7 +369,7 @@ function parseCompressors(list, where) {
         `${where}: unsupported codec "${name}" (this reader supports bytes, zstd, gzip, blosc and crc32c; spec 8)`,
       );
     }
-    // Issue 14: settings of the wrong type are typed errors here, never deep in a codec class.
+    // Decision 0016: settings of the wrong type are typed errors here, never deep in a codec class.
     if (name === "zstd") {
       intSetting(conf, "level", -131072, 22, where, name);
       if (conf.checksum != null && typeof conf.checksum !== "boolean") {
@@ -509,7 +509,7 @@ export function parseArray(doc, path, allowed = Object.keys(DTYPES)) {
   const innerShape = sharding ? sharding.innerShape : chunkShape.slice();
   const chunkGrid = shape.map((s, d) => Math.ceil(s / innerShape[d]));
   const TypedArray = DTYPES[dtype];
-  // Issue 14: a chunk's decoded size is fixed by the metadata; refuse an absurd one before any
+  // Decision 0016: a chunk's decoded size is fixed by the metadata; refuse an absurd one before any
   // buffer is sized by it (a fill chunk, a decode).
   const innerBytes = innerShape.reduce((a, b) => a * b, 1) * TypedArray.BYTES_PER_ELEMENT;
   if (innerBytes > LIMITS.maxChunkBytes) {

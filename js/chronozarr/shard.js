@@ -21,7 +21,7 @@ export function listedShardLength(shardBytes, variable, array, loc) {
   const key = `${ts}/${r}/${c}`;
   const n = own(entry, key);
   if (n === undefined) return null;
-  // Issue 14: a length is a byte count, not any JSON value.
+  // Decision 0016: a length is a byte count, not any JSON value.
   if (!Number.isSafeInteger(n) || n < 0) {
     throw new CorruptStoreError(`chronozarr.shard_bytes["${levelPath}"]["${key}"]: ${JSON.stringify(n) ?? String(n)} is not a byte length`);
   }
@@ -65,7 +65,7 @@ export async function fetchShardIndex(source, array, loc, listed, signal) {
 }
 
 /**
- * Issue 14: every (offset, nbytes) entry is checked before any range is requested: offsets are
+ * Decision 0016: every (offset, nbytes) entry is checked before any range is requested: offsets are
  * exact integers (a 2^63 offset is not), an inner chunk holds at least one byte and at most what
  * a compressed chunk of its decoded size can hold (`bound`), and, when the shard's length is
  * known, it lies inside the shard's data (before an end index, after a start index).

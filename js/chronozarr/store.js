@@ -426,7 +426,7 @@ export class ChronozarrStore {
     const doc = this._volatilityDoc ?? (await this.source.json(`${path}/zarr.json`, signal, { required: false }));
     if (!doc) return (this._volatility = null);
     const arr = parseArray(doc, path, ["float32"]);
-    // Spec 5: shape (grid_rows_0, grid_cols_0); checked before the plane is allocated (issue 14).
+    // Spec 5: shape (grid_rows_0, grid_cols_0); checked before the plane is allocated (0016).
     const grid = this.levels[0].grid;
     if (arr.shape.length !== 2 || arr.shape[0] !== grid[0] || arr.shape[1] !== grid[1]) {
       throw new CorruptStoreError(

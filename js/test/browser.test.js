@@ -124,7 +124,7 @@ describe("in headless Chromium", { skip, timeout: 170_000 }, () => {
     assert.deepEqual(pageErrors, []);
   });
 
-  // The viewer (a MapLibre map since issue 10) is tested in map.test.js: values on click
+  // The viewer (a MapLibre map since decision 0009) is tested in map.test.js: values on click
   // through every timestep, playback without chunk requests once prefetched, levels by zoom,
   // georegistration, seams, URL state and the error banners.
 });

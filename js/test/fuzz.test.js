@@ -1,4 +1,4 @@
-// The bounded fuzz slice `npm test` runs (issue 14): mutated stores from the Python harness's
+// The bounded fuzz slice `npm test` runs (decision 0016): mutated stores from the Python harness's
 // mutators (tests/fuzz/mutate.py, written by test/fuzz/make_cases.py), served on 127.0.0.1 and
 // read by the reader in limited child processes (test/fuzz/harness.js). Every bad class must be
 // empty. CZ_FUZZ_N raises the number of stores (CZ_FUZZ_N=5000 npm test -- fuzz.test.js);

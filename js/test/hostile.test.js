@@ -1,4 +1,4 @@
-// Hostile stores (issue 14): each defect the JS reader had on main, as a regression test.
+// Hostile stores (decision 0016): each defect the JS reader had on main, as a regression test.
 //
 // A real store written by the Python writer (the shared test fixtures) is held in memory and
 // served through the reader's fetch injection, so each test edits one document or object and

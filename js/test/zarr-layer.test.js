@@ -1,5 +1,5 @@
 // Stock CarbonPlan zarr-layer (npm 0.5.0) with stock MapLibre GL JS in headless Chromium
-// (SwiftShader WebGL), over the chronozarr store adapter (issue 10):
+// (SwiftShader WebGL), over the chronozarr store adapter (decision 0008):
 // - point queries of a star-delta store through the adapter equal the Python reader at anchors
 //   and deltas, selecting time by date and band by name;
 // - what it renders of the star-delta store through the adapter equals, pixel for pixel, what it

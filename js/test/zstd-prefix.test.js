@@ -232,7 +232,7 @@ describe("readCell({bands}) of a store with multi-block chunks equals the Python
   });
 });
 
-describe("a delta's first bytes: range reads of the blocks a band read decodes (issue 10)", () => {
+describe("a delta's first bytes: range reads of the blocks a band read decodes (0030)", () => {
   /** A fetch logging {url, range, status, bytes}; `edit(url, init)` may answer instead of the server. */
   function logged(edit = () => null) {
     const log = [];

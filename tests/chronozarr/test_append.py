@@ -368,7 +368,7 @@ class _Killed(BaseException):
 def test_append_interrupted_between_volatility_and_time_applies_deltas_once(
     tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 14: a kill after volatility/c/0/0 but before 0/time/c/0, then a re-run, used to add
+    """Decision 0020: a kill after volatility/c/0/0, before 0/time/c/0, then a re-run, used to add
     the batch's deltas to the volatility twice (the re-run saw the old time axis, took the
     stored volatility for the old one)."""
     from chronozarr.storage import LocalStore

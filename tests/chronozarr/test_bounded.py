@@ -1,6 +1,6 @@
-"""A chunk never decodes beyond its expected size (issue 14; spec 8).
+"""A chunk never decodes beyond its expected size (decision 0013; spec 8).
 
-Regression: on the first main of issue 14 a 131 KB zstd frame drove ``validate --deep`` to
+Regression: on main before decision 0013 a 131 KB zstd frame drove ``validate --deep`` to
 3.8 GB and a 1 MB gzip chunk to 2.1 GB, because the codec decoded fully and compared sizes
 afterwards. Peak allocations are measured with tracemalloc (numpy and numcodecs buffers are
 traced), so a decoder that allocates first fails here even though it raises afterwards.
@@ -103,7 +103,7 @@ def test_round_trip_and_damage(name: str, seed: int, cut: int, extra: bytes) -> 
             codec.decode(data + extra)
 
 
-# --- the validator's coordinate decode (issue 14: it decoded time/band arrays without a cap) ---
+# --- the validator's coordinate decode (decision 0013: time/band arrays decoded uncapped) ---
 
 
 def _small_store(path, codec: str = "zstd"):

@@ -1,6 +1,6 @@
 """Pinned bytes: the writer and append produce exactly the objects they produced when pinned.
 
-A restructure of ``chronozarr`` (issue 11) must not change one written byte. Each case below
+A restructure of ``chronozarr`` (decision 0006) must not change one written byte. Each case below
 builds a small store with the public API; the sha256 of every object (relative path -> hash) is
 compared with ``bytes_pinned.json`` beside this file. The cases cover both encodings (and the
 ``auto`` choice), sharded and unsharded layouts, mask and coverage planes, every data dtype

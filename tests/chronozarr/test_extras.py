@@ -1,4 +1,4 @@
-"""A missing extra is one line naming it (issue 12), tested in-process by hiding a module.
+"""A missing extra is one line naming it (decision 0012), tested in-process by hiding a module.
 
 ``sys.modules[name] = None`` makes ``import name`` fail as it does when the package is absent. The
 fresh-venv version of these checks, with a built wheel, is tests/packaging/test_wheel.py.

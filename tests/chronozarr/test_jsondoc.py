@@ -1,4 +1,4 @@
-"""Hostile JSON in a store's metadata is a typed error or a finding (issue 14).
+"""Hostile JSON in a store's metadata is a typed error or a finding (decision 0013).
 
 Regressions of main: a deeply nested zarr.json raised RecursionError from open_store and
 validate (the loads were guarded for ValueError only); ``1e999`` in a level shape raised

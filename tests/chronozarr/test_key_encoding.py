@@ -1,4 +1,4 @@
-"""Chunk key encodings other than chronozarr's are refused, never read as fill (issue 14).
+"""Chunk key encodings other than chronozarr's are refused, never read as fill (decision 0013).
 
 Regression of main: a store whose arrays declare ``chunk_key_encoding: v2`` (keys such as
 ``0/data/0.0.0.0``) opened and read as all fill values, because the reader built ``c/...`` keys

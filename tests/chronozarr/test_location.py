@@ -63,7 +63,7 @@ def test_reader_and_writer_follow_the_rule(tmp_path: Path) -> None:
     with pytest.raises(EncodeError, match=r"cannot be written .*cz publish") as info:
         chronozarr.encode(data, "http://example.com/p", **kwargs)
     assert info.value.argument == "store"
-    # s3:// is a target (issue 13); unreachable here (no credentials): a typed error naming it
+    # s3:// is a target (decision 0017); unreachable here (no credentials): a typed error naming it
     with pytest.raises(EncodeError, match="cannot use s3://bucket/p as the target") as info:
         chronozarr.encode(data, "s3://bucket/p", **kwargs)
     assert info.value.argument == "store"

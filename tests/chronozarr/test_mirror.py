@@ -1,4 +1,4 @@
-"""The levels mirror is checked against the array before anything is sized by it (issue 14).
+"""The levels mirror is checked against the array before anything is sized by it (decision 0013).
 
 Regressions of main: a ``chronozarr.levels`` shape of 2^63 - 1 or a grid of 10^12 (spec 3.7)
 passed open_store, then ``read`` asked numpy for an impossible array (ValueError) or looped over

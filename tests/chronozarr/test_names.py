@@ -1,4 +1,4 @@
-"""Nothing a store's metadata names makes a reader leave the store (issue 14; spec 3.2, 3.7).
+"""Nothing a store's metadata names makes a reader leave the store (decision 0013; spec 3.2, 3.7).
 
 Regressions of main: ``variable``, level paths, mask/coverage/volatility names with ``..``,
 absolute paths, schemes, percent-escapes or 5,000 characters reached the storage layer (an

@@ -89,7 +89,7 @@ def test_record_skipped_items_and_fingerprint(tmp_path: Path) -> None:
     assert provenance.fingerprint_differences(None, {"gap_fill": "x"}) == []
 
 
-# --- the flattened recipe fingerprint (issue 17) ----------------------------------------------
+# --- the flattened recipe fingerprint (decision 0018) ---------------------------------------------
 
 json_leaf = st.one_of(
     st.none(),

@@ -752,7 +752,7 @@ def test_malformed_metadata_is_corrupt_store_error(
     delta_sharded, tmp_path: Path, where: str, dotted: str, value: Any
 ) -> None:
     """Malformed metadata is a typed error (or, where a reader may ignore it, no error):
-    never a bare TypeError/AttributeError/ValueError/OSError (issue 2, Bad input)."""
+    never a bare TypeError/AttributeError/ValueError/OSError (chronozarr.errors)."""
     path = _copy(delta_sharded[0], tmp_path)
     if where == "zarr.json":
         edit_root(path, lambda d: _set(d, dotted, value))

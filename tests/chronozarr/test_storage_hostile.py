@@ -1,4 +1,4 @@
-"""LocalStore never leaves its root and never trusts a byte range (issue 14).
+"""LocalStore never leaves its root and never trusts a byte range (decision 0013).
 
 Regressions of main: ``get_range`` passed shard offsets of 2^63 to seek() (OverflowError) and
 lengths of 2^62 to read() (MemoryError); a symlink inside a store was followed to any file; an

@@ -1,4 +1,4 @@
-"""Property-based round trips (issue 2, Tests): encode then read equals the input at level 0 and
+"""Property-based round trips (spec 1, 6): encode then read equals the input at level 0 and
 an independent block mean at every coarser level, over dtype x encoding x layout x codec x chunk
 size x ragged edges x mask/coverage x nodata x anchor_interval (spec 1, 2, 4, 5, 6, 7, 8)."""
 

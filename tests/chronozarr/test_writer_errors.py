@@ -1,5 +1,5 @@
 """``encode`` refuses bad input with an EncodeError naming the argument, before writing anything
-(issue 2, Bad input; spec 2.1, 2.3, 2.4, 4.1, 7.1, 8, 9)."""
+(spec 2.1, 2.3, 2.4, 4.1, 7.1, 8, 9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The writer's staged run (issue 13, decision 0026): the Z-order of level 0, which level k-1
+"""The writer's staged run (decision 0026): the Z-order of level 0, which level k-1
 tasks a level-k task needs, and the local Runner's stages (order, results, hooks)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The conventions every ``cz`` command follows (issue 12): --version, -h, completion, -q/-v and
-CZ_LOG_LEVEL, JSON errors under --json with the same exit codes, readable non-TTY progress, no
-traceback, and ``cz inspect`` saying when a listing failed instead of printing ``?``.
+"""The conventions every ``cz`` command follows (README, "Command line"): --version, -h, completion,
+-q/-v and CZ_LOG_LEVEL, JSON errors under --json with the same exit codes, readable non-TTY
+progress, no traceback, and ``cz inspect`` saying when a listing failed instead of printing ``?``.
 
 The console script runs as a subprocess where a terminal matters (stderr is then a pipe: the
 non-TTY rendering); the rest runs in-process through ``cz.conventions.run``, as the script does.

@@ -1,4 +1,4 @@
-"""`cz validate` and `cz inspect`: exit codes, JSON output, clear errors (issue 2)."""
+"""`cz validate` and `cz inspect`: exit codes, JSON output, clear errors (README)."""
 
 from __future__ import annotations
 

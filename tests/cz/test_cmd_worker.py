@@ -1,4 +1,4 @@
-"""``cz worker``: a real dask worker joins a real scheduler with the profiler off (issue 13)."""
+"""``cz worker``: a real dask worker joins a real scheduler with its profiler off (0026)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The kill-point test (issue 14): ``cz build``, ``cz build --overwrite``, ``cz append`` and
+"""The kill-point test (decision 0020): ``cz build``, ``cz build --overwrite``, ``cz append`` and
 ``cz publish`` SIGKILLed before their N-th durable write step (``CZ_FAULT_AT=N``,
 chronozarr.faults: the rename of an object's temporary file, a folder rename, a removal), for
 sampled N (every N with ``CZ_KILL_POINTS=all``). After each kill:

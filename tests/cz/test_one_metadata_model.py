@@ -1,4 +1,4 @@
-"""One metadata model (issue 11): no code under ``cli/`` reads or writes a store's zarr.json.
+"""One metadata model (decision 0007): no code under ``cli/`` reads or writes a store's zarr.json.
 
 The toolkit goes through the format library's public functions (``chronozarr.provenance``,
 ``chronozarr.objects``, ``chronozarr.growth``, the reader's model). An AST scan of every module

@@ -1,4 +1,4 @@
-"""Hostile and surprising recipe YAML is a located RecipeError, quickly (issue 14).
+"""Hostile and surprising recipe YAML is a located RecipeError, quickly (decision 0013).
 
 Regressions of main: a 1 KB alias bomb took 36 s and 3.3 GB then a MemoryError traceback;
 5,000-deep nesting, a self-referencing anchor, a NUL byte, a 5,000-digit integer and

@@ -1,6 +1,6 @@
-"""SIGTERM is handled like Ctrl-C by every cz command that writes (issue 14, cz.signals): a real
-``cz`` subprocess is stopped with ``os.kill(pid, SIGTERM)`` in the middle of its writes; it exits
-143 with one line on stderr and no traceback, and leaves no staging, spill or ``.tmp`` behind.
+"""SIGTERM is handled like Ctrl-C by every cz command that writes (decision 0020, cz.signals): a
+real ``cz`` subprocess is stopped with ``os.kill(pid, SIGTERM)`` in the middle of its writes; it
+exits 143 with one line on stderr and no traceback, and leaves no staging, spill or ``.tmp`` behind.
 
 The child pauses at its first store write (a patched ``LocalStore.put`` or upload), once its
 staging and spill exist, and announces it with a file: the signal arrives mid-write by

@@ -1,4 +1,4 @@
-"""Planetary Computer signing against a fake SAS token endpoint on 127.0.0.1 (issue 17).
+"""Planetary Computer signing against a fake SAS token endpoint on 127.0.0.1 (decision 0018).
 
 The endpoint answers ``GET /token/{account}/{container}`` like the real one
 (``{"msft:expiry": ..., "token": ...}``) and can be told to be slow, to fail with a status a
@@ -239,7 +239,7 @@ def test_build_signs_real_items_per_month_late(tmp_path: Path, pc_settings: Toke
 def test_a_cluster_build_signs_on_the_worker_at_read_time(
     tmp_path: Path, pc_settings: TokenEndpoint, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """issue 13: the cell source a cluster build scatters holds unsigned hrefs (no token
+    """Decision 0021: the cell source a cluster build scatters holds unsigned hrefs (no token
     request on the client); a worker signs a block's items when it reads them, and asks for a
     new token once the cached one has less than 20 minutes left (tokens expire after an hour
     here; the clock of the endpoint and of the worker's token source jumps ahead)."""

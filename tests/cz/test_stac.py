@@ -468,7 +468,7 @@ def test_a_server_that_never_succeeds_fails_in_bounded_time(
 def test_the_message_counts_the_attempts_really_made(
     tmp_path: Path, scripted_api: ScriptedAPI
 ) -> None:
-    """Issue 14: a 400 is not retried, so one attempt was made (main said "after 3")."""
+    """Decision 0013: a 400 is not retried, so one attempt was made (main said "after 3")."""
     api = scripted_api
     api.script[("GET", "/")] = [(200, {}, landing_page(api.url))]
     api.script[("POST", "/search")] = [(400, {}, {"error": "bad bbox"})]

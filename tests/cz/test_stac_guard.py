@@ -1,4 +1,4 @@
-"""A misbehaving STAC server on 127.0.0.1 cannot hold a search forever (issue 14).
+"""A misbehaving STAC server on 127.0.0.1 cannot hold a search forever (decision 0013).
 
 Regressions of main: endless ``next`` links were followed without end (6,003 pages, memory
 growing) and a truncated search page escaped as a ``JSONDecodeError`` traceback.

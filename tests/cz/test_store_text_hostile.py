@@ -1,4 +1,4 @@
-"""The CLI never renders store text as markup and never prints a traceback (issue 14).
+"""The CLI never renders store text as markup and never prints a traceback (decision 0013).
 
 Regressions of main: a store whose strings hold rich markup (``[/]``, ``[bold red]..[/]``)
 crashed ``cz inspect`` / ``cz validate`` with a MarkupError traceback or garbled their output;

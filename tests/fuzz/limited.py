@@ -1,4 +1,4 @@
-"""Run a check in a child process whose address space is capped (issue 14).
+"""Run a check in a child process whose address space is capped (decision 0013).
 
 A recipe alias bomb parsed by unfixed code once took all 24 GB of a machine: a test that feeds
 one must never run it in the pytest process. :func:`run_limited` calls ``module:function`` in

@@ -1,4 +1,4 @@
-"""The bounded fuzz slice CI runs (issue 14): about a minute, deterministic seeds.
+"""The bounded fuzz slice CI runs (decision 0013): about a minute, deterministic seeds.
 
 Mutated stores through every entry point (tests/fuzz/run.py, forked children with a memory
 limit and a timeout) and mutated recipes through the recipe parser. Every defect found by the

@@ -1,4 +1,4 @@
-"""The built wheel, installed in fresh venvs with each install set (issue 12).
+"""The built wheel, installed in fresh venvs with each install set (decision 0012).
 
 ``pip install chronozarr`` must give the format library alone: encode, read and validate a local
 store with numpy, numcodecs and crc32c, and a one-line message naming the extra for everything

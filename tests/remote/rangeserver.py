@@ -1,10 +1,10 @@
 """A small static file server with HTTP Range support, for tests and the benchmark.
 
-``python -m http.server`` ignores Range, so sharded reads fail through it (DESIGN.md). This one
-honours ``bytes=a-b``, ``bytes=a-`` and ``bytes=-n`` (one range; several ranges are answered with
-the whole object, which RFC 9110 allows), answers HEAD, returns 404 for absent keys and for
-directories, keeps connections alive (HTTP/1.1), sets the CORS headers of docs/hosting.md, and
-logs every request (method, path, Range header, status, connection number) so a test can count
+``python -m http.server`` ignores Range, so sharded reads fail through it (docs/architecture.md).
+This one honours ``bytes=a-b``, ``bytes=a-`` and ``bytes=-n`` (one range; several ranges are
+answered with the whole object, which RFC 9110 allows), answers HEAD, returns 404 for absent keys
+and for directories, keeps connections alive (HTTP/1.1), sets the CORS headers of docs/hosting.md,
+and logs every request (method, path, Range header, status, connection number) so a test can count
 what a reader asked for. It does not merge doubled slashes: ``/a//b`` is absent, as on S3.
 """
 

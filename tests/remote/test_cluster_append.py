@@ -1,6 +1,6 @@
 """``cz append --scheduler`` on a real dask cluster (``dask scheduler`` + two ``dask worker``
 processes on 127.0.0.1) writing straight to moto's S3 server or to a folder the workers share
-(issue 13).
+(decision 0022).
 
 A store of January and February is built locally; March (one mostly cloudy overpass, so
 gap-fill reads January back from the store, on the worker) is appended:

@@ -1,6 +1,6 @@
 """``chronozarr.append(..., scheduler=client)`` on a real dask cluster (a scheduler and two worker
 processes on 127.0.0.1, started by the test session), to moto's S3 server and to a local folder
-the workers share (issue 13): the workers write every chunk object, the client only the
+the workers share (decision 0022): the workers write every chunk object, the client only the
 volatility, the time coordinates and the metadata, and the objects are the pinned bytes of the
 local append (tests/chronozarr/bytes_pinned.json)."""
 

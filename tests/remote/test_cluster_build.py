@@ -1,5 +1,5 @@
 """``cz build --scheduler`` on a real dask cluster (``dask scheduler`` + ``dask worker``
-processes on 127.0.0.1) writing straight to moto's S3 server (issue 13).
+processes on 127.0.0.1) writing straight to moto's S3 server (decision 0017).
 
 - the workers write every chunk object (the client's own PUTs, counted in this process, are
   metadata only) and the store is byte-identical to a local build of the same recipe;

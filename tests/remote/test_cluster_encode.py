@@ -1,5 +1,5 @@
 """``chronozarr.encode(..., scheduler=client)`` on a real dask cluster (a scheduler and two
-worker processes on 127.0.0.1) writing to moto's S3 server (issue 13): the workers write every
+worker processes on 127.0.0.1) writing to moto's S3 server (decision 0017): the workers write every
 chunk object, the client only the metadata, and the objects are the pinned bytes of the local
 writer (tests/chronozarr/bytes_pinned.json)."""
 
@@ -212,7 +212,7 @@ class SeriesSource:
 def test_the_auto_sample_of_a_cell_source_runs_one_task_per_sampled_cell(
     tmp_path: Path, client: Any
 ) -> None:
-    """issue 13: the sample is spread over the workers (one task per sampled cell, not one task
+    """Decision 0021: the sample is spread over the workers (one task per sampled cell, not one task
     for all three), and the summed byte totals give the local encode's ratio and bytes."""
     from tests.conftest import monthly, synthetic_series
 

@@ -1,4 +1,4 @@
-"""The pipelined pyramid on a real dask cluster (issue 13, decision 0026): a level-k task starts
+"""The pipelined pyramid on a real dask cluster (decision 0026): a level-k task starts
 once the four cells below it are written, not when the whole level is, and never before them;
 the small phases (the auto sample) are spread over the workers; the bytes stay the local ones.
 """

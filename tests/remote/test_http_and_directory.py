@@ -1,5 +1,5 @@
 """Reading over http(s) through a host that does not merge slashes (a Python Range server), and
-publishing to a local directory that a web server serves (issue 7)."""
+publishing to a local directory that a web server serves (docs/hosting.md)."""
 
 from __future__ import annotations
 

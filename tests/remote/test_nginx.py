@@ -1,4 +1,4 @@
-"""nginx from Debian with the exact server block of docs/hosting.md, on 127.0.0.1 (issue 7):
+"""nginx from Debian with the exact server block of docs/hosting.md, on 127.0.0.1:
 the Python and JavaScript readers read stores through it, and its headers match the checklist."""
 
 from __future__ import annotations

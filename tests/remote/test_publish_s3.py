@@ -1,5 +1,5 @@
 """``cz publish`` to an S3-compatible server (moto on 127.0.0.1) and reading back over s3://
-(issue 7): order, headers, interruption, re-publish after append, refusal of a re-encode."""
+(docs/hosting.md): order, headers, interruption, re-publish after append, refusal of a re-encode."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@
 // Warm, zstddec decodes the bench store's chunks in 1.04-1.10x numcodecs' time
 // (bench/js/zstd_decoders.mjs), to the same bytes; decode-pool.test.js checks every zstd fixture
 // against the Python reader. A frame reaches it only after bounded.js checkZstd has checked its
-// declared size (issue 14), and its output length is checked against that size.
+// declared size (decision 0016), and its output length is checked against that size.
 //
 // This file imports zarrita's codec registry and zstddec (bare specifiers): bundle it for a page
 // (`npm run build:viewer` writes dist/viewer/decode-worker.js).

@@ -1,4 +1,4 @@
-// The JS reader's fuzz harness (issue 14), mirroring tests/fuzz/run.py for the Python reader.
+// The JS reader's fuzz harness (decision 0016), mirroring tests/fuzz/run.py for the Python reader.
 //
 // The mutated stores are the Python harness's own: make_cases.py runs tests/fuzz/mutate.py (JSON
 // structure and types, hostile names with path tricks, absurd sizes, deep nesting, huge numbers,

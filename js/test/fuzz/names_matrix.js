@@ -1,4 +1,4 @@
-// Crafted-name stores (issue 14): every hostile name of tests/fuzz/mutate.py (and a few more) in
+// Crafted-name stores (0016): every hostile name of tests/fuzz/mutate.py (and a few more) in
 // every name field of a real fixture store, read by a reader through a fetch that serves the
 // store at http://h.test/case/store/ and a decoy copy of it at http://h.test/case/secret/ (what a
 // ".." reaches). Counts, per reader: escape (a URL outside the store was requested), decoy (the

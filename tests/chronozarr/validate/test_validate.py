@@ -1,5 +1,5 @@
 """The validator: a valid store is ok with zero errors; for each MUST rule it checks, a store that
-breaks exactly that rule gets a finding naming the rule's section and key (issue 2, Validation)."""
+breaks exactly that rule gets a finding naming the rule's section and key (the rule catalogue)."""
 
 from __future__ import annotations
 
@@ -1270,7 +1270,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
         "5",
         "volatility/c/0/0",
     ),
-    # rules catalogued in chronozarr.validate.rules with no case above (issue 11)
+    # rules catalogued in chronozarr.validate.rules with no case above (decision 0006)
     (
         "root-invalid-json",
         "none",

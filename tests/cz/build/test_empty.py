@@ -1,4 +1,4 @@
-"""A build whose every item is unusable fails with exit 1 and one line (issue 14): on main it
+"""A build whose every item is unusable fails with exit 1 and one line (decision 0020): before it
 exited 0 with a store of fill values. ``--allow-empty`` writes the store anyway."""
 
 from __future__ import annotations

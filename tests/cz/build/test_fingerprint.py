@@ -1,4 +1,4 @@
-"""``cz append`` refuses a recipe whose fingerprint differs from the store's (issue 17).
+"""``cz append`` refuses a recipe whose fingerprint differs from the store's (decision 0018).
 
 The fingerprint is what makes a month mean what it means: collection, filters, mask rules,
 composite, gap-fill, harmonisation, bands, grid, dtype. It is recorded at build time in the

@@ -1,4 +1,4 @@
-"""The bytes of what ``cz build`` and ``cz append`` write, pinned object by object (issue 11).
+"""The bytes of what ``cz build`` and ``cz append`` write, pinned object by object (decision 0007).
 
 A restructure of the toolkit must not change one byte of a store. Two small synthetic stores
 (chunked star-delta with carry-forward and zstd; sharded ``none`` with blosc), each with an unreadable item

@@ -49,7 +49,7 @@ def make_store(path: Path, *, shard: bool = False, encoding: str = "star-delta")
     data[4, 1, 0:3, 0:3] = 0  # nodata in one band (green) at t = 4, top-left corner
     mask = np.ones((N_TIME, H, W), dtype=np.uint8)
     mask[2][HOLE] = 0
-    data[2, :, HOLE[0], HOLE[1]] = 0  # the toolkit writes nodata under mask 0 (DESIGN.md)
+    data[2, :, HOLE[0], HOLE[1]] = 0  # the toolkit writes nodata under mask 0 (architecture.md)
     coverage = np.full((N_TIME, H, W), 3, dtype=np.uint8)
     coverage[3, :, : W // 2] = 0
     times = monthly(N_TIME)

@@ -1,4 +1,4 @@
-"""Asset resolution (issue 17): absent assets fail early, eo:bands / bands as a fallback.
+"""Asset resolution (decision 0018): absent assets fail early, eo:bands / bands as a fallback.
 
 Real item JSON: the Planetary Computer 35MNM items (upper-case keys B04, eo:bands with common
 names) and the Earth Search ``sentinel-2-c1-l2a`` items (lower-case keys, eo:bands names B04...),
