@@ -149,8 +149,14 @@ def _print_plan_header(plan: Plan) -> None:
             highlight=False,
         )
     if plan.mask is not None:
-        keep = ", ".join(str(k) for k in plan.mask["keep"])
+        keep = ", ".join(str(k) for k in plan.mask["keep"] or ()) or "(any)"
         extra = ""
+        for rule in plan.mask.get("bits") or ():
+            where = f"bit {rule['offset']}" + (
+                f"-{rule['offset'] + rule['length'] - 1}" if rule["length"] > 1 else ""
+            )
+            values = ",".join(str(v) for v in rule["values"])
+            extra += f"; rejects {escape(str(rule['name']))} ({where}) in {values}"
         if plan.mask.get("open") or plan.mask.get("dilate"):
             cleaned = ", ".join(str(c) for c in plan.mask.get("clean", [])) or "none"
             extra += f"; cloud cleaned (classes {escape(cleaned)})"

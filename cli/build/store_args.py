@@ -72,7 +72,7 @@ def legacy_fingerprint(recipe: Recipe) -> dict[str, Any]:
         "composite": recipe.composite.method,
         "gap_fill": recipe.gap_fill.method,
         "gap_fill_max_age": recipe.gap_fill.max_age,
-        "mask_keep": None if recipe.mask is None else list(recipe.mask.keep),
+        "mask_keep": None if recipe.mask is None else recipe.mask.keep,
         "dn_offset": recipe.store_dn_offset if any(b.harmonize for b in recipe.bands) else 0,
         "harmonized": [b.name for b in recipe.bands if b.harmonize],
         "resampling": {b.name: b.resampling for b in recipe.bands},
@@ -134,6 +134,8 @@ def _mask_section(recipe: Recipe) -> dict[str, Any] | None:
     section = _dump(recipe.mask)
     if not (recipe.mask.open or recipe.mask.dilate):
         section.pop("clean", None)
+    if recipe.mask.bits is None:  # added with bit-flag masks: absent is "none"
+        section.pop("bits", None)
     return section
 
 
@@ -173,13 +175,24 @@ def compare_with_store(recipe: Recipe, store_provenance: Any) -> provenance.Fing
     )
 
 
+def _mask_notes(mask: Any) -> str:
+    """The provenance's default notes: the classes kept (``SCL classes 4, 5 kept``, as stores have
+    always said) and the bit flags that reject."""
+    parts = []
+    if mask.keep is not None:
+        parts.append(f"SCL classes {', '.join(str(k) for k in mask.keep)} kept")
+    if mask.bits:
+        flags = ", ".join(f"{k} in {v}" for k, v in mask.bits.items())
+        parts.append(f"{'|'.join(mask.asset)} bits rejected: {flags}")
+    return "; ".join(parts)
+
+
 def provenance_block(recipe: Recipe, skipped: Sequence[SkippedAsset]) -> dict[str, Any]:
     """The root's ``chronozarr.provenance`` (spec 3.8): small, whatever the number of items."""
     gap = recipe.gap_fill
-    keep = None if recipe.mask is None else ", ".join(str(k) for k in recipe.mask.keep)
     notes = recipe.provenance.notes
-    if notes is None and keep is not None:
-        notes = f"SCL classes {keep} kept"
+    if notes is None and recipe.mask is not None:
+        notes = _mask_notes(recipe.mask)
     catalog = recipe.catalog.url or f"local file {Path(str(recipe.catalog.path)).name}"
     out: dict[str, Any] = {
         "sources": [recipe.catalog.collection],

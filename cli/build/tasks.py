@@ -9,6 +9,7 @@ import numpy as np
 
 from cz.build.options import BuildOptions
 from cz.composite import BandTerms, CompositeRules, composite_block, grow_window
+from cz.composite.bits import BitRule
 from cz.composite.methods import require_geomad
 from cz.load import BandLoad, ItemRef, LoadSpec, SkippedAsset, gdal_options, load_block
 from cz.plan import Plan
@@ -101,7 +102,8 @@ def composite_context(recipe: Recipe, plan: Plan, options: BuildOptions) -> Comp
         crs=grid.crs,
         transform=tuple(float(v) for v in grid.transform),  # type: ignore[arg-type]
         bands=tuple(BandLoad(b.name, b.resampling, b.harmonize) for b in recipe.bands),
-        mask_keep=None if recipe.mask is None else tuple(recipe.mask.keep),
+        # () for a mask of bit flags alone: the asset is read, no class is kept (cz.load)
+        mask_keep=None if recipe.mask is None else tuple(recipe.mask.keep or ()),
         attempts=options.read_attempts,
         retry_delay=options.retry_delay,
         skip_failed=options.skip_failed,
@@ -112,14 +114,15 @@ def composite_context(recipe: Recipe, plan: Plan, options: BuildOptions) -> Comp
         load=spec,
         dtype=recipe.store.dtype,
         nodata=recipe.store.effective_nodata,
-        keep=spec.mask_keep,
+        keep=None if recipe.mask is None or recipe.mask.keep is None else spec.mask_keep,
         harmonized=tuple(b.harmonize for b in recipe.bands),
-        rules=composite_rules(recipe),
+        rules=composite_rules(recipe, plan),
     )
 
 
-def composite_rules(recipe: Recipe) -> CompositeRules:
-    """The recipe's mask cleaning and composite method for :func:`cz.composite.composite_block`."""
+def composite_rules(recipe: Recipe, plan: Plan | None = None) -> CompositeRules:
+    """The recipe's mask cleaning and composite method for :func:`cz.composite.composite_block`;
+    the bit-flag rules as the plan resolved them against its items (cz.plan.bitfields)."""
     mask = recipe.mask
     comp = recipe.composite
     if comp.method == "geomedian":
@@ -134,5 +137,14 @@ def composite_rules(recipe: Recipe) -> CompositeRules:
         open_radius=0 if mask is None else mask.open,
         dilate_radius=0 if mask is None else mask.dilate,
         cloud_max=None if mask is None else mask.cloud_probability_max,
-        clean=() if mask is None else tuple(mask.clean or ()),
+        clean=() if mask is None else tuple(c for c in mask.clean or () if isinstance(c, int)),
+        bits=_bit_rules(plan),
+    )
+
+
+def _bit_rules(plan: Plan | None) -> tuple[BitRule, ...]:
+    entries = [] if plan is None or plan.mask is None else plan.mask.get("bits") or []
+    return tuple(
+        BitRule(e["name"], e["offset"], e["length"], tuple(e["values"]), e["cloud"])
+        for e in entries
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cz.composite.bits import BitRule
 from cz.composite.masks import SCL_CLOUD_CLASSES, cleaned_validity, halo_pixels, rejection_sets
 from cz.composite.median import median_composite
 from cz.composite.methods import (
@@ -59,7 +60,8 @@ class CompositeRules:
     """The recipe's mask cleaning and composite method, as a block task needs them (picklable).
 
     The default: no cleaning, no cloud probability, the median. ``clean``: the mask classes the
-    cleaning applies to (with a cloud probability above ``cloud_max``; cz.composite.masks).
+    cleaning applies to (with a cloud probability above ``cloud_max`` and the ``bits`` rules
+    marked cloud; cz.composite.masks); ``bits``: the bit-flag rules on the mask asset.
     """
 
     method: str = "median"
@@ -70,6 +72,7 @@ class CompositeRules:
     dilate_radius: int = 0
     cloud_max: float | None = None
     clean: tuple[int, ...] = SCL_CLOUD_CLASSES
+    bits: tuple[BitRule, ...] = ()
 
     @property
     def halo(self) -> int:
@@ -169,7 +172,9 @@ def composite_block(
     for i in range(n):
         has_data[i] = observation_validity(values[i : i + 1], None, None, src_nodata[i])[0]
     keep_set = None if keep is None else tuple(keep)
-    hard, cloudy = rejection_sets(scl, keep_set, rules.clean, cloud, rules.cloud_max, has_data)
+    hard, cloudy = rejection_sets(
+        scl, keep_set, rules.clean, cloud, rules.cloud_max, has_data, rules.bits
+    )
     clear = has_data & ~hard & ~cloudy
     del hard
     groups: dict[str, list[int]] = {}

@@ -40,6 +40,8 @@ import math
 
 import numpy as np
 
+from cz.composite.bits import BitRule, bit_hits
+
 __all__ = [
     "SCL_CLOUD_CLASSES",
     "cleaned_validity",
@@ -121,20 +123,26 @@ def rejection_sets(
     cloud: np.ndarray | None,
     cloud_max: float | None,
     has_data: np.ndarray,
+    bits: tuple[BitRule, ...] = (),
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(hard, cloud)``, each (n, h, w) bool over pixels with data: what the rules reject.
 
-    ``cloud``: rejected by a class of ``clean`` (outside ``keep``) or by a cloud probability above
-    ``cloud_max``, and by nothing else; the cleaning may re-admit it. ``hard``: rejected by any
-    other class outside ``keep``; never re-admitted (docs/recipes.md, "mask")."""
+    ``cloud``: rejected by a class of ``clean`` (outside ``keep``), a bit rule marked cloud
+    (:mod:`cz.composite.bits`) or a cloud probability above ``cloud_max``, and by nothing else;
+    the cleaning may re-admit it. ``hard``: rejected by any other class outside ``keep`` or any
+    other bit rule; never re-admitted (docs/recipes.md, "mask")."""
     shape = has_data.shape
     hard = np.zeros(shape, dtype=bool)
     cloudy = np.zeros(shape, dtype=bool)
     if mask is not None and keep is not None:
-        out = ~np.isin(mask, np.asarray(list(keep), dtype=mask.dtype))
+        out = ~np.isin(mask, np.asarray(list(keep), dtype=np.int64))
         cleanable = np.isin(mask, np.asarray(list(clean), dtype=np.int64))
         hard |= out & ~cleanable
         cloudy |= out & cleanable
+    if mask is not None and bits:
+        bit_hard, bit_cloud = bit_hits(mask, bits)
+        hard |= bit_hard
+        cloudy |= bit_cloud
     if cloud is not None and cloud_max is not None:
         with np.errstate(invalid="ignore"):
             cloudy |= cloud > cloud_max

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -12,9 +13,11 @@ from typing import Any
 from shapely.geometry import shape
 
 from chronozarr.location import is_url
+from cz.composite.bits import BitRule
 from cz.errors import RecipeError
 from cz.months import iso_utc, month_bounds, month_of, month_range
 from cz.plan.assets import AssetCensus
+from cz.plan.bitfields import plan_bit_rules
 from cz.plan.estimate import estimate_store
 from cz.plan.grid import GridPlan, grid_for, utm_epsg
 from cz.plan.items import baseline_of, dn_offset_of, mgrs_tile
@@ -32,6 +35,12 @@ def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None)
     candidates, dropped, drop, census = _screen(recipe, months, resolution.items)
     _refuse_absent_assets(recipe, census)
     kept = deduplicate(candidates, drop)
+    bit_rules = plan_bit_rules(
+        recipe,
+        [(str(c.item["id"]), c.item["assets"][c.assets["mask"]], c.assets["mask"]) for c in kept]
+        if recipe.mask is not None
+        else [],
+    )
     planned = [_planned_item(recipe, cand) for cand in kept]
     month_plans, outside = _month_plans(months, planned, dropped)
     grid = grid_for(recipe)
@@ -61,7 +70,7 @@ def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None)
         source=resolution.source,
         signing=recipe.catalog.sign,
         grid=grid,
-        **_recipe_sections(recipe, len(months), store_path),
+        **_recipe_sections(recipe, len(months), store_path, bit_rules),
         months=month_plans,
         outside=outside,
         totals=Totals(
@@ -207,7 +216,12 @@ def _plan_warnings(
     return warnings
 
 
-def _recipe_sections(recipe: Recipe, n_months: int, store_path: str | None) -> dict[str, Any]:
+def _recipe_sections(
+    recipe: Recipe,
+    n_months: int,
+    store_path: str | None,
+    bit_rules: Sequence[BitRule] | None = None,
+) -> dict[str, Any]:
     """The recipe's choices as the plan records them, defaults resolved."""
     store = recipe.store
     harmonised = [b.name for b in recipe.bands if b.harmonize]
@@ -234,9 +248,10 @@ def _recipe_sections(recipe: Recipe, n_months: int, store_path: str | None) -> d
         "mask": (
             {
                 "asset": list(recipe.mask.asset),
-                "keep": list(recipe.mask.keep),
+                "keep": None if recipe.mask.keep is None else list(recipe.mask.keep),
                 "resampling": "nearest",
                 **_mask_extras(recipe),
+                **_bits_entry(bit_rules),
             }
             if recipe.mask is not None
             else None
@@ -292,6 +307,13 @@ def _mask_extras(recipe: Recipe) -> dict[str, Any]:
         out["cloud_probability_max"] = mask.cloud_probability_max
         out["cloud_probability_asset"] = list(mask.cloud_probability_asset)
     return out
+
+
+def _bits_entry(rules: Sequence[BitRule] | None) -> dict[str, Any]:
+    """The plan's resolved bit-flag rules (cz.plan.bitfields), only with ``mask.bits``."""
+    if rules is None:
+        return {}
+    return {"bits": [{**dataclasses.asdict(r), "values": list(r.values)} for r in rules]}
 
 
 def _composite_entry(recipe: Recipe) -> dict[str, Any]:

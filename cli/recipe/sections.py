@@ -8,10 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AliasChoices,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationInfo,
@@ -21,23 +18,11 @@ from pydantic import (
 
 from chronozarr.location import is_url
 from cz.errors import RecipeProblem
+from cz.recipe.base import SectionModel
 from cz.recipe.geojson import check_geojson_geometry, read_geojson_file
+from cz.recipe.mask import MaskSpec
 from cz.recipe.normalise import as_codec, as_crs, as_list_of_str, as_month, resolve_input
 from cz.recipe.positions import Marks, field_path, locate
-
-#: SCL classes kept by default: vegetation, not vegetated, water, unclassified, snow/ice.
-DEFAULT_SCL_KEEP: tuple[int, ...] = (4, 5, 6, 7, 11)
-
-#: SCL classes the cleaning (mask.open, mask.dilate) applies to by default: cloud shadows, cloud
-#: medium and high probability, thin cirrus (Digital Earth Australia's cloud mask; decision 0043).
-DEFAULT_SCL_CLEAN: tuple[int, ...] = (3, 8, 9, 10)
-
-#: Cloud-probability assets (0..100 %) of the collections we know: Earth Search's
-#: sentinel-2-c1-l2a ``cloud``, the L2A product's ``MSK_CLDPRB`` (20 m) as some catalogs name it.
-CLOUD_PROBABILITY_ASSETS: tuple[str, ...] = ("cloud", "MSK_CLDPRB_20m", "MSK_CLDPRB")
-
-#: The largest opening or dilation radius, in pixels (each is read as a halo around every block).
-MAX_MASK_RADIUS = 64
 
 #: Resampling methods understood by odc-stac / rasterio.
 RESAMPLING = (
@@ -58,12 +43,6 @@ RESAMPLING = (
 NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 NODATA_RANGE = {"uint8": (0, 255), "uint16": (0, 65535), "int16": (-32768, 32767)}
-
-
-class SectionModel(BaseModel):
-    """Base of every recipe section: unknown keys are errors, defaults are validated too."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True, populate_by_name=True)
 
 
 class CatalogSpec(SectionModel):
@@ -298,83 +277,6 @@ class FiltersSpec(SectionModel):
 
     max_cloud_cover: float | None = Field(default=None, ge=0, le=100)
     properties: dict[str, Condition] = Field(default_factory=dict)
-
-
-class MaskSpec(SectionModel):
-    """Which observations count: the scene classification classes kept (Sentinel-2 SCL by
-    default), an optional cloud-probability ceiling, and the cleaning of the cloud the rules
-    reject (the classes of ``clean``; opening, then dilation; pixels of the store's grid).
-    Reference: docs/recipes.md, "mask"."""
-
-    asset: Annotated[list[str], BeforeValidator(as_list_of_str)] = Field(
-        default_factory=lambda: ["scl", "SCL"], min_length=1
-    )
-    keep: list[Annotated[int, Field(ge=0, le=255)]] = Field(
-        default_factory=lambda: list(DEFAULT_SCL_KEEP), min_length=1, max_length=256
-    )
-    clean: list[Annotated[int, Field(ge=0, le=255)]] | None = Field(
-        default=None,
-        max_length=256,
-        description="the rejected classes the opening and dilation apply to (cloud); default: "
-        "SCL 3, 8, 9, 10 less the kept ones",
-    )
-    open: int = Field(
-        default=0, ge=0, le=MAX_MASK_RADIUS, description="opening radius of the cloud mask"
-    )
-    dilate: int = Field(
-        default=0,
-        ge=0,
-        le=MAX_MASK_RADIUS,
-        validation_alias=AliasChoices("dilate", "buffer"),
-        description="dilation (buffer) radius of the cloud mask, after the opening",
-    )
-    cloud_probability_max: float | None = Field(default=None, ge=0, le=100)
-    cloud_probability_asset: Annotated[list[str], BeforeValidator(as_list_of_str)] = Field(
-        default_factory=lambda: list(CLOUD_PROBABILITY_ASSETS), min_length=1
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_buffer_name(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "dilate" in data and "buffer" in data:
-            raise ValueError("give mask.dilate or mask.buffer (the same setting), not both")
-        return data
-
-    @field_validator("keep")
-    @classmethod
-    def _unique(cls, value: list[int]) -> list[int]:
-        if len(set(value)) != len(value):
-            raise ValueError(f"a class is listed twice: {value}")
-        return sorted(value)
-
-    @field_validator("clean")
-    @classmethod
-    def _clean_unique(cls, value: list[int] | None) -> list[int] | None:
-        if value is not None and len(set(value)) != len(value):
-            raise ValueError(f"a class is listed twice: {value}")
-        return None if value is None else sorted(value)
-
-    @model_validator(mode="after")
-    def _cleaned_classes_are_rejected(self) -> MaskSpec:
-        if self.clean is None:  # the default: the SCL cloud classes this recipe does not keep
-            self.clean = [c for c in DEFAULT_SCL_CLEAN if c not in self.keep]
-            return self
-        both = sorted(set(self.clean) & set(self.keep))
-        if both:
-            raise ValueError(
-                f"class {both[0]} is both kept and cleaned; mask.clean lists rejected classes "
-                "(the cloud the opening and dilation apply to)"
-            )
-        return self
-
-    @field_validator("cloud_probability_asset")
-    @classmethod
-    def _cloud_aliases(cls, value: list[str]) -> list[str]:
-        if any(not v.strip() for v in value):
-            raise ValueError("expected asset keys (non-empty strings)")
-        if len(set(value)) != len(value):
-            raise ValueError(f"an asset alias is listed twice: {value}")
-        return value
 
 
 #: ``composite.method`` values (docs/recipes.md, "composite"; cz.composite.METHODS).

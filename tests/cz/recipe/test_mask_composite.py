@@ -84,7 +84,7 @@ def test_mask_cleaning_and_composite_parameters_load(tmp_path: Path) -> None:
         ("mask:\n  dilate: 2\n  buffer: 3\n", "mask", "not both"),
         ("mask:\n  clean: [4, 9]\n", "mask", "class 4 is both kept and cleaned"),
         ("mask:\n  clean: [9, 9]\n", "mask.clean", "listed twice"),
-        ("mask:\n  clean: [256]\n", "mask.clean[0]", "expected a number <= 255"),
+        ("mask:\n  clean: [70000]\n", "mask.clean", "expected classes 0..65535"),
         ("mask:\n  dilate: -1\n", "mask.dilate", "expected a number >= 0"),
         ("mask:\n  open: 65\n", "mask.open", "expected a number <= 64"),
         ("mask:\n  cloud_probability_max: 120\n", "mask.cloud_probability_max", "100"),

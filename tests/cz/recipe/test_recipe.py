@@ -106,8 +106,8 @@ BROKEN: list[tuple[str, str, list[tuple[int | None, str, str]]]] = [
     ),
     (
         "scl-class-out-of-range",
-        GOOD + "mask:\n  keep: [4, 5, 300]\n",
-        [(18, "mask.keep[2]", "<= 255; got 300")],
+        GOOD + "mask:\n  keep: [4, 5, 70000]\n",
+        [(18, "mask.keep[2]", "<= 65535; got 70000")],
     ),
     (
         "two-dn-conventions",
