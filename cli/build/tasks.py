@@ -101,7 +101,7 @@ def composite_context(recipe: Recipe, plan: Plan, options: BuildOptions) -> Comp
     spec = LoadSpec(
         crs=grid.crs,
         transform=tuple(float(v) for v in grid.transform),  # type: ignore[arg-type]
-        bands=tuple(BandLoad(b.name, b.resampling, b.harmonize) for b in recipe.bands),
+        bands=tuple(BandLoad(b.name, b.resampling, bool(b.harmonize)) for b in recipe.bands),
         # () for a mask of bit flags alone: the asset is read, no class is kept (cz.load)
         mask_keep=None if recipe.mask is None else tuple(recipe.mask.keep or ()),
         attempts=options.read_attempts,
@@ -115,7 +115,7 @@ def composite_context(recipe: Recipe, plan: Plan, options: BuildOptions) -> Comp
         dtype=recipe.store.dtype,
         nodata=recipe.store.effective_nodata,
         keep=None if recipe.mask is None or recipe.mask.keep is None else spec.mask_keep,
-        harmonized=tuple(b.harmonize for b in recipe.bands),
+        harmonized=tuple(bool(b.harmonize) for b in recipe.bands),
         rules=composite_rules(recipe, plan),
     )
 

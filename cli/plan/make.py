@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -20,10 +21,17 @@ from cz.plan.assets import AssetCensus
 from cz.plan.bitfields import plan_bit_rules
 from cz.plan.estimate import estimate_store
 from cz.plan.grid import GridPlan, grid_for, utm_epsg
-from cz.plan.items import baseline_of, dn_offset_of, mgrs_tile
+from cz.plan.items import (
+    DnDecision,
+    baseline_of,
+    dn_offset_of,
+    mgrs_tile,
+    raster_scale_offset,
+)
 from cz.plan.model import DroppedItem, DropReason, MonthPlan, Plan, PlannedItem, Totals
 from cz.plan.rules import Candidate, Checks, asset_needs, deduplicate, solar_day
 from cz.recipe import Recipe
+from cz.recipe.collections import harmonised_by_default
 from cz.stac import PageCallback, Resolution, RetryPolicy, resolve_items, signing_available
 
 _DTYPE_MAX = {"uint8": 255, "uint16": 65535}
@@ -213,7 +221,35 @@ def _plan_warnings(
         )
     if store_path is None:
         warnings.append("store.path is not set: give --out when building")
-    return warnings
+    return warnings + _scale_warnings(recipe, planned)
+
+
+def _scale_warnings(recipe: Recipe, planned: list[PlannedItem]) -> list[str]:
+    """A band stored as the items give it (not harmonised) whose recipe scale or offset differs
+    from the items' ``raster:bands``: its stored numbers would read as other physical values
+    (a Landsat recipe left at the Sentinel-2 default 0.0001, say)."""
+    out = []
+    for band in recipe.bands:
+        if band.harmonize:
+            continue
+        seen: dict[tuple[float, float], int] = {}
+        for p in planned:
+            asset = ((p.stac or {}).get("assets") or {}).get(p.assets.get(band.name, ""), {})
+            declared = raster_scale_offset(asset)
+            if declared is not None:
+                seen[declared] = seen.get(declared, 0) + 1
+        for (scale, offset), count in sorted(seen.items()):
+            if math.isclose(scale, band.scale, rel_tol=1e-9) and math.isclose(
+                offset, band.physical_offset, rel_tol=1e-9, abs_tol=1e-12
+            ):
+                continue
+            out.append(
+                f"band {band.name}: {count} item(s) declare scale {scale:g} and offset "
+                f"{offset:g} (raster:bands), the recipe stores their numbers with scale "
+                f"{band.scale:g} and offset {band.physical_offset:g}: set the band's scale and "
+                "offset to the items' so the stored numbers mean the same reflectance"
+            )
+    return out
 
 
 def _recipe_sections(
@@ -339,13 +375,24 @@ def _planned_item(recipe: Recipe, cand: Candidate) -> PlannedItem:
     item = cand.item
     props = item.get("properties") or {}
     harmonised = [cand.assets[b.name] for b in recipe.bands if b.harmonize]
-    decision = dn_offset_of(item, harmonised)
+    if harmonised or harmonised_by_default(recipe.catalog.collection):
+        decision = dn_offset_of(item, harmonised)
+    else:  # Landsat, HLS, ...: no Sentinel-2 offset to decide (cz.recipe.collections)
+        decision = DnDecision(
+            0,
+            "not-applied",
+            f"no Sentinel-2 digital-number offset in collection {recipe.catalog.collection}: "
+            "numbers stored as the item gives them",
+            [],
+        )
     dn_offset, source, notes = decision.offset, decision.source, list(decision.notes)
     if harmonised:
         correction = recipe.store_dn_offset - dn_offset
-    else:
+    elif decision.rule != "not-applied":
         correction = 0
         source = f"not applied (no harmonised band); {source}"
+    else:
+        correction = 0
     lossless = correction >= 0 or recipe.store.dtype in ("int16", "float32")
     if correction < 0 and not lossless:
         notes.append(f"numbers 1..{-correction} clip to 1 (lossy)")

@@ -19,6 +19,7 @@ from pydantic import (
 from chronozarr.location import is_url
 from cz.errors import RecipeProblem
 from cz.recipe.base import SectionModel
+from cz.recipe.collections import harmonised_by_default
 from cz.recipe.geojson import check_geojson_geometry, read_geojson_file
 from cz.recipe.mask import MaskSpec
 from cz.recipe.normalise import as_codec, as_crs, as_list_of_str, as_month, resolve_input
@@ -204,7 +205,9 @@ class BandSpec(SectionModel):
     offset: float | None = None
     units: str | None = None
     resampling: Literal[RESAMPLING] = "nearest"  # type: ignore[valid-type]
-    harmonize: bool = True
+    #: the Sentinel-2 digital-number correction; unset: whether the collection is Sentinel-2 L2A
+    #: (cz.recipe.collections), resolved when the recipe is loaded
+    harmonize: bool | None = None
 
     @field_validator("name")
     @classmethod
@@ -427,6 +430,16 @@ class Recipe(SectionModel):
         """A located problem for ``field`` (for checks made after loading, e.g. a missing file)."""
         line, column = locate(self._marks, field, key=False)
         return RecipeProblem(self._source, line, column, field_path(field), message)
+
+    @model_validator(mode="after")
+    def _harmonise_by_collection(self) -> Recipe:
+        """``bands[].harmonize`` left unset: the Sentinel-2 correction for Sentinel-2 L2A
+        collections only (Landsat and HLS numbers carry no processing-baseline offset)."""
+        default = harmonised_by_default(self.catalog.collection)
+        for band in self.bands:
+            if band.harmonize is None:
+                band.harmonize = default
+        return self
 
     @property
     def store_dn_offset(self) -> int:

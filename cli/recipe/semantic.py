@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from cz.recipe.collections import collection_facts
 from cz.recipe.sections import NODATA_RANGE, Recipe
 
 Found = list[tuple[tuple[str | int, ...], str]]
@@ -53,6 +54,20 @@ def _band_problems(recipe: Recipe) -> Found:
                 )
             )
         names.setdefault(band.name, i)
+    facts = collection_facts(recipe.catalog.collection)
+    if facts is not None and not facts.sentinel2_offset:
+        for i, band in enumerate(recipe.bands):
+            if band.harmonize and "harmonize" in band.model_fields_set:
+                found.append(
+                    (
+                        ("bands", i, "harmonize"),
+                        f"collection {recipe.catalog.collection} is {facts.title}: its numbers "
+                        "carry no Sentinel-2 processing-baseline offset, so there is nothing to "
+                        f"harmonise; store them as they are with their scale ({facts.scale:g}) "
+                        f"and offset ({facts.offset:g}) and leave harmonize unset",
+                    )
+                )
+        return found
     harmonised = [(i, b) for i, b in enumerate(recipe.bands) if b.harmonize]
     first_offset: tuple[int, float] | None = None
     for i, band in harmonised:

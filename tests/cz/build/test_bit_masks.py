@@ -67,12 +67,10 @@ bands:
     asset: red
     scale: 0.0000275
     offset: -0.2
-    harmonize: false
   - name: nir08
     asset: nir08
     scale: 0.0000275
     offset: -0.2
-    harmonize: false
 mask:
   asset: qa_pixel
   bits:
@@ -196,6 +194,10 @@ def test_bit_flags_mask_and_clean_as_numpy_reads_them(folder: Path) -> None:
     np.testing.assert_array_equal(cov[0], want_cov[row0 : row0 + h, col0 : col0 + w])
     np.testing.assert_array_equal(data[0], want[:, row0 : row0 + h, col0 : col0 + w])
     assert (cov[0] < 3).sum() > 50  # the flags did reject pixels
+    # Landsat numbers are stored exactly, with the collection's own scale and offset (no
+    # Sentinel-2 harmonisation: harmonize is left unset in the recipe)
+    bands = [b.to_json() for b in chronozarr.open_store(store).attrs.bands]
+    assert [(b["scale"], b["offset"]) for b in bands] == [(2.75e-05, -0.2)] * 2
     prov = chronozarr.open_store(store).attrs.provenance
     assert prov["fingerprint"]["fields"]["mask.bits.cloud_confidence"] == ["medium", "high"]
     assert prov["mask_cleaning"]["cleaned"] == ["cloud", "cloud_shadow", "dilated_cloud"]
