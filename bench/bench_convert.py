@@ -114,7 +114,9 @@ def main() -> None:
     )
     ap.add_argument("--files", type=int, default=16)
     ap.add_argument("--size", type=int, default=1024)
-    ap.add_argument("--no-doc", action="store_true", help="Do not update docs/benchmarks.md.")
+    ap.add_argument(
+        "--no-doc", action="store_true", help="Do not update docs/benchmarks-archive.md."
+    )
     args = ap.parse_args()
     rows = []
     load0 = os.getloadavg()[0]

@@ -51,7 +51,9 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--months", type=int, default=24)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--no-doc", action="store_true", help="print only, leave docs/benchmarks.md")
+    ap.add_argument(
+        "--no-doc", action="store_true", help="print only, leave docs/benchmarks-archive.md"
+    )
     args = ap.parse_args()
 
     from cz.look.quicklook import quicklook, resolve_view

@@ -161,7 +161,9 @@ def main() -> None:
     ap.add_argument("--bands", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workers", type=int, default=8)
-    ap.add_argument("--no-doc", action="store_true", help="print only; leave docs/benchmarks.md")
+    ap.add_argument(
+        "--no-doc", action="store_true", help="print only; leave docs/benchmarks-archive.md"
+    )
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="cz-bench-remote-") as tmp:

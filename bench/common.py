@@ -1,4 +1,5 @@
-"""Shared pieces of the benchmarks: a realistic synthetic series and the docs/benchmarks.md updater."""
+"""Shared pieces of the benchmarks: a realistic synthetic series and the updater of the benchmark
+notebook (docs/benchmarks-archive.md; the headline table is docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH_DOC = ROOT / "docs" / "benchmarks.md"
+BENCH_DOC = ROOT / "docs" / "benchmarks-archive.md"
+SUMMARY_DOC = ROOT / "docs" / "benchmarks.md"
 
 
 def series_block(
@@ -64,12 +66,13 @@ def machine() -> str:
 
 
 def update_section(title: str, body: str) -> None:
-    """Replace (or add) the ``## title`` section of docs/benchmarks.md, keeping the others."""
+    """Replace (or add) the ``## title`` section of the notebook (docs/benchmarks-archive.md),
+    keeping the others; the headline table (docs/benchmarks.md) is edited by hand."""
     BENCH_DOC.parent.mkdir(parents=True, exist_ok=True)
     text = (
         BENCH_DOC.read_text()
         if BENCH_DOC.exists()
-        else "# Benchmarks\n\nMeasured figures; each section says the command that produced it.\n"
+        else "# Benchmarks: the notebook\n\nMeasured figures; each section says its command.\n"
     )
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     section = f"## {title}\n\n_Last run {stamp} on {machine()}._\n\n{body.strip()}\n"
@@ -79,3 +82,8 @@ def update_section(title: str, body: str) -> None:
     else:
         text = text.rstrip() + "\n\n" + section
     BENCH_DOC.write_text(text.rstrip() + "\n")
+    print(
+        f"wrote the section {title!r} of {BENCH_DOC.relative_to(ROOT)}; if it holds a headline"
+        f" figure, update its row in {SUMMARY_DOC.relative_to(ROOT)}",
+        file=sys.stderr,
+    )

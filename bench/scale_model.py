@@ -1,7 +1,7 @@
 """The paper model of docs/scale.md: objects, bytes per level, build CPU-hours, cluster size,
 object-store cost and browser bytes, from the per-cell costs bench_cluster.py measures.
 
-Every input is an argument (defaults: the figures of docs/benchmarks.md, "Build on a dask
+Every input is an argument (defaults: the figures of docs/benchmarks-archive.md, "Build on a dask
 cluster", and the list prices docs/scale.md states); the output is the markdown of the model's
 tables. Pure arithmetic, no I/O.
 

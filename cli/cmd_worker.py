@@ -4,7 +4,7 @@ It is ``dask worker`` (every option after the address passes through unchanged) 
 setting a CPU-bound build wants that dask does not default to: dask's statistical profiler off
 (``distributed.worker.profile.enabled: false``). The profiler samples every task thread from
 the worker's event loop every 10 ms, holding the GIL while it walks their stacks: half a busy
-worker's event-loop CPU, about 1.5 % of a core taken from the tasks (docs/benchmarks.md,
+worker's event-loop CPU, about 1.5 % of a core taken from the tasks (docs/benchmarks-archive.md,
 "Build on a dask cluster: worker settings"; decision 0026). ``--profile`` keeps it on (dask's
 dashboard then shows where the tasks spend their time). The process becomes ``dask worker``
 (exec), so signals, exit codes and the nanny behave exactly as dask documents them.

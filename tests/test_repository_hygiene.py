@@ -11,11 +11,11 @@ or a changelog entry cannot follow "issue 14". A rule cites the decision record
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
 
 from tests.conftest import REPO
+from tests.repository import tracked_files
 
 # "issue 10", "Issues 10", "issue #10", "issue-10" (a file name), "(#10)"
 TRACKER = re.compile(r"\b[Ii]ssues?[ -]?#?\d+|\(#\d+\)")
@@ -30,19 +30,7 @@ SELF = "tests/test_repository_hygiene.py"
 
 
 def _tracked_files() -> list[str]:
-    try:
-        done = subprocess.run(
-            ["git", "ls-files", "-z"],
-            cwd=REPO,
-            capture_output=True,
-            check=False,
-            timeout=60,
-        )
-    except FileNotFoundError:
-        pytest.skip("git is not installed: the tracked files cannot be listed")
-    if done.returncode != 0:
-        pytest.skip(f"not a git checkout ({done.stderr.decode(errors='replace').strip()})")
-    return [p for p in done.stdout.decode().split("\0") if p]
+    return tracked_files()
 
 
 @pytest.mark.parametrize(

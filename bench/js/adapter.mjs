@@ -1,7 +1,7 @@
 // Store adapter benchmark (Node): stock zarrita reading whole timesteps of a 2 x 2 cell store
 // through chronozarrStore (true values) against stock zarrita reading the same store plainly
 // (stored values: residuals at delta timesteps), over the Range-capable test server on 127.0.0.1.
-// Prints a table and replaces the "Store adapter" section of docs/benchmarks.md.
+// Prints a table and replaces the "Store adapter" section of docs/benchmarks-archive.md.
 //
 //   cd js && npm ci && node ../bench/js/adapter.mjs [--reps 9] [--no-write]
 
@@ -154,7 +154,7 @@ try {
       "the anchor is decoded, where plain zarrita fetches it again.",
       "",
     ].join("\n");
-    const file = path.join(REPO, "docs", "benchmarks.md");
+    const file = path.join(REPO, "docs", "benchmarks-archive.md");
     writeSection(file, section);
     console.log(`updated ${path.relative(REPO, file)}`);
   }

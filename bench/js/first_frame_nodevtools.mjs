@@ -20,7 +20,7 @@
 // any chunk had to open one) and what is left, the client's own time: the scripts, the chunks'
 // bodies, decode, upload and draw. --baseline DIR (a viewer folder built from another commit, as
 // viewer.mjs's header says) is measured interleaved, run by run. Writes the "Map viewer: first
-// frame, no DevTools client" section of docs/benchmarks.md unless --no-write.
+// frame, no DevTools client" section of docs/benchmarks-archive.md unless --no-write.
 
 import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -225,7 +225,7 @@ try {
     "back, 60-100 ms after the draw call (flushing the uploads earlier, as they arrive, measured 1.02-1.04x: no gain).",
     "",
   ].join("\n");
-  if (write) writeSection(path.join(REPO, "docs", "benchmarks.md"), section, { after: "## Map viewer (browser)" });
+  if (write) writeSection(path.join(REPO, "docs", "benchmarks-archive.md"), section, { after: "## Map viewer (browser)" });
 } finally {
   await proxy?.close();
   await zero?.close();

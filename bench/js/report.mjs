@@ -1,6 +1,7 @@
 // What the browser benchmarks share in reporting (viewer.mjs, first_frame_nodevtools.mjs, run.mjs,
-// adapter.mjs): the median of a run's figures, and writing a benchmark's section into
-// docs/benchmarks.md in place.
+// adapter.mjs): the median of a run's figures, and writing a benchmark's section into the
+// notebook, docs/benchmarks-archive.md, in place (the headline table, docs/benchmarks.md, is
+// edited by hand).
 //
 // - median(xs): the middle value (the mean of the two middle ones for an even count).
 // - writeSection(file, section, { after }): `section` starts with its "## " title; the section of
@@ -31,4 +32,8 @@ export function writeSection(file, section, { after = null } = {}) {
     doc = next >= 0 ? `${doc.slice(0, next + 1)}${body}\n${doc.slice(next + 1)}` : `${doc.replace(/\s*$/, "\n\n")}${body}`;
   }
   writeFileSync(file, doc);
+  console.error(
+    `wrote the section ${JSON.stringify(title.slice(3))} of ${file};` +
+      " if it holds a headline figure, update its row in docs/benchmarks.md",
+  );
 }

@@ -1,7 +1,7 @@
 // Browser reader benchmark: writes a 2 x 2 cell store (2 bands x 1024 x 1024 uint16, cs 512,
 // star-delta, zstd) with the Python writer into a temporary folder, serves it on 127.0.0.1 with
 // the Range-capable test server, runs bench/js/bench.js in headless Chromium, prints a table and
-// replaces the "Browser reader" section of docs/benchmarks.md (other sections are kept).
+// replaces the "Browser reader" section of docs/benchmarks-archive.md (other sections are kept).
 //
 //   cd js && npm ci && node ../bench/js/run.mjs [--reps 15] [--no-write] [--shard]
 
@@ -113,7 +113,7 @@ try {
       "and drawing only.",
       "",
     ].join("\n");
-    const file = path.join(REPO, "docs", "benchmarks.md");
+    const file = path.join(REPO, "docs", "benchmarks-archive.md");
     writeSection(file, section);
     console.log(`updated ${path.relative(REPO, file)}`);
   }

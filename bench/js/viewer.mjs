@@ -31,7 +31,7 @@
 // animation frames in which a new timestep is on screen. Scrubbing asks for the next timestep as
 // soon as the previous one is drawn; "anchors resident" drops the prefetched deltas so each
 // timestep costs one delta GET per cell (direct to nginx, no added RTT); "all resident" keeps
-// them. Writes the "Map viewer (browser)" section of docs/benchmarks.md.
+// them. Writes the "Map viewer (browser)" section of docs/benchmarks-archive.md.
 
 import { spawnSync } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -628,7 +628,7 @@ try {
     "four GETs open a connection; decision 0028).",
     "",
   ].join("\n");
-  if (write) writeSection(path.join(REPO, "docs", "benchmarks.md"), section);
+  if (write) writeSection(path.join(REPO, "docs", "benchmarks-archive.md"), section);
   }
   }
 } finally {

@@ -8,7 +8,7 @@
 // decoder is loaded first in a child process of its own), and the decode time per chunk of the 8
 // chunks of timesteps 0 and 1 (an anchor and a delta residual) of the bench store
 // (bench/js/make_store.py), with the ratio numcodecs / zstddec, and checks that both decode
-// every chunk to the same bytes. Nothing is written: the figures go into docs/benchmarks.md by hand.
+// every chunk to the same bytes. Nothing is written: the figures go into docs/benchmarks-archive.md by hand.
 
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
