@@ -48,9 +48,12 @@ __all__ = [
     "items_document",
     "items_reference",
     "mask_fields",
+    "period_fields",
     "read_provenance_items",
+    "record_periods",
     "record_skipped_items",
     "skipped_entries",
+    "with_periods",
     "with_skipped_items",
     "write_provenance_items",
 ]
@@ -91,17 +94,20 @@ def items_reference() -> dict[str, str]:
     return {"array": PROVENANCE_ITEMS, "format": ITEMS_FORMAT}
 
 
-def composite_fields(method: str, parameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def composite_fields(
+    method: str, parameters: Mapping[str, Any] | None = None, *, period: str = "monthly"
+) -> dict[str, Any]:
     """The composite entries of the provenance block: ``composite`` (``"monthly <method>"``, the
-    spec 3.8 example's form) and, when the method has parameters (a percentile's ``q``, the
-    index of ``best``, the geometric median's library and tolerance), ``composite_parameters``.
+    spec 3.8 example's form; ``"dekadal median"``, ``"16-day median"`` for other periods) and,
+    when the method has parameters (a percentile's ``q``, the index of ``best``, the geometric
+    median's library and tolerance), ``composite_parameters``.
 
     The median has none, so its block is what it was before other methods existed."""
     if not method or not isinstance(method, str):
         raise ChronozarrError(
             f"provenance: composite method must be a non-empty string, not {method!r}"
         )
-    out: dict[str, Any] = {"composite": f"monthly {method}"}
+    out: dict[str, Any] = {"composite": f"{period} {method}"}
     if parameters:
         out["composite_parameters"] = dict(parameters)
     return out
@@ -132,6 +138,47 @@ def mask_fields(
             "probability above the maximum); Euclidean disk"
         )
     return {"mask_cleaning": rules} if rules else {}
+
+
+def period_fields(
+    period: Mapping[str, Any] | None, bounds: Sequence[Sequence[str]]
+) -> dict[str, Any]:
+    """``period`` and ``periods`` of the provenance block (a spec 3.8 addition, docs/spec.md):
+    the kind of period each timestep stands for (``{"kind": "dekad"}``, ``{"kind": "days",
+    "days": 5}``, ...) and, per timestep in order, its ``[start, end)`` as ISO times (the start
+    is the timestep's time). Empty for calendar months, whose bounds follow from the times: a
+    monthly store's block is what it was before periods existed."""
+    if not period or period.get("kind", "month") == "month":
+        return {}
+    return {"period": dict(period), "periods": [[str(a), str(b)] for a, b in bounds]}
+
+
+def with_periods(
+    provenance: Mapping[str, Any] | None, bounds: Sequence[Sequence[str]], first: int
+) -> dict[str, Any]:
+    """The provenance block with ``periods[first:]`` set to ``bounds`` (an append's new
+    timesteps; idempotent, so a re-run of an interrupted append writes the same block). A block
+    without ``periods`` (a monthly store) is returned as it is."""
+    prov = dict(provenance or {})
+    known = prov.get("periods")
+    if isinstance(known, list):
+        prov["periods"] = list(known[:first]) + [[str(a), str(b)] for a, b in bounds]
+    return prov
+
+
+def record_periods(
+    store: str | os.PathLike[str], bounds: Sequence[Sequence[str]], first: int
+) -> None:
+    """Write :func:`with_periods` into the root's provenance (a local append calls it before
+    :func:`chronozarr.append`, which keeps the provenance it finds, so ``periods`` may run ahead
+    of the time axis, never behind it; entries past it are ignored)."""
+    root_path = Path(store) / "zarr.json"
+    root = json.loads(root_path.read_bytes())
+    block = root["attributes"]["chronozarr"]
+    if not isinstance((block.get("provenance") or {}).get("periods"), list):
+        return
+    block["provenance"] = with_periods(block.get("provenance"), bounds, first)
+    _atomic_write(root_path, dumps(root))
 
 
 def skipped_entries(skipped: Iterable[Skipped], limit: int = SKIPPED_LIMIT) -> list[dict[str, str]]:

@@ -338,7 +338,7 @@ def build_on_cluster(
                 shard_time=recipe.store.shard_time,
                 codec=recipe.store.codec.name,
                 codec_options=codec_options(recipe),
-                provenance=lambda ex: provenance_block(recipe, stats_of(ex).skipped),
+                provenance=lambda ex: provenance_block(recipe, stats_of(ex).skipped, plan),
                 provenance_items=lambda ex: [
                     month_document(m, stats_of(ex).skipped) for m in plan.months
                 ],

@@ -10,7 +10,8 @@ from pydantic import BaseModel
 
 from chronozarr import provenance
 from cz.load import SkippedAsset
-from cz.plan import MonthPlan, grid_for
+from cz.periods import period_adjective
+from cz.plan import MonthPlan, Plan, grid_for
 from cz.recipe import Recipe
 
 
@@ -109,6 +110,8 @@ def fingerprint_sections(recipe: Recipe) -> dict[str, Any]:
     if grid.get("crs") == "utm":  # the zone it resolves to: `utm` and its EPSG code are one grid
         grid["crs"] = grid_for(recipe).crs
     composite = _dump(recipe.composite)
+    if recipe.composite.period.kind == "month":  # added with periods: absent is the month
+        composite.pop("period", None)
     for key, value in composite_parameters(recipe).items():  # geomedian: library, eps, ...
         composite.setdefault(key, value)
     return {
@@ -187,8 +190,11 @@ def _mask_notes(mask: Any) -> str:
     return "; ".join(parts)
 
 
-def provenance_block(recipe: Recipe, skipped: Sequence[SkippedAsset]) -> dict[str, Any]:
-    """The root's ``chronozarr.provenance`` (spec 3.8): small, whatever the number of items."""
+def provenance_block(
+    recipe: Recipe, skipped: Sequence[SkippedAsset], plan: Plan | None = None
+) -> dict[str, Any]:
+    """The root's ``chronozarr.provenance`` (spec 3.8): small, whatever the number of items;
+    with a period other than the month, the period and each timestep's bounds (``periods``)."""
     gap = recipe.gap_fill
     notes = recipe.provenance.notes
     if notes is None and recipe.mask is not None:
@@ -196,7 +202,12 @@ def provenance_block(recipe: Recipe, skipped: Sequence[SkippedAsset]) -> dict[st
     catalog = recipe.catalog.url or f"local file {Path(str(recipe.catalog.path)).name}"
     out: dict[str, Any] = {
         "sources": [recipe.catalog.collection],
-        **provenance.composite_fields(recipe.composite.method, composite_parameters(recipe)),
+        **provenance.composite_fields(
+            recipe.composite.method,
+            composite_parameters(recipe),
+            period=period_adjective(recipe.composite.period.rule()),
+        ),
+        **period_entries(recipe, plan),
         **mask_rules(recipe),
         "gap_fill": gap.method,
         "notes": notes,
@@ -211,6 +222,19 @@ def provenance_block(recipe: Recipe, skipped: Sequence[SkippedAsset]) -> dict[st
     out["fingerprint"] = provenance.fingerprint_entry(recipe_fingerprint(recipe))
     out["skipped_items"] = provenance.skipped_entries(skipped)
     return out
+
+
+def period_entries(recipe: Recipe, plan: Plan | None) -> dict[str, Any]:
+    """``period`` and ``periods`` of the provenance (none for calendar months)."""
+    bounds = period_bounds(plan) if plan is not None else []
+    return provenance.period_fields(
+        recipe.composite.period.model_dump(mode="json", exclude_none=True), bounds
+    )
+
+
+def period_bounds(plan: Plan) -> list[tuple[str, str]]:
+    """Each timestep's ``[start, end)`` of a plan (what an append adds to ``periods``)."""
+    return [(m.time, m.end or m.time) for m in plan.months]
 
 
 def month_document(month: MonthPlan, skipped: Sequence[SkippedAsset]) -> str:

@@ -1,4 +1,4 @@
-"""Making a plan: checks, de-duplication, DN corrections, months, grid, estimate, warnings."""
+"""Making a plan: checks, de-duplication, DN corrections, periods, grid, estimate, warnings."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from shapely.geometry import shape
 from chronozarr.location import is_url
 from cz.composite.bits import BitRule
 from cz.errors import RecipeError
-from cz.months import iso_utc, month_bounds, month_of, month_range
+from cz.months import iso_utc
+from cz.periods import Period, period_adjective
 from cz.plan.assets import AssetCensus
 from cz.plan.bitfields import plan_bit_rules
 from cz.plan.estimate import estimate_store
@@ -39,8 +40,8 @@ _DTYPE_MAX = {"uint8": 255, "uint16": 65535}
 
 def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None) -> Plan:
     """Decide the plan of ``recipe`` from the candidate items in ``resolution`` (no I/O)."""
-    months = month_range(recipe.time.start, recipe.time.end)
-    candidates, dropped, drop, census = _screen(recipe, months, resolution.items)
+    periods = recipe.periods()
+    candidates, dropped, drop, census = _screen(recipe, periods, resolution.items)
     _refuse_absent_assets(recipe, census)
     kept = deduplicate(candidates, drop)
     bit_rules = plan_bit_rules(
@@ -50,12 +51,12 @@ def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None)
         else [],
     )
     planned = [_planned_item(recipe, cand) for cand in kept]
-    month_plans, outside = _month_plans(months, planned, dropped)
+    month_plans, outside = _month_plans(periods, planned, dropped)
     grid = grid_for(recipe)
     store = recipe.store
     estimate = estimate_store(
         grid,
-        len(months),
+        len(periods),
         len(recipe.bands),
         store.dtype,
         shard=store.shard,
@@ -78,11 +79,11 @@ def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None)
         source=resolution.source,
         signing=recipe.catalog.sign,
         grid=grid,
-        **_recipe_sections(recipe, len(months), store_path, bit_rules),
+        **_recipe_sections(recipe, len(periods), store_path, bit_rules),
         months=month_plans,
         outside=outside,
         totals=Totals(
-            months=len(months),
+            months=len(periods),
             empty_months=sum(1 for m in month_plans if not m.items),
             items_found=len(resolution.items),
             items_kept=len(planned),
@@ -99,12 +100,13 @@ DropFn = Callable[..., None]
 
 
 def _screen(
-    recipe: Recipe, months: list[str], items: Sequence[dict[str, Any]]
+    recipe: Recipe, periods: list[Period], items: Sequence[dict[str, Any]]
 ) -> tuple[list[Candidate], list[DroppedItem], DropFn, AssetCensus]:
     """Rule 1 on every item: the candidates, the items dropped so far, the function that
     records a drop (de-duplication drops more through it) and what the items' assets were."""
     dropped: list[DroppedItem] = []
     candidates: list[Candidate] = []
+    checks = Checks(recipe, periods)
 
     def drop(
         item: dict[str, Any],
@@ -117,14 +119,13 @@ def _screen(
             DroppedItem(
                 id=str(item.get("id", "?")),
                 datetime=iso_utc(moment) if moment else None,
-                month=month_of(moment) if moment else None,
+                month=checks.period_of(moment) if moment else None,
                 reason=reason,
                 detail=detail,
                 duplicate_of=duplicate_of,
             )
         )
 
-    checks = Checks(recipe, months)
     for item in items:
         outcome = checks.check(item)
         if isinstance(outcome, Candidate):
@@ -153,26 +154,27 @@ def _refuse_absent_assets(recipe: Recipe, census: AssetCensus) -> None:
 
 
 def _month_plans(
-    months: list[str], planned: list[PlannedItem], dropped: list[DroppedItem]
+    periods: list[Period], planned: list[PlannedItem], dropped: list[DroppedItem]
 ) -> tuple[list[MonthPlan], list[DroppedItem]]:
-    """Rule 4: the items of each UTC month (empty months kept), and the drops outside them."""
-    month_set = set(months)
-    by_month: dict[str, list[PlannedItem]] = {m: [] for m in months}
+    """Rule 4: the items of each period (empty ones kept), and the drops outside them."""
+    labels = [p.label for p in periods]
+    by_period: dict[str, list[PlannedItem]] = {m: [] for m in labels}
     for p in planned:
-        by_month[p.month].append(p)
-    dropped_by_month: dict[str, list[DroppedItem]] = {m: [] for m in months}
+        by_period[p.month].append(p)
+    dropped_by: dict[str, list[DroppedItem]] = {m: [] for m in labels}
     outside: list[DroppedItem] = []
     for d in dropped:
-        (dropped_by_month[d.month] if d.month in month_set else outside).append(d)
+        dropped_by.get(d.month or "", outside).append(d)
     month_plans = []
-    for m in months:
-        items = sorted(by_month[m], key=lambda p: (p.datetime, p.id))
+    for period in periods:
+        items = sorted(by_period[period.label], key=lambda p: (p.datetime, p.id))
         month_plans.append(
             MonthPlan(
-                month=m,
-                time=iso_utc(month_bounds(m)[0]),
+                month=period.label,
+                time=period.time,
+                end=period.bounds[1],
                 items=items,
-                dropped=sorted(dropped_by_month[m], key=lambda d: (d.datetime or "", d.id)),
+                dropped=sorted(dropped_by[period.label], key=lambda d: (d.datetime or "", d.id)),
                 solar_days=sorted({p.solar_day for p in items}),
             )
         )
@@ -215,7 +217,7 @@ def _plan_warnings(
     empty = [m.month for m in month_plans if not m.items]
     if empty:
         warnings.append(
-            f"{len(empty)} of {len(month_plans)} month(s) have no items: "
+            f"{len(empty)} of {len(month_plans)} {_unit(recipe)}(s) have no items: "
             + ", ".join(empty[:6])
             + (" ..." if len(empty) > 6 else "")
         )
@@ -260,6 +262,7 @@ def _recipe_sections(
 ) -> dict[str, Any]:
     """The recipe's choices as the plan records them, defaults resolved."""
     store = recipe.store
+    rule = recipe.composite.period.rule()
     harmonised = [b.name for b in recipe.bands if b.harmonize]
     codec = {
         "name": store.codec.name,
@@ -293,6 +296,7 @@ def _recipe_sections(
             else None
         ),
         "composite": _composite_entry(recipe),
+        "period": recipe.composite.period.model_dump(mode="json", exclude_none=True),
         "gap_fill": recipe.gap_fill.model_dump(mode="json"),
         "store": {
             "path": store_path,
@@ -307,7 +311,7 @@ def _recipe_sections(
         },
         "provenance": {
             "sources": [recipe.catalog.collection],
-            "composite": f"monthly {recipe.composite.method}",
+            "composite": f"{period_adjective(rule)} {recipe.composite.method}",
             "gap_fill": recipe.gap_fill.method,
             "notes": recipe.provenance.notes,
         },
@@ -343,6 +347,17 @@ def _mask_extras(recipe: Recipe) -> dict[str, Any]:
         out["cloud_probability_max"] = mask.cloud_probability_max
         out["cloud_probability_asset"] = list(mask.cloud_probability_asset)
     return out
+
+
+def _unit(recipe: Recipe) -> str:
+    """The period in words, for warnings (``month``, ``dekad``, ``5-day``...)."""
+    return recipe.composite.period.rule().describe()
+
+
+def _label_of(recipe: Recipe, moment: datetime) -> str:
+    period = recipe.composite.period.rule().containing(moment)
+    assert period is not None  # only items inside a period of the plan are planned
+    return period.label
 
 
 def _bits_entry(rules: Sequence[BitRule] | None) -> dict[str, Any]:
@@ -404,7 +419,7 @@ def _planned_item(recipe: Recipe, cand: Candidate) -> PlannedItem:
         id=str(item["id"]),
         collection=item.get("collection"),
         datetime=iso_utc(cand.moment),
-        month=month_of(cand.moment),
+        month=_label_of(recipe, cand.moment),
         solar_day=solar_day(item, cand.moment, cand.footprint),
         platform=props.get("platform"),
         mgrs_tile=mgrs_tile(item),

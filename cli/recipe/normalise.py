@@ -46,6 +46,22 @@ def as_month(value: Any) -> Any:
     return value.strip() if isinstance(value, str) else value
 
 
+def as_time_bound(value: Any) -> Any:
+    """A bound of the time range: a month ``YYYY-MM`` (as :func:`as_month`) or, for periods
+    shorter than a month, a day ``YYYY-MM-DD`` (whether a day fits the period is checked with
+    the period: cz.recipe.semantic)."""
+    if isinstance(value, str) and re.match(r"^\d{4}-\d{2}-\d{2}$", value.strip()):
+        text = value.strip()
+        try:
+            date.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"expected a date YYYY-MM-DD, got {text!r}") from None
+        if not 1900 <= int(text[:4]) <= 2999:
+            raise ValueError(f"the year of {text!r} is out of range (1900 .. 2999)")
+        return text
+    return as_month(value)
+
+
 def as_crs(value: Any) -> Any:
     """``32633`` and ``epsg:32633`` become ``EPSG:32633``; ``UTM`` becomes ``utm``."""
     if isinstance(value, bool):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -18,11 +19,19 @@ from pydantic import (
 
 from chronozarr.location import is_url
 from cz.errors import RecipeProblem
+from cz.periods import Period
 from cz.recipe.base import SectionModel
 from cz.recipe.collections import harmonised_by_default
 from cz.recipe.geojson import check_geojson_geometry, read_geojson_file
 from cz.recipe.mask import MaskSpec
-from cz.recipe.normalise import as_codec, as_crs, as_list_of_str, as_month, resolve_input
+from cz.recipe.normalise import (
+    as_codec,
+    as_crs,
+    as_list_of_str,
+    as_time_bound,
+    resolve_input,
+)
+from cz.recipe.period import PeriodSpec, as_period
 from cz.recipe.positions import Marks, field_path, locate
 
 #: Resampling methods understood by odc-stac / rasterio.
@@ -187,10 +196,28 @@ class GridSpec(SectionModel):
 
 
 class TimeSpec(SectionModel):
-    """The time range, whole UTC calendar months, both ends included."""
+    """The time range, both ends included: whole UTC calendar months, or days (``YYYY-MM-DD``)
+    with a period other than the month. The store's periods are those starting in it."""
 
-    start: Annotated[str, BeforeValidator(as_month)] = Field(description="first month, YYYY-MM")
-    end: Annotated[str, BeforeValidator(as_month)] = Field(description="last month, YYYY-MM")
+    start: Annotated[str, BeforeValidator(as_time_bound)] = Field(
+        description="first month, YYYY-MM (or first day, YYYY-MM-DD)"
+    )
+    end: Annotated[str, BeforeValidator(as_time_bound)] = Field(
+        description="last month, YYYY-MM (or last day, YYYY-MM-DD)"
+    )
+
+    @property
+    def first_day(self) -> date:
+        """The first day of the range (a month's first day)."""
+        return date.fromisoformat(self.start if len(self.start) == 10 else self.start + "-01")
+
+    @property
+    def last_day(self) -> date:
+        """The last day of the range, included (a month's last day)."""
+        if len(self.end) == 10:
+            return date.fromisoformat(self.end)
+        year, month = int(self.end[:4]), int(self.end[5:7])
+        return date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
 
 
 class BandSpec(SectionModel):
@@ -287,7 +314,8 @@ COMPOSITE_METHODS = ("median", "mean", "min", "max", "percentile", "medoid", "ge
 
 
 class CompositeSpec(SectionModel):
-    """The monthly composite: the method and its parameters (rounding rules in docs/recipes.md).
+    """The composite of each period: the method and its parameters (rounding rules in
+    docs/recipes.md) and the period (a calendar month by default).
 
     ``q`` (0..100) goes with ``percentile`` only, ``index`` (an expression over band names or
     common names, e.g. ``(nir - red) / (nir + red)``) with ``best`` only."""
@@ -295,6 +323,9 @@ class CompositeSpec(SectionModel):
     method: Literal[COMPOSITE_METHODS] = "median"  # type: ignore[valid-type]
     q: float | None = Field(default=None, ge=0, le=100)
     index: str | None = Field(default=None, min_length=1, max_length=500)
+    period: Annotated[PeriodSpec, BeforeValidator(as_period)] = Field(
+        default_factory=PeriodSpec, description="what one timestep stands for; default month"
+    )
 
     @field_validator("index")
     @classmethod
@@ -440,6 +471,10 @@ class Recipe(SectionModel):
             if band.harmonize is None:
                 band.harmonize = default
         return self
+
+    def periods(self) -> list[Period]:
+        """The store's periods: those of ``composite.period`` starting in the time range."""
+        return self.composite.period.rule().between(self.time.first_day, self.time.last_day)
 
     @property
     def store_dn_offset(self) -> int:

@@ -34,11 +34,35 @@ def _source_problems(recipe: Recipe) -> Found:
     if len(given) != 1:
         which = f"got {', '.join(given)}" if given else "got none"
         found.append((("aoi",), f"expected exactly one of 'bbox', 'geometry' or 'file'; {which}"))
-    if recipe.time.start > recipe.time.end:
-        found.append(
-            (("time", "end"), f"end {recipe.time.end} is before start {recipe.time.start}")
-        )
-    return found
+    return found + _time_problems(recipe)
+
+
+def _time_problems(recipe: Recipe) -> Found:
+    """Months for a monthly store; an ordered range holding at least one period."""
+    time = recipe.time
+    rule = recipe.composite.period.rule()
+    if rule.kind == "month":
+        for key in ("start", "end"):
+            value = getattr(time, key)
+            if len(value) == 10:
+                return [
+                    (
+                        ("time", key),
+                        f"expected a month as YYYY-MM (e.g. {value[:7]}), got the date {value}; "
+                        "the time range is whole calendar months (days go with a period "
+                        "shorter than a month, composite.period)",
+                    )
+                ]
+    if time.first_day > time.last_day:
+        return [(("time", "end"), f"end {time.end} is before start {time.start}")]
+    if not recipe.periods():
+        return [
+            (
+                ("time",),
+                f"no {rule.describe()} period starts between {time.first_day} and {time.last_day}",
+            )
+        ]
+    return []
 
 
 def _band_problems(recipe: Recipe) -> Found:
