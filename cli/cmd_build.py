@@ -139,7 +139,9 @@ def _print_plan_header(plan: Plan) -> None:
         highlight=False,
     )
     bands = ", ".join(
-        f"{b['name']} <- {'|'.join(b['asset'])} (x{_fmt(b['scale'])} {_fmt(b['offset']):s})"
+        f"{b['name']} <- {b.get('expression') or '|'.join(b['asset'])} "
+        f"(x{_fmt(b['scale'])} {_fmt(b['offset']):s}"
+        + (", from the composite)" if b.get("when") == "composite" else ")")
         for b in plan.bands
     )
     out.print(f"  bands     {escape(bands)}", highlight=False)

@@ -104,6 +104,11 @@ def fingerprint_sections(recipe: Recipe) -> dict[str, Any]:
     for band in recipe.bands:
         entry = _dump(band)
         entry["offset"] = band.physical_offset  # the default resolved (harmonised: -1000 x scale)
+        for key in ("expression", "when", "dtype"):  # added with derived bands: absent is none
+            if entry.get(key) is None:
+                entry.pop(key, None)
+        if band.derived and entry.get("when") is None:
+            entry["when"] = "observation"
         bands.append(entry)
     harmonised = any(b.harmonize for b in recipe.bands)
     grid = _dump(recipe.grid)
@@ -147,11 +152,14 @@ def recipe_fingerprint(recipe: Recipe) -> dict[str, Any]:
     return provenance.flatten_fingerprint(fingerprint_sections(recipe))
 
 
-def _at_defaults(section: Any) -> Any:
-    """The section with every optional field at its default (required ones kept)."""
+def _at_defaults(section: Any, keep: tuple[str, ...] = ()) -> Any:
+    """The section with every optional field at its default (required ones kept, and those of
+    ``keep``: what makes a band the band it is, its asset or its expression and own scale)."""
     cls = type(section)
     required = {
-        name: getattr(section, name) for name, f in cls.model_fields.items() if f.is_required()
+        name: getattr(section, name)
+        for name, f in cls.model_fields.items()
+        if f.is_required() or (name in keep and getattr(section, name) is not None)
     }
     return cls.model_validate(required)
 
@@ -164,7 +172,10 @@ def fingerprint_defaults(recipe: Recipe) -> dict[str, Any]:
         for name in ("filters", "composite", "gap_fill", "grid", "store")
     }
     update["mask"] = None if recipe.mask is None else _at_defaults(recipe.mask)
-    update["bands"] = [_at_defaults(b) for b in recipe.bands]
+    update["bands"] = [
+        _at_defaults(b, ("asset", "expression", "scale") if b.derived else ("asset",))
+        for b in recipe.bands
+    ]
     return recipe_fingerprint(recipe.model_copy(update=update))
 
 
@@ -208,6 +219,7 @@ def provenance_block(
             period=period_adjective(recipe.composite.period.rule()),
         ),
         **period_entries(recipe, plan),
+        **_derived_entries(recipe),
         **mask_rules(recipe),
         "gap_fill": gap.method,
         "notes": notes,
@@ -222,6 +234,17 @@ def provenance_block(
     out["fingerprint"] = provenance.fingerprint_entry(recipe_fingerprint(recipe))
     out["skipped_items"] = provenance.skipped_entries(skipped)
     return out
+
+
+def _derived_entries(recipe: Recipe) -> dict[str, Any]:
+    """``derived_bands`` of the provenance: each derived band's expression and when it is
+    computed (none without derived bands: the block stays as it was)."""
+    derived = {
+        b.name: {"expression": b.expression, "when": b.when or "observation"}
+        for b in recipe.bands
+        if b.derived
+    }
+    return {"derived_bands": derived} if derived else {}
 
 
 def period_entries(recipe: Recipe, plan: Plan | None) -> dict[str, Any]:

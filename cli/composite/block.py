@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cz.composite.bits import BitRule
+from cz.composite.derived import DerivedBand, derived_values
 from cz.composite.masks import SCL_CLOUD_CLASSES, cleaned_validity, halo_pixels, rejection_sets
 from cz.composite.median import median_composite
 from cz.composite.methods import (
@@ -73,6 +74,11 @@ class CompositeRules:
     cloud_max: float | None = None
     clean: tuple[int, ...] = SCL_CLOUD_CLASSES
     bits: tuple[BitRule, ...] = ()
+    #: derived bands (cz.composite.derived); ``bands`` then lists the read bands, then the
+    #: derived ones per observation, then those from the composite, and ``store_order`` gives,
+    #: per store band, its position in that list (empty: the same order)
+    derived: tuple[DerivedBand, ...] = ()
+    store_order: tuple[int, ...] = ()
 
     @property
     def halo(self) -> int:
@@ -101,6 +107,7 @@ def reduce_observations(
     fill = fill_value(dt, nodata)
     bounds = value_bounds(dt, nodata)
     method = rules.method
+    per_observation = sum(1 for d in rules.derived if not d.after)
     if method == "median":
         return median_composite(obs_values, obs_valid, dt, fill, overwrite=True)
     count = obs_valid.sum(axis=0, dtype=np.int64)
@@ -113,12 +120,15 @@ def reduce_observations(
     elif method == "percentile":
         assert rules.q is not None  # the recipe model requires q with percentile
         out = percentile_composite(obs_values, obs_valid, dt, fill, bounds, q=rules.q)
-    elif method == "medoid":
-        out = medoid_composite(obs_values, obs_valid, dt, fill)
+    elif method == "medoid":  # the distance over the bands read, not the derived ones
+        metric = obs_values.shape[1] - per_observation
+        out = medoid_composite(obs_values, obs_valid, dt, fill, metric_bands=metric)
     elif method == "best":
         assert rules.index is not None  # the recipe model requires index with best
         out = best_composite(obs_values, obs_valid, dt, fill, index=rules.index, bands=rules.bands)
     elif method == "geomedian":
+        if per_observation:  # refused with the recipe: the geometric median is no observation
+            raise ValueError("a geomedian computes derived bands from the composite only")
         out = geomedian_composite(obs_values, obs_valid, dt, fill, bounds)
     else:
         raise ValueError(f"unknown composite method {method!r} (one of {', '.join(METHODS)})")
@@ -167,7 +177,8 @@ def composite_block(
     n, nb, full_h, full_w = values.shape
     h, w = full_h - 2 * halo, full_w - 2 * halo
     if n == 0:
-        return np.full((nb, h, w), fill, dtype=dt), np.zeros((h, w), dtype=np.uint8)
+        n_store = nb + len(rules.derived)
+        return np.full((n_store, h, w), fill, dtype=dt), np.zeros((h, w), dtype=np.uint8)
     has_data = np.empty((n, full_h, full_w), dtype=bool)
     for i in range(n):
         has_data[i] = observation_validity(values[i : i + 1], None, None, src_nodata[i])[0]
@@ -196,8 +207,63 @@ def composite_block(
         value_bounds(dt, nodata),
         work_dtype(dt),
     )
+    obs_values = _with_derived(
+        obs_values, obs_valid, rules, work_dtype(dt), value_bounds(dt, nodata)
+    )
     composite, count = reduce_observations(obs_values, obs_valid, rules, dt, nodata)
+    composite = _composite_derived(composite, count, nb, rules, dt, nodata)
     return composite, saturating_coverage(count)
+
+
+def _with_derived(
+    obs_values: np.ndarray,
+    obs_valid: np.ndarray,
+    rules: CompositeRules,
+    wdt: np.dtype,
+    bounds: tuple[float, float],
+) -> np.ndarray:
+    """The observations with their derived bands (those computed per observation) appended; an
+    observation whose derived value is not finite is made invalid (``obs_valid`` in place)."""
+    per_obs = [d for d in rules.derived if not d.after]
+    if not per_obs:
+        return obs_values
+    nb = obs_values.shape[1]
+    extra = np.empty((obs_values.shape[0], len(per_obs), *obs_values.shape[2:]), dtype=wdt)
+    for g in range(obs_values.shape[0]):
+        for j, band in enumerate(per_obs):
+            extra[g, j], finite = derived_values(band, obs_values[g], rules.bands[:nb], wdt, bounds)
+            obs_valid[g] &= finite
+    return np.concatenate([obs_values, extra], axis=1)
+
+
+def _composite_derived(
+    composite: np.ndarray,
+    count: np.ndarray,
+    nb: int,
+    rules: CompositeRules,
+    dt: np.dtype,
+    nodata: float | None,
+) -> np.ndarray:
+    """The composite with its derived bands computed from it appended (``count`` set to 0 and
+    every band to fill where one is not finite), in the store's band order."""
+    after = [d for d in rules.derived if d.after]
+    if after:
+        fill = fill_value(dt, nodata)
+        wdt, bounds = work_dtype(dt), value_bounds(dt, nodata)
+        extra = np.empty((len(after), *composite.shape[1:]), dtype=dt)
+        for j, band in enumerate(after):
+            numbers, finite = derived_values(band, composite[:nb], rules.bands[:nb], wdt, bounds)
+            extra[j] = numbers.astype(dt)
+            gone = (count > 0) & ~finite
+            if gone.any():  # validity follows the inputs: no number, no observation
+                count[gone] = 0
+                composite[:, gone] = fill
+                extra[:, gone] = fill
+        extra[:, count == 0] = fill
+        composite = np.concatenate([composite, extra], axis=0)
+    if rules.store_order:
+        composite = composite[list(rules.store_order)]
+    return composite
 
 
 def _mosaic_days(

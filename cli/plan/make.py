@@ -232,7 +232,7 @@ def _scale_warnings(recipe: Recipe, planned: list[PlannedItem]) -> list[str]:
     (a Landsat recipe left at the Sentinel-2 default 0.0001, say)."""
     out = []
     for band in recipe.bands:
-        if band.harmonize:
+        if band.harmonize or band.derived:
             continue
         seen: dict[tuple[float, float], int] = {}
         for p in planned:
@@ -274,13 +274,18 @@ def _recipe_sections(
         "bands": [
             {
                 "name": b.name,
-                "asset": list(b.asset),
+                "asset": list(b.asset or ()),
                 "common_name": b.common_name,
                 "scale": b.scale,
                 "offset": b.physical_offset,
                 "units": b.units,
                 "resampling": b.resampling,
                 "harmonize": b.harmonize,
+                **(
+                    {"expression": b.expression, "when": b.when or "observation"}
+                    if b.derived
+                    else {}
+                ),
             }
             for b in recipe.bands
         ],

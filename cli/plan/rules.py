@@ -63,7 +63,9 @@ def asset_needs(recipe: Recipe) -> dict[str, tuple[tuple[str | int, ...], list[s
     One place, so an asset a new recipe rule reads is resolved, dropped and refused like the
     others once it is listed here."""
     needs: dict[str, tuple[tuple[str | int, ...], list[str]]] = {
-        b.name: (("bands", i, "asset"), list(b.asset)) for i, b in enumerate(recipe.bands)
+        b.name: (("bands", i, "asset"), list(b.asset))
+        for i, b in enumerate(recipe.bands)
+        if b.asset is not None  # a derived band reads no asset
     }
     if recipe.mask is not None:
         needs["mask"] = (("mask", "asset"), list(recipe.mask.asset))

@@ -93,3 +93,17 @@ def resolve_input(value: str | Path, info: ValidationInfo) -> Path:
     if not path.is_absolute() and base is not None:
         path = Path(base) / path
     return path.resolve()
+
+
+def band_math(value: str | None) -> str | None:
+    """Band math as ``cz quicklook --expr`` parses it (numbers, band names, ``+ - * / **``,
+    parentheses: cz.look.expr), or a ValueError saying what is refused (without the CLI flag)."""
+    if value is None:
+        return None
+    from cz.look.expr import ExpressionError, names_in
+
+    try:
+        names_in(value)
+    except ExpressionError as exc:  # band math we refuse: say why, without the CLI flag
+        raise ValueError(str(exc).split(": ", 1)[-1]) from None
+    return value

@@ -29,6 +29,7 @@ from cz.recipe.normalise import (
     as_crs,
     as_list_of_str,
     as_time_bound,
+    band_math,
     resolve_input,
 )
 from cz.recipe.period import PeriodSpec, as_period
@@ -221,11 +222,26 @@ class TimeSpec(SectionModel):
 
 
 class BandSpec(SectionModel):
-    """One band of the store: where it comes from (asset aliases) and what its numbers mean."""
+    """One band of the store: where it comes from (asset aliases, or an ``expression`` over the
+    other bands: a derived band, cz.composite.derived) and what its numbers mean."""
 
     name: str = Field(min_length=1, max_length=64, description="the band name in the store")
-    asset: Annotated[list[str], BeforeValidator(as_list_of_str)] = Field(
-        min_length=1, description="an asset key or a list of aliases, e.g. [red, B04]"
+    asset: Annotated[list[str], BeforeValidator(as_list_of_str), Field(min_length=1)] | None = (
+        Field(default=None, description="an asset key or a list of aliases, e.g. [red, B04]")
+    )
+    expression: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=500,
+        description="a derived band: band math over the other bands, e.g. (nir - red) / (nir + red)",
+    )
+    when: Literal["observation", "composite"] | None = Field(
+        default=None,
+        description="a derived band: per observation before the reduction (default) or from the "
+        "composite",
+    )
+    dtype: Literal["uint8", "uint16", "int16", "float32"] | None = Field(
+        default=None, description="a derived band: its stored type (the store's dtype)"
     )
     common_name: str | None = None
     scale: float = 0.0001
@@ -246,9 +262,40 @@ class BandSpec(SectionModel):
             )
         return value
 
+    _expression_parses = field_validator("expression")(band_math)
+
+    @model_validator(mode="after")
+    def _read_or_derived(self) -> BandSpec:
+        if (self.asset is None) == (self.expression is None):
+            raise ValueError(
+                "a band needs asset (read from the items) or expression (derived from the other "
+                "bands), one of them"
+            )
+        if self.expression is None:
+            for key in ("when", "dtype"):
+                if getattr(self, key) is not None:
+                    raise ValueError(f"{key} goes with a derived band (expression)")
+            return self
+        if "scale" not in self.model_fields_set:
+            raise ValueError(
+                "a derived band needs its own scale (stored = (value - offset) / scale), e.g. "
+                "scale: 0.0001 and offset: 0 for NDVI in int16, offset: -1 in uint16"
+            )
+        for key in ("resampling", "harmonize"):
+            if key in self.model_fields_set and (key != "harmonize" or self.harmonize):
+                raise ValueError(f"{key} applies to bands read from assets, not derived ones")
+        return self
+
+    @property
+    def derived(self) -> bool:
+        """Whether the band is computed from the other bands (``expression``)."""
+        return self.expression is not None
+
     @field_validator("asset")
     @classmethod
-    def _aliases(cls, value: list[str]) -> list[str]:
+    def _aliases(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
         if any(not isinstance(v, str) or not v.strip() for v in value):
             raise ValueError("expected asset keys (non-empty strings)")
         if len(set(value)) != len(value):
@@ -327,18 +374,7 @@ class CompositeSpec(SectionModel):
         default_factory=PeriodSpec, description="what one timestep stands for; default month"
     )
 
-    @field_validator("index")
-    @classmethod
-    def _index_parses(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        from cz.look.expr import ExpressionError, names_in
-
-        try:
-            names_in(value)
-        except ExpressionError as exc:  # band math we refuse: say why, without the CLI flag
-            raise ValueError(str(exc).split(": ", 1)[-1]) from None
-        return value
+    _index_parses = field_validator("index")(band_math)
 
     @model_validator(mode="after")
     def _parameters_fit_the_method(self) -> CompositeSpec:
@@ -469,7 +505,7 @@ class Recipe(SectionModel):
         default = harmonised_by_default(self.catalog.collection)
         for band in self.bands:
             if band.harmonize is None:
-                band.harmonize = default
+                band.harmonize = default and not band.derived
         return self
 
     def periods(self) -> list[Period]:

@@ -18,6 +18,7 @@ def semantic_problems(recipe: Recipe) -> Found:
         + _store_problems(recipe)
         + _gap_fill_and_mask_problems(recipe)
         + _composite_problems(recipe)
+        + _derived_problems(recipe)
     )
 
 
@@ -193,7 +194,7 @@ def _gap_fill_and_mask_problems(recipe: Recipe) -> Found:
                         "mask.cloud_probability_max is set; name the band otherwise",
                     )
                 )
-        band_assets = {a for b in recipe.bands for a in b.asset}
+        band_assets = {a for b in recipe.bands for a in b.asset or ()}
         clash = band_assets & set(recipe.mask.asset)
         if clash:
             found.append(
@@ -211,15 +212,56 @@ def _gap_fill_and_mask_problems(recipe: Recipe) -> Found:
     return found
 
 
+def _derived_problems(recipe: Recipe) -> Found:
+    """A derived band names bands read from assets, is stored in the store's dtype, and is
+    computed per observation only when the method keeps observations."""
+    from cz.look.expr import names_in
+
+    found: Found = []
+    read = [b for b in recipe.bands if not b.derived]
+    known = {b.name for b in read} | {b.common_name for b in read if b.common_name}
+    for i, band in enumerate(recipe.bands):
+        if band.expression is None:
+            continue
+        unknown = [n for n in names_in(band.expression) if n not in known]
+        if unknown:
+            found.append(
+                (
+                    ("bands", i, "expression"),
+                    f"{band.expression!r} names {', '.join(repr(u) for u in unknown)}, which is "
+                    f"no band read from an asset (known: {', '.join(sorted(known)) or 'none'})",
+                )
+            )
+        if band.dtype is not None and band.dtype != recipe.store.dtype:
+            found.append(
+                (
+                    ("bands", i, "dtype"),
+                    f"the store holds one dtype, {recipe.store.dtype}; store the band in it (with "
+                    "a scale and offset its values fit, e.g. offset -1 for NDVI in uint16)",
+                )
+            )
+        if recipe.composite.method == "geomedian" and band.when != "composite":
+            found.append(
+                (
+                    ("bands", i, "when"),
+                    "the geometric median is no observation: compute derived bands from the "
+                    "composite (when: composite)",
+                )
+            )
+    return found
+
+
 def _composite_problems(recipe: Recipe) -> Found:
-    """``best``'s index names bands (by name or common name)."""
+    """``best``'s index names bands (by name or common name) it can rank observations by: those
+    read from assets and those derived per observation."""
     found: Found = []
     index = recipe.composite.index
     if index is None:
         return found
     from cz.look.expr import names_in
 
-    known = {b.name for b in recipe.bands} | {b.common_name for b in recipe.bands if b.common_name}
+    ranked = [b for b in recipe.bands if b.when != "composite"]
+    known = {b.name for b in ranked} | {b.common_name for b in ranked if b.common_name}
     unknown = [name for name in names_in(index) if name not in known]
     if unknown:
         found.append(
