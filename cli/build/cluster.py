@@ -37,6 +37,7 @@ from cz.build.spill import SpillPlanes
 from cz.build.store_args import (
     carry_forward_months,
     codec_options,
+    gap_method,
     month_document,
     provenance_block,
     store_bands,
@@ -98,6 +99,7 @@ class _CellPlanes:
             dtype=source.dtype,
             nodata=source.nodata,
             max_age=source.max_age,
+            gap=source.gap,
             readers=1,
         )
         self._todo = set(self.times)
@@ -150,6 +152,7 @@ class CompositeSource:
     dtype: str
     nodata: float | None
     max_age: int
+    gap: str = "carry-forward"
     has_mask: bool = True
     has_coverage: bool = True
     _shape4: tuple[int, int, int, int] = field(init=False)
@@ -221,6 +224,7 @@ def make_source(recipe: Recipe, plan: Plan, options: BuildOptions) -> CompositeS
         dtype=recipe.store.dtype,
         nodata=recipe.store.effective_nodata,
         max_age=carry_forward_months(recipe),
+        gap=gap_method(recipe),
     )
 
 

@@ -224,7 +224,7 @@ def provenance_block(
         "gap_fill": gap.method,
         "notes": notes,
     }
-    if gap.method == "carry-forward":
+    if gap.method != "none":
         out["gap_fill_max_age"] = gap.max_age
     out["catalog"] = catalog
     if recipe.name:
@@ -273,7 +273,14 @@ def month_document(month: MonthPlan, skipped: Sequence[SkippedAsset]) -> str:
 
 
 def carry_forward_months(recipe: Recipe) -> int:
-    """Months a value may be carried forward (0: no gap-fill)."""
-    if recipe.gap_fill.method != "carry-forward":
+    """Periods gap-fill reaches (0: no gap-fill): back for carry-forward, back and ahead for
+    linear."""
+    if recipe.gap_fill.method == "none":
         return 0
     return int(recipe.gap_fill.max_age or 0)
+
+
+def gap_method(recipe: Recipe) -> str:
+    """How gaps are filled inside the reach: carry-forward (also with none: nothing to reach) or
+    linear (cz.composite.gapfill)."""
+    return "linear" if recipe.gap_fill.method == "linear" else "carry-forward"

@@ -399,9 +399,11 @@ class CompositeSpec(SectionModel):
 
 
 class GapFillSpec(SectionModel):
-    """Gap-fill: none, or carry the last composite value forward for at most ``max_age`` months."""
+    """Gap-fill: none, carry the last composite value forward for at most ``max_age`` periods,
+    or interpolate linearly between the nearest observed periods within ``max_age`` on each
+    side."""
 
-    method: Literal["none", "carry-forward"] = "none"
+    method: Literal["none", "carry-forward", "linear"] = "none"
     max_age: int | None = Field(default=None, ge=1, le=1200)
 
 

@@ -170,12 +170,14 @@ def _gap_fill_and_mask_problems(recipe: Recipe) -> Found:
     """carry-forward needs max_age and only it uses one; the mask asset is not a band's."""
     found: Found = []
     gap = recipe.gap_fill
-    if gap.method == "carry-forward" and gap.max_age is None:
+    if gap.method != "none" and gap.max_age is None:
         found.append(
-            (("gap_fill", "max_age"), "carry-forward needs max_age (months), e.g. max_age: 2")
+            (("gap_fill", "max_age"), f"{gap.method} needs max_age (periods), e.g. max_age: 2")
         )
     if gap.method == "none" and gap.max_age is not None:
-        found.append((("gap_fill", "max_age"), "max_age is only used with method: carry-forward"))
+        found.append(
+            (("gap_fill", "max_age"), "max_age is only used with method: carry-forward or linear")
+        )
     if recipe.mask is not None:
         for i, band in enumerate(recipe.bands):
             if band.name == "mask":  # the plan keys each item's mask asset by this name

@@ -102,7 +102,7 @@ BROKEN: list[tuple[str, str, list[tuple[int | None, str, str]]]] = [
     (
         "carry-forward-without-age",
         GOOD + "gap_fill:\n  method: carry-forward\n",
-        [(17, "gap_fill.max_age", "carry-forward needs max_age")],
+        [(17, "gap_fill.max_age", "carry-forward needs max_age (periods)")],
     ),
     (
         "scl-class-out-of-range",
