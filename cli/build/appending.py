@@ -175,15 +175,16 @@ def append_months(
         return append_on_cluster(recipe, list(months), where, options, progress, started)
     path, reader = _open_local(where)
     months = list(months)
-    _check_months(months, store_labels(recipe, reader.attrs.times), recipe.composite.period.rule())
-    sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
-    # every comparison before the catalog is searched: the grid is the recipe's alone
-    diffs = _compare_recipe(recipe, reader, grid_for(sub))
+    # every comparison before the catalog is searched: the grid is the recipe's alone; the
+    # recipe first, so a recipe of another period says so before its periods are checked
+    diffs = _compare_recipe(recipe, reader, grid_for(recipe))
     diffs += _compare_fingerprint(recipe, reader, progress)
     if diffs:
         raise RecipeMismatchError(
             f"the recipe does not fit the store at {path}: " + "; ".join(diffs)
         )
+    _check_months(months, store_labels(recipe, reader.attrs.times), recipe.composite.period.rule())
+    sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
     progress.start("plan", None, "resolving items")
     plan = plan_recipe(sub, out=str(path))
     progress.finish("plan")

@@ -166,16 +166,16 @@ def append_on_cluster(
             reader = chronozarr.open_store(probe)
         except chronozarr.ChronozarrError as exc:  # missing, not a store, or corrupt: refuse
             raise AppendRefusedError(f"cannot open the store at {probe.url}: {exc}") from None
-        _check_months(
-            months, store_labels(recipe, reader.attrs.times), recipe.composite.period.rule()
-        )
-        sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
-        diffs = _compare_recipe(recipe, reader, grid_for(sub))
+        diffs = _compare_recipe(recipe, reader, grid_for(recipe))
         diffs += _compare_fingerprint(recipe, reader, progress)
         if diffs:
             raise RecipeMismatchError(
                 f"the recipe does not fit the store at {probe.url}: " + "; ".join(diffs)
             )
+        _check_months(
+            months, store_labels(recipe, reader.attrs.times), recipe.composite.period.rule()
+        )
+        sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
         progress.start("plan", None, "resolving items")
         plan = plan_recipe(sub, out=where)
         progress.finish("plan")

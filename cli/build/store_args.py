@@ -220,6 +220,7 @@ def provenance_block(
         ),
         **period_entries(recipe, plan),
         **_derived_entries(recipe),
+        **({"mask_bits": dict(recipe.mask.bits)} if recipe.mask and recipe.mask.bits else {}),
         **mask_rules(recipe),
         "gap_fill": gap.method,
         "notes": notes,

@@ -201,6 +201,7 @@ def test_bit_flags_mask_and_clean_as_numpy_reads_them(folder: Path) -> None:
     prov = chronozarr.open_store(store).attrs.provenance
     assert prov["fingerprint"]["fields"]["mask.bits.cloud_confidence"] == ["medium", "high"]
     assert prov["mask_cleaning"]["cleaned"] == ["cloud", "cloud_shadow", "dilated_cloud"]
+    assert prov["mask_bits"]["cloud_confidence"] == ["medium", "high"]
 
 
 def test_the_dry_run_states_the_resolved_flags(folder: Path) -> None:
