@@ -197,7 +197,9 @@ def composite_block(
     obs_valid = _crop(
         cleaned_validity(day_clear, day_cloudy, rules.open_radius, rules.dilate_radius), halo
     )
+    per_observation = sum(1 for d in rules.derived if not d.after)
     obs_values = _mosaic_days(
+        per_observation,
         _crop(values, halo),
         _crop(clear, halo),
         _crop(cloudy, halo),
@@ -222,18 +224,21 @@ def _with_derived(
     wdt: np.dtype,
     bounds: tuple[float, float],
 ) -> np.ndarray:
-    """The observations with their derived bands (those computed per observation) appended; an
-    observation whose derived value is not finite is made invalid (``obs_valid`` in place)."""
+    """The observations with their derived bands (those computed per observation) filled into
+    the last bands ``_mosaic_days`` left for them; an observation whose derived value is not
+    finite is made invalid (``obs_valid`` in place)."""
     per_obs = [d for d in rules.derived if not d.after]
     if not per_obs:
         return obs_values
-    nb = obs_values.shape[1]
-    extra = np.empty((obs_values.shape[0], len(per_obs), *obs_values.shape[2:]), dtype=wdt)
+    nb = obs_values.shape[1] - len(per_obs)
     for g in range(obs_values.shape[0]):
         for j, band in enumerate(per_obs):
-            extra[g, j], finite = derived_values(band, obs_values[g], rules.bands[:nb], wdt, bounds)
+            numbers, finite = derived_values(
+                band, obs_values[g, :nb], rules.bands[:nb], wdt, bounds
+            )
+            obs_values[g, nb + j] = numbers
             obs_valid[g] &= finite
-    return np.concatenate([obs_values, extra], axis=1)
+    return obs_values
 
 
 def _composite_derived(
@@ -267,6 +272,7 @@ def _composite_derived(
 
 
 def _mosaic_days(
+    extra: int,
     values: np.ndarray,
     clear: np.ndarray,
     cloudy: np.ndarray,
@@ -279,15 +285,15 @@ def _mosaic_days(
     """Rules 2 and 3: each solar day's (nb, h, w) corrected numbers, per pixel from the first item
     clear there, else the first cloudy one (the numbers a cleaning may re-admit). Item by item,
     so no corrected copy of every item is held; entries of pixels neither clear nor cloudy in
-    any item are meaningless."""
+    any item are meaningless. ``extra`` more bands are left for the derived ones."""
     n_obs, nb = len(members_of), values.shape[1]
-    obs_values = np.empty((n_obs, nb, *values.shape[2:]), dtype=wdt)
+    obs_values = np.empty((n_obs, nb + extra, *values.shape[2:]), dtype=wdt)
     for g, members in enumerate(members_of):
         fixed = [
             correct_values(values[i], clear[i] | cloudy[i], corrections[i], harmonized, bounds, wdt)
             for i in members
         ]
-        obs_values[g] = fixed[0]
+        obs_values[g, :nb] = fixed[0]
         if len(members) == 1:
             continue
         taken = clear[members[0]].copy()
@@ -295,6 +301,6 @@ def _mosaic_days(
             for k, i in enumerate(members):
                 take = source[i] & ~taken
                 if take.any():
-                    np.copyto(obs_values[g], fixed[k], where=take[None])
+                    np.copyto(obs_values[g, :nb], fixed[k], where=take[None])
                     taken |= take
     return obs_values

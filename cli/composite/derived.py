@@ -41,11 +41,15 @@ class DerivedBand:
     after: bool = False
 
 
-def physical_inputs(stored: np.ndarray, bands: Sequence[BandTerms]) -> Mapping[str, np.ndarray]:
-    """Name (and common name) -> the physical float64 values of ``stored`` (nb, h, w)."""
+def physical_inputs(
+    stored: np.ndarray, bands: Sequence[BandTerms], names: Sequence[str] | None = None
+) -> Mapping[str, np.ndarray]:
+    """Name (and common name) -> the physical float64 values of ``stored`` (nb, h, w); only
+    ``names`` when given (the ones an expression uses)."""
     return {
         name: stored[i].astype(np.float64) * bands[i].scale + bands[i].offset
         for name, i in index_names(bands).items()
+        if names is None or name in names
     }
 
 
@@ -60,9 +64,10 @@ def derived_values(
     bands' stored numbers ``stored`` (nb, h, w) described by ``bands``. Integer work dtypes get
     the number rounded half to even and clipped to ``bounds``; where the value is not finite the
     number is 0 and ``finite`` is False."""
-    from cz.look.expr import evaluate
+    from cz.look.expr import evaluate, names_in
 
-    value = evaluate(band.expression, physical_inputs(stored, bands))
+    used = names_in(band.expression)
+    value = evaluate(band.expression, physical_inputs(stored, bands, used))
     with np.errstate(invalid="ignore", over="ignore"):
         number = (value - band.offset) / band.scale
     finite = np.isfinite(number)
