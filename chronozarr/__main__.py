@@ -17,7 +17,7 @@ def _main() -> None:
             print(f"chronozarr {__version__}")
             return
         print(
-            "chronozarr: the command line needs the 'cli' extra: pip install 'chronozarr[cli]'",
+            "chronozarr: the command line needs the 'cli' extra: pip install 'chronozarr-tools[cli]'",
             file=sys.stderr,
         )
         sys.exit(1)

@@ -1,6 +1,6 @@
 """Optional dependencies: import one lazily, or say in one line which extra installs it.
 
-``pip install chronozarr`` is the format library alone (numpy, numcodecs, crc32c). Remote stores
+``pip install chronozarr-tools`` is the format library alone (numpy, numcodecs, crc32c). Remote stores
 need the ``remote`` extra (obstore), the xarray backend and lazy reading the ``xarray`` extra
 (dask, xarray, pyproj). A missing one raises :class:`~chronozarr.errors.MissingExtraError`
 naming the extra, never a bare ImportError.

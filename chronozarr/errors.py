@@ -79,14 +79,14 @@ class RemoteStoreError(ChronozarrError, OSError):
 
 class MissingExtraError(ChronozarrError, ImportError):
     """A feature needs an optional dependency that is not installed. The message is one line
-    naming the feature and the extra that installs it, e.g. ``pip install 'chronozarr[remote]'``."""
+    naming the feature and the extra that installs it, e.g. ``pip install 'chronozarr-tools[remote]'``."""
 
     def __init__(self, feature: str, extra: str, module: str) -> None:
         self.feature = feature
         self.extra = extra
         super().__init__(
             f"{feature} needs the '{extra}' extra ({module} is not installed): "
-            f"pip install 'chronozarr[{extra}]'"
+            f"pip install 'chronozarr-tools[{extra}]'"
         )
         self.name = module  # ImportError's attribute: the module that is missing
 

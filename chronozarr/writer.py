@@ -77,6 +77,7 @@ from chronozarr.metadata import (
     multiscales,
     parse_times,
     plane_array_doc,
+    residuals_attribute,
 )
 from chronozarr.provenance import PROVENANCE_ITEMS, items_array_objects
 from chronozarr.scheduling import DEFAULT_RETRIES, DEFAULT_WORKER_TIMEOUT, Runner, Stage
@@ -766,6 +767,9 @@ def encode(
     levels, docs, shard_bytes, volatility, extras = _write_levels(
         layout, args, samples, runner, work, on_task
     )
+    if temporal.encoding == "star-delta":  # residuals, said on the arrays too (decision 0040)
+        for lv in levels:
+            docs[f"{lv.path}/{args.variable}"]["attributes"].update(residuals_attribute())
     phases["levels"] = time.perf_counter() - clock - phases["select"]
     clock = time.perf_counter()
     prov = provenance(extras) if callable(provenance) else provenance

@@ -39,6 +39,7 @@ from xarray.core import indexing
 
 from chronozarr.crs import crs_to_cf
 from chronozarr.grid import pixel_centres
+from chronozarr.metadata import TIME_UNITS
 from chronozarr.pyramid import validity
 from chronozarr.reader import Reader, open_store
 
@@ -138,41 +139,114 @@ class _CellArray(BackendArray):
         return result
 
 
-def _times_ns(reader: Reader) -> np.ndarray:
-    return reader.times.astype("datetime64[ns]")
+#: CF encoding of the time axis when ``decode_times=False`` (the stored coordinate's, spec 3.5).
+TIME_ATTRS = {"units": TIME_UNITS, "calendar": "proleptic_gregorian"}
+_RESERVED = {"mask", "coverage", "spatial_ref", "time_bnds", "time", "band", "y", "x"}
 
 
-def level_dataset(reader: Reader, level: int = 0, *, physical: bool = True) -> xr.Dataset:
+def _times(reader: Reader, decode: bool) -> tuple[np.ndarray, dict[str, Any]]:
+    """The time axis: datetime64[ns], or (``decode_times=False``) int64 ms with CF units."""
+    if decode:
+        return reader.times.astype("datetime64[ns]"), {}
+    return reader.times.astype("datetime64[ms]").astype(np.int64), dict(TIME_ATTRS)
+
+
+def period_bounds(reader: Reader) -> np.ndarray | None:
+    """(time, 2) datetime64[ms] bounds of each composite period, or None when the store does
+    not say its timesteps are periods. The provenance block's ``composite`` (spec 3.8) naming a
+    ``monthly`` composite makes each timestep the calendar month it starts (decision 0040)."""
+    prov = reader.attrs.provenance or {}
+    composite = prov.get("composite") if isinstance(prov, dict) else None
+    if not (isinstance(composite, str) and composite.split()[:1] == ["monthly"]):
+        return None
+    starts = reader.times.astype("datetime64[M]")
+    if (starts.astype("datetime64[ms]") != reader.times.astype("datetime64[ms]")).any():
+        return None  # a monthly composite labelled mid-month: its label is not the period start
+    return np.stack([starts, starts + 1], axis=1).astype("datetime64[ms]")
+
+
+def _band_names(reader: Reader) -> list[str]:
+    """Per-band variable names: common names when every band has a distinct one (``ds.red``,
+    ``ds.nir``, as odc-stac users write), else the band names (decision 0040)."""
+    common = [b.common_name or "" for b in reader.bands]
+    if all(common) and len(set(common)) == len(common) and not set(common) & _RESERVED:
+        return common
+    names = [b.name for b in reader.bands]
+    clash = set(names) & _RESERVED
+    if clash:
+        raise ValueError(f"bands_as_variables: band names {sorted(clash)} clash with variables")
+    return names
+
+
+def _data_attrs(reader: Reader, bands: list[int], physical: bool) -> dict[str, Any]:
+    """CF attributes of data holding ``bands``: ``long_name``, ``units`` (when those bands agree),
+    ``grid_mapping``; stored values add ``_FillValue`` (the nodata, spec 2.3) and, when the
+    bands share them, ``scale_factor``/``add_offset`` (spec 3.6), so ``xr.decode_cf`` gives
+    physical values as for any CF file read with ``mask_and_scale=False``."""
+    chosen = [reader.bands[i] for i in bands]
+    names = ", ".join(b.name for b in chosen)
+    attrs: dict[str, Any] = {"long_name": chosen[0].name if len(chosen) == 1 else names}
+    units = {b.units for b in chosen}
+    if len(units) == 1 and None not in units:
+        attrs["units"] = units.pop()
+    attrs["grid_mapping"] = "spatial_ref"
+    if physical:
+        attrs["description"] = "stored * scale + offset (spec 3.6); NaN where invalid (spec 2.3)"
+        return attrs
+    if reader.nodata is not None:
+        attrs["_FillValue"] = reader.dtype.type(reader.nodata)
+        attrs["nodata"] = reader.nodata
+    scales = {(b.effective_scale, b.effective_offset) for b in chosen}
+    if len(scales) == 1 and scales != {(1.0, 0.0)}:
+        scale, offset = scales.pop()
+        attrs["scale_factor"], attrs["add_offset"] = scale, offset
+    if reader.has_mask:
+        attrs["ancillary_variables"] = "mask"
+    return attrs
+
+
+def level_dataset(
+    reader: Reader,
+    level: int = 0,
+    *,
+    physical: bool = True,
+    decode_times: bool = True,
+    bands_as_variables: bool = False,
+) -> xr.Dataset:
     """The Dataset of one level (lazily indexed; see the module docstring for its layout)."""
     if isinstance(level, bool) or not isinstance(level, int | np.integer):
         raise TypeError(f"level: expected an integer level index, got {level!r}")
     if not 0 <= level < len(reader.levels):
         raise IndexError(f"level {level} out of range (store has {len(reader.levels)} levels)")
     lv = reader.levels[level]
-    _n_time, _n_band, h, w = lv.shape
+    _n_time, n_band, h, w = lv.shape
     ys, xs = pixel_centres(lv.transform, h, w)
     cs = reader.chunk_size(level)
     bands = reader.bands
+    times, time_attrs = _times(reader, decode_times)
     coords: dict[str, Any] = {
-        "time": ("time", _times_ns(reader)),
-        "band": ("band", [b.name for b in bands]),
+        "time": ("time", times, time_attrs),
         # pixel centres, in the CRS's units (metres or degrees: spatial_ref says which)
         "y": ("y", np.asarray(ys, dtype=np.float64), {"axis": "Y"}),
         "x": ("x", np.asarray(xs, dtype=np.float64), {"axis": "X"}),
-        "common_name": ("band", [b.common_name or "" for b in bands]),
-        "units": ("band", [b.units or "" for b in bands]),
-        "scale": ("band", [b.effective_scale for b in bands]),
-        "offset": ("band", [b.effective_offset for b in bands]),
         "spatial_ref": ((), np.int32(0), crs_to_cf(reader.attrs.crs, lv.transform)),
     }
-    grid = {"grid_mapping": "spatial_ref"}
-    data_attrs: dict[str, Any] = dict(grid)
-    if physical:
-        data_attrs["description"] = (
-            "stored * scale + offset (spec 3.6); NaN where invalid (spec 2.3)"
+    if not bands_as_variables:
+        coords.update(
+            {
+                "band": ("band", [b.name for b in bands]),
+                "common_name": ("band", [b.common_name or "" for b in bands]),
+                "units": ("band", [b.units or "" for b in bands]),
+                "scale": ("band", [b.effective_scale for b in bands]),
+                "offset": ("band", [b.effective_offset for b in bands]),
+            }
         )
-    elif reader.nodata is not None:
-        data_attrs["nodata"] = reader.nodata
+    bounds = period_bounds(reader)
+    if bounds is not None:
+        coords["time"][2]["bounds"] = "time_bnds"
+        values = bounds.astype("datetime64[ns]") if decode_times else bounds.astype(np.int64)
+        coords["time_bnds"] = (("time", "nv"), values)
+    grid = {"grid_mapping": "spatial_ref"}
     variables: dict[str, Any] = {}
 
     def lazy(
@@ -182,16 +256,38 @@ def level_dataset(reader: Reader, level: int = 0, *, physical: bool = True) -> x
         return xr.Variable(dims, array, attrs, encoding={"preferred_chunks": chunks})
 
     cell_chunks = {"time": 1, "y": cs, "x": cs}
-    variables[reader.attrs.variable] = lazy(
-        "data", ("time", "band", "y", "x"), data_attrs, {**cell_chunks, "band": lv.shape[1]}
-    )
+    if bands_as_variables:
+        whole = lazy("data", ("time", "band", "y", "x"), {}, {**cell_chunks, "band": n_band})
+        for i, name in enumerate(_band_names(reader)):
+            attrs = {**_data_attrs(reader, [i], physical), "band": bands[i].name}
+            if bands[i].common_name:
+                attrs["common_name"] = bands[i].common_name
+            variables[name] = xr.Variable(
+                ("time", "y", "x"),
+                whole[:, i]._data,
+                attrs,
+                encoding={"preferred_chunks": cell_chunks},
+            )
+    else:
+        variables[reader.attrs.variable] = lazy(
+            "data",
+            ("time", "band", "y", "x"),
+            _data_attrs(reader, list(range(n_band)), physical),
+            {**cell_chunks, "band": n_band},
+        )
     if reader.has_mask:
-        mask_attrs = {**grid, "flag_values": [0, 1], "flag_meanings": "invalid valid"}
+        mask_attrs = {
+            **grid,
+            "long_name": "validity mask (spec 2.4)",
+            "flag_values": [0, 1],
+            "flag_meanings": "invalid valid",
+        }
         variables["mask"] = lazy("mask", ("time", "y", "x"), mask_attrs, cell_chunks)
     if reader.has_coverage:
         cov_attrs = {**grid, "long_name": "valid observations composited (spec 2.5)"}
         variables["coverage"] = lazy("coverage", ("time", "y", "x"), cov_attrs, cell_chunks)
     attrs = {
+        "Conventions": "CF-1.8",
         "chronozarr_spec_version": reader.attrs.spec_version,
         "temporal_encoding": reader.encoding,
         "level": level,
@@ -215,18 +311,55 @@ def _open(filename_or_obj: Any, storage_options: dict[str, Any] | None) -> Reade
     return open_store(filename_or_obj, **(storage_options or {}))
 
 
+def _level(
+    reader: Reader,
+    level: int,
+    *,
+    physical: bool,
+    mask_and_scale: bool | None,
+    decode_times: bool | None,
+    decode_coords: bool | str | None,
+    bands_as_variables: bool,
+    drop_variables: str | Iterable[str] | None,
+) -> xr.Dataset:
+    """One level with xarray's decoding arguments applied, as ``engine="zarr"`` applies them:
+    ``mask_and_scale=False`` is the stored values (it wins over ``physical``),
+    ``decode_times=False`` the stored milliseconds with CF units, ``decode_coords=False`` keeps
+    ``spatial_ref`` (and ``time_bnds``) as data variables rather than coordinates."""
+    ds = level_dataset(
+        reader,
+        level,
+        physical=physical if mask_and_scale is None else bool(mask_and_scale),
+        decode_times=True if decode_times is None else bool(decode_times),
+        bands_as_variables=bands_as_variables,
+    )
+    if decode_coords is False:
+        ds = ds.reset_coords([n for n in ("spatial_ref", "time_bnds") if n in ds.coords])
+    return _drop(ds, drop_variables)
+
+
 def open_dataset(
     filename_or_obj: Any,
     *,
     level: int = 0,
     physical: bool = True,
+    mask_and_scale: bool | None = None,
+    decode_times: bool | None = None,
+    decode_coords: bool | str | None = None,
+    bands_as_variables: bool = False,
     drop_variables: str | Iterable[str] | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> xr.Dataset:
     """The Dataset of one level of a store (path, URL or open :class:`Reader`)."""
-    return _drop(
-        level_dataset(_open(filename_or_obj, storage_options), level, physical=physical),
-        drop_variables,
+    return _level(
+        _open(filename_or_obj, storage_options),
+        level,
+        physical=physical,
+        mask_and_scale=mask_and_scale,
+        decode_times=decode_times,
+        decode_coords=decode_coords,
+        bands_as_variables=bands_as_variables,
+        drop_variables=drop_variables,
     )
 
 
@@ -234,6 +367,10 @@ def open_groups_as_dict(
     filename_or_obj: Any,
     *,
     physical: bool = True,
+    mask_and_scale: bool | None = None,
+    decode_times: bool | None = None,
+    decode_coords: bool | str | None = None,
+    bands_as_variables: bool = False,
     drop_variables: str | Iterable[str] | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> dict[str, xr.Dataset]:
@@ -248,7 +385,16 @@ def open_groups_as_dict(
     }
     groups = {"/": xr.Dataset(attrs=root_attrs)}
     for k, lv in enumerate(reader.levels):
-        groups[f"/{lv.path}"] = _drop(level_dataset(reader, k, physical=physical), drop_variables)
+        groups[f"/{lv.path}"] = _level(
+            reader,
+            k,
+            physical=physical,
+            mask_and_scale=mask_and_scale,
+            decode_times=decode_times,
+            decode_coords=decode_coords,
+            bands_as_variables=bands_as_variables,
+            drop_variables=drop_variables,
+        )
     return groups
 
 
@@ -261,12 +407,15 @@ class ChronozarrBackendEntrypoint(BackendEntrypoint):
     """``engine="chronozarr"``: chronozarr v0.1/v0.2 stores, local or http(s)/s3 (spec 10)."""
 
     description = "chronozarr stores: reconstructed, physical values, CF grid mapping"
-    url = "https://github.com/chronozarr/chronozarr/blob/main/docs/python.md"
     open_dataset_parameters = (
         "filename_or_obj",
         "drop_variables",
+        "mask_and_scale",
+        "decode_times",
+        "decode_coords",
         "level",
         "physical",
+        "bands_as_variables",
         "storage_options",
     )
     supports_groups = True
@@ -276,14 +425,22 @@ class ChronozarrBackendEntrypoint(BackendEntrypoint):
         filename_or_obj: Any,
         *,
         drop_variables: str | Iterable[str] | None = None,
+        mask_and_scale: bool | None = None,
+        decode_times: bool | None = None,
+        decode_coords: bool | str | None = None,
         level: int = 0,
         physical: bool = True,
+        bands_as_variables: bool = False,
         storage_options: dict[str, Any] | None = None,
     ) -> xr.Dataset:
         return open_dataset(
             filename_or_obj,
             level=level,
             physical=physical,
+            mask_and_scale=mask_and_scale,
+            decode_times=decode_times,
+            decode_coords=decode_coords,
+            bands_as_variables=bands_as_variables,
             drop_variables=drop_variables,
             storage_options=storage_options,
         )
@@ -293,12 +450,20 @@ class ChronozarrBackendEntrypoint(BackendEntrypoint):
         filename_or_obj: Any,
         *,
         drop_variables: str | Iterable[str] | None = None,
+        mask_and_scale: bool | None = None,
+        decode_times: bool | None = None,
+        decode_coords: bool | str | None = None,
         physical: bool = True,
+        bands_as_variables: bool = False,
         storage_options: dict[str, Any] | None = None,
     ) -> dict[str, xr.Dataset]:
         return open_groups_as_dict(
             filename_or_obj,
             physical=physical,
+            mask_and_scale=mask_and_scale,
+            decode_times=decode_times,
+            decode_coords=decode_coords,
+            bands_as_variables=bands_as_variables,
             drop_variables=drop_variables,
             storage_options=storage_options,
         )
@@ -308,14 +473,22 @@ class ChronozarrBackendEntrypoint(BackendEntrypoint):
         filename_or_obj: Any,
         *,
         drop_variables: str | Iterable[str] | None = None,
+        mask_and_scale: bool | None = None,
+        decode_times: bool | None = None,
+        decode_coords: bool | str | None = None,
         physical: bool = True,
+        bands_as_variables: bool = False,
         storage_options: dict[str, Any] | None = None,
     ) -> xr.DataTree:
         return xr.DataTree.from_dict(
             self.open_groups_as_dict(
                 filename_or_obj,
-                physical=physical,
                 drop_variables=drop_variables,
+                mask_and_scale=mask_and_scale,
+                decode_times=decode_times,
+                decode_coords=decode_coords,
+                physical=physical,
+                bands_as_variables=bands_as_variables,
                 storage_options=storage_options,
             )
         )

@@ -1,6 +1,6 @@
 """The console-script entry point, importable without the toolkit's dependencies.
 
-``pip install chronozarr`` installs the ``cz`` and ``chronozarr`` commands with the format library
+``pip install chronozarr-tools`` installs the ``cz`` and ``chronozarr`` commands with the format library
 alone; the toolkit (typer, rich, odc-stac, ...) comes with the ``cli`` extra. Without it, the
 command says so in one line (exit 1) instead of an ImportError traceback. ``--version`` works
 either way.
@@ -12,7 +12,7 @@ import sys
 
 __all__ = ["main"]
 
-MESSAGE = "cz: the command line needs the 'cli' extra ({module} is not installed): pip install 'chronozarr[cli]'"
+MESSAGE = "cz: the command line needs the 'cli' extra ({module} is not installed): pip install 'chronozarr-tools[cli]'"
 
 
 def main() -> None:

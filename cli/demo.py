@@ -4,12 +4,18 @@
 into ``FOLDER`` (default ``out/demo-catalog``, where ``recipes/demo.yaml`` looks for it) unless
 it is already there, and prints where it is. ``scripts/demo.sh`` then runs the real toolkit on it:
 ``cz build recipes/demo.yaml``, ``cz validate --deep`` and ``cz inspect``, with no network.
+
+Beside the catalog it writes ``demo.yaml``, the installed demo recipe with its catalog path
+pointing there, so an installed toolkit (no checkout) runs the demo as
+``python -m cz.demo demo && cz build demo/demo.yaml --out demo.zarr``.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import time
+from importlib import resources
 from pathlib import Path
 
 from cz.demo_catalog import generate
@@ -32,6 +38,19 @@ def ensure_catalog(folder: str | Path = DEFAULT_CATALOG) -> tuple[Path, bool]:
     return generate(folder), True
 
 
+def write_recipe(folder: str | Path) -> Path:
+    """``FOLDER/demo.yaml``: the installed ``demo.yaml`` whose ``catalog.path`` is the catalog
+    in ``FOLDER`` (kept when it exists: a user may have edited it)."""
+    recipe = Path(folder) / "demo.yaml"
+    if not recipe.is_file():
+        text = (resources.files("cz.recipes") / "demo.yaml").read_text(encoding="utf-8")
+        text = re.sub(
+            r"(?m)^(  path: )\S+.*$", r"\1catalog.json   # relative to this file", text, count=1
+        )
+        recipe.write_text(text, encoding="utf-8")
+    return recipe
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     folder = Path(args[0]) if args else DEFAULT_CATALOG
@@ -44,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         print(f"demo catalog: {catalog}")
+    recipe = write_recipe(folder)
+    print(f"demo recipe: {recipe} (cz build {recipe} --out demo.zarr)")
     return 0
 
 

@@ -12,7 +12,7 @@ STAMP=.venv/.chronozarr-installed
 WANT="$(cat pyproject.toml | sha256sum | cut -c1-16)-${1:-demo}"
 if [ ! -f "$STAMP" ] || ! grep -qx "$WANT" "$STAMP"; then
   .venv/bin/python -m pip install -q --upgrade pip
-  # the full set: the bare `pip install chronozarr` is the format library alone (pyproject.toml)
+  # the full set: the bare `pip install chronozarr-tools` is the format library alone (pyproject.toml)
   if [ "${1:-demo}" = "test" ]; then
     .venv/bin/python -m pip install -q -e ".[all,test]"
   else

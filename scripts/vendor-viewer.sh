@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the bundled map viewer (js/tools/build-viewer.mjs) into cli/_viewer/, the copy that ships in
-# the wheel, so `cz share` and `cz preview` work after a plain `pip install chronozarr[cli]` (no Node).
+# the wheel, so `cz share` and `cz preview` work after a plain `pip install chronozarr-tools[cli]` (no Node).
 # tests/cz/look/test_viewer_vendored.py fails when the copy is stale: re-run this after a viewer change.
 set -euo pipefail
 cd "$(dirname "$0")/.."

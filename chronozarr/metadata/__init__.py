@@ -17,6 +17,7 @@ from chronozarr.metadata.arrays import (
     coord_array_doc,
     data_array_doc,
     plane_array_doc,
+    residuals_attribute,
     volatility_array_doc,
 )
 from chronozarr.metadata.attrs import Band, LevelInfo, RootAttrs, Temporal
@@ -66,6 +67,7 @@ __all__ = [
     "parse_time",
     "parse_times",
     "plane_array_doc",
+    "residuals_attribute",
     "root_doc",
     "volatility_array_doc",
 ]

@@ -26,8 +26,14 @@ __all__ = [
     "coord_array_doc",
     "data_array_doc",
     "plane_array_doc",
+    "residuals_attribute",
     "volatility_array_doc",
 ]
+
+#: The data array attribute of a star-delta store (docs/spec.md "Star-delta seen by a plain Zarr
+#: reader"; decision 0040): a reader that ignores the root's temporal block still learns from the
+#: array itself that most timesteps are residuals, and where the anchors are listed.
+RESIDUALS_KEY = "chronozarr:temporal"
 
 # --- codecs (spec 8) -------------------------------------------------------------------------------
 
@@ -167,6 +173,22 @@ def data_array_doc(
     if "_CRS" in crs_attrs:
         attrs["_CRS"] = crs_attrs["_CRS"]
     return _array_doc(shape, dtype, outer, array_codecs, fill, ["time", "band", "y", "x"], attrs)
+
+
+def residuals_attribute() -> dict[str, Any]:
+    """``{"chronozarr:temporal": ...}`` for each level's data array of a star-delta store: the
+    same text in every store and level, so an append never rewrites it (spec 4.2, 14)."""
+    return {
+        RESIDUALS_KEY: {
+            "encoding": "star-delta",
+            "anchors": "root zarr.json: attributes.chronozarr.temporal.anchor_indices",
+            "values": (
+                "a timestep t not in anchor_indices holds (value[t] - value[a]) mod 2**bits of "
+                "the stored dtype, a = attributes.chronozarr.temporal.delta_reference[t] "
+                "(chronozarr spec 4.2): read it through a chronozarr reader"
+            ),
+        }
+    }
 
 
 def plane_array_doc(

@@ -34,7 +34,6 @@ version before this one, or not ours): those are reported, not removed.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -48,6 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from chronozarr.objects import has_root
+
+try:  # POSIX: the kernel's flock, dropped when its process dies (however it dies)
+    import fcntl
+except ImportError:  # Windows and other systems without it: see _lock_free (decision 0039)
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "TMP_MIN_AGE",
@@ -93,7 +97,12 @@ def tagged_name(final: Path, kind: str, tag: str) -> str:
 
 
 def _lock_free(path: Path) -> bool:
-    """True when nobody holds the flock of ``path`` (its run is dead), False when one does."""
+    """True when nobody holds the flock of ``path`` (its run is dead), False when one does.
+
+    Without ``fcntl`` (Windows) no lock tells a dead run from a live one, so every run counts as
+    alive: its files are reported by ``cz validate``, never removed (decision 0039)."""
+    if fcntl is None:
+        return False
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:  # its run finished and removed it meanwhile: not alive
@@ -129,7 +138,8 @@ class RunLock:
         tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if fcntl is not None:  # without it the file alone marks the run (see _lock_free)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             owner = {
                 "pid": os.getpid(),
                 "host": socket.gethostname(),
@@ -138,9 +148,13 @@ class RunLock:
                 "spill": str(spill) if spill is not None else None,
             }
             os.write(fd, json.dumps(owner).encode())
+            if fcntl is None:  # no lock to hold, and Windows renames no open file
+                os.close(fd)
+                fd = -1
             os.rename(tmp, path)
         except BaseException:  # nothing half-made: no lock file without its lock
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
             with contextlib.suppress(OSError):
                 tmp.unlink()
             raise
@@ -152,7 +166,8 @@ class RunLock:
             return
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
-        os.close(self.fd)
+        if self.fd >= 0:  # -1: a run without fcntl holds no descriptor
+            os.close(self.fd)
         self.fd = None
 
     def __enter__(self) -> RunLock:

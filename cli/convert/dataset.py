@@ -44,15 +44,13 @@ def is_dataset(source: str, options: ConvertOptions) -> bool:
 
 
 def _is_zarr_group(path: Path) -> bool:
-    """Whether the folder is a Zarr group (v2 or v3), asked of zarr-python: the toolkit does not
-    name or read zarr.json itself (one metadata model, decision 0007)."""
-    import zarr  # lazy: only a folder source asks
+    """Whether the folder is a Zarr group: a v3 root document (asked of the format library: the
+    toolkit does not name zarr.json itself, one metadata model) or a v2 ``.zgroup``. No
+    zarr-python here, so a folder of GeoTIFFs never imports it; reading a Zarr source does
+    (xarray's zarr engine, from the cli extra)."""
+    from chronozarr.objects import has_root
 
-    try:
-        zarr.open_group(str(path), mode="r")
-    except Exception:  # not a group (missing or invalid metadata): read it as rasters instead
-        return False
-    return True
+    return has_root(path) or (path / ".zgroup").is_file()
 
 
 @dataclass

@@ -39,7 +39,7 @@ def test_remote_needs_the_remote_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     assert info.value.extra == "remote"
     assert str(info.value) == (
         "reading https:// stores needs the 'remote' extra (obstore is not installed): "
-        "pip install 'chronozarr[remote]'"
+        "pip install 'chronozarr-tools[remote]'"
     )
     assert isinstance(info.value, ChronozarrError) and isinstance(info.value, ImportError)
 
@@ -85,7 +85,7 @@ def test_the_cli_without_its_extra_says_so_in_one_line(tmp_path: Path, module: s
     lines = done.stderr.strip().splitlines()
     assert lines == [
         f"cz: the command line needs the 'cli' extra ({module.split('.')[0]} is not installed): "
-        "pip install 'chronozarr[cli]'"
+        "pip install 'chronozarr-tools[cli]'"
     ], done.stderr
 
 

@@ -279,3 +279,118 @@ def test_a_store_over_http_reads_the_same(delta_store: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+# --- xarray's own arguments and CF attributes (decision 0040) ---------------------------------
+
+
+def _months(n: int, unit: str) -> np.ndarray:
+    """The times of :func:`monthly` as numpy datetimes (without its "Z", which numpy warns on)."""
+    return np.array([t.rstrip("Z") for t in monthly(n)], dtype=f"datetime64[{unit}]")
+
+
+def test_mask_and_scale_false_is_the_stored_values_with_cf_attributes(delta_store: Path) -> None:
+    """``mask_and_scale=False`` means what it means for any CF file: stored numbers, with
+    ``_FillValue`` (the nodata), and ``xr.decode_cf`` of one band gives spec 3.6's physical values
+    where the band holds no nodata (the reference is written from BANDS, not read back)."""
+    reader = chronozarr.open_store(delta_store)
+    raw = xr.open_dataset(delta_store, engine="chronozarr", mask_and_scale=False)
+    assert raw["data"].dtype == np.uint16
+    np.testing.assert_array_equal(raw["data"].isel(time=4).values, reader.read(4))
+    attrs = raw["data"].attrs
+    assert attrs["_FillValue"] == 0 and attrs["grid_mapping"] == "spatial_ref"
+    assert "scale_factor" not in attrs  # the two bands' scales differ: per-band coords instead
+    assert attrs["long_name"] == "B04, B08" and "units" not in attrs  # units differ too
+    # decode_cf=False switches every decoder off, mask_and_scale included (xarray's rule)
+    off = xr.open_dataset(delta_store, engine="chronozarr", decode_cf=False)
+    assert off["data"].dtype == np.uint16 and off.time.dtype == np.int64
+    bands = xr.open_dataset(
+        delta_store, engine="chronozarr", mask_and_scale=False, bands_as_variables=True
+    )
+    assert bands.red.attrs["scale_factor"] == BANDS[0]["scale"]
+    assert bands.red.attrs["add_offset"] == BANDS[0]["offset"]
+    assert bands.red.attrs["units"] == "1" and bands.red.attrs["long_name"] == "B04"
+    decoded = xr.decode_cf(bands).red.isel(time=4).values
+    stored = reader.read(4)[0]
+    want = np.where(stored != 0, stored * BANDS[0]["scale"] + BANDS[0]["offset"], np.nan)
+    np.testing.assert_allclose(decoded, want, rtol=1e-6)
+
+
+def test_decode_times_false_gives_the_stored_milliseconds(delta_store: Path) -> None:
+    ds = xr.open_dataset(delta_store, engine="chronozarr", decode_times=False)
+    assert ds.time.dtype == np.int64
+    assert ds.time.attrs["units"] == "milliseconds since 1970-01-01T00:00:00"
+    want = _months(N_TIME, "ms").astype(np.int64)
+    np.testing.assert_array_equal(ds.time.values, want)
+    back = xr.decode_cf(ds).time.values  # xarray's own decoding of those units
+    np.testing.assert_array_equal(back, _months(N_TIME, "ns"))
+
+
+def test_decode_coords_false_and_drop_variables(delta_store: Path) -> None:
+    ds = xr.open_dataset(
+        delta_store, engine="chronozarr", decode_coords=False, drop_variables=["coverage"]
+    )
+    assert "spatial_ref" in ds.data_vars and "spatial_ref" not in ds.coords
+    assert "coverage" not in ds and "mask" in ds
+    assert "spatial_ref" in xr.open_dataset(delta_store, engine="chronozarr").coords
+
+
+@pytest.mark.filterwarnings(RIO_AFFINE_WARNING)
+def test_bands_as_variables_reproject_with_rioxarray(delta_store: Path) -> None:
+    """One (time, y, x) variable per band, named by common name (``ds.red``, ``ds.nir``), equal
+    to the band of the 4-D variable; rioxarray reprojects the whole Dataset."""
+    one = xr.open_dataset(delta_store, engine="chronozarr")
+    ds = xr.open_dataset(delta_store, engine="chronozarr", bands_as_variables=True)
+    assert list(ds.data_vars) == ["red", "nir", "mask", "coverage"]
+    assert ds.red.dims == ("time", "y", "x") and ds.red.attrs["band"] == "B04"
+    np.testing.assert_array_equal(ds.nir.values, one["data"].sel(band="B08").values)
+    out = ds.rio.reproject("EPSG:4326")
+    assert out.rio.crs.to_epsg() == 4326 and out.red.dims == ("time", "y", "x")
+    lon, lat = float(out.x.mean()), float(out.y.mean())
+    assert 4.2 < lon < 4.4 and 46.0 < lat < 46.1  # UTM 31N, x 600 km, y 5100 km
+    assert np.isfinite(out.red.isel(time=0).values).any()
+
+
+def test_bands_as_variables_fall_back_to_band_names(tmp_path: Path) -> None:
+    same = [dict(b, common_name="red") for b in BANDS]  # not distinct: names instead
+    path = _write(tmp_path / "s.zarr", "uint16", "none", False, False, bands=same)
+    ds = xr.open_dataset(path, engine="chronozarr", bands_as_variables=True)
+    assert list(ds.data_vars) == ["B04", "B08"]
+
+
+def test_monthly_composites_have_time_bounds(tmp_path: Path) -> None:
+    """A store whose provenance names a monthly composite (spec 3.8) gets CF ``time_bnds``: each
+    timestep's calendar month; ``method="ffill"`` and the bounds find a day's month."""
+    path = _write(
+        tmp_path / "m.zarr", "uint16", "none", False, False,
+        provenance={"composite": "monthly median"},
+    )  # fmt: skip
+    ds = xr.open_dataset(path, engine="chronozarr")
+    assert ds.time.attrs["bounds"] == "time_bnds"
+    starts = _months(N_TIME, "M")
+    np.testing.assert_array_equal(ds.time_bnds.values[:, 0], starts.astype("datetime64[ns]"))
+    np.testing.assert_array_equal(ds.time_bnds.values[:, 1], (starts + 1).astype("datetime64[ns]"))
+    day = np.datetime64("2024-06-17")
+    assert ds.sel(time=day, method="nearest").time.values == np.datetime64("2024-07-01")  # why
+    assert ds.sel(time=day, method="ffill").time.values == np.datetime64("2024-06-01")
+    inside = (ds.time_bnds[:, 0] <= day) & (day < ds.time_bnds[:, 1])
+    assert ds.time.values[inside.values].tolist() == [np.datetime64("2024-06-01", "ns").item()]
+    plain = xr.open_dataset(
+        _write(tmp_path / "p.zarr", "uint16", "none", False, False), engine="chronozarr"
+    )
+    assert "time_bnds" not in plain and "bounds" not in plain.time.attrs  # no period recorded
+
+
+def test_star_delta_arrays_say_they_hold_residuals(delta_store: Path, tmp_path: Path) -> None:
+    """zarr-python (a plain Zarr reader) sees on the data array of every level that non-anchor
+    timesteps are residuals and where the anchors are; a none store carries no such attribute."""
+    zarr = pytest.importorskip("zarr", reason="zarr-python (test extra) is not installed")
+    group = zarr.open_group(str(delta_store), mode="r")
+    for level in ("0", "1"):
+        note = group[f"{level}/data"].attrs["chronozarr:temporal"]
+        assert note["encoding"] == "star-delta" and "anchor_indices" in note["anchors"]
+        assert "delta_reference" in note["values"] and "spec 4.2" in note["values"]
+    anchors = group.attrs["chronozarr"]["temporal"]["anchor_indices"]
+    assert 0 in anchors and len(anchors) < N_TIME
+    plain = _write(tmp_path / "n.zarr", "uint16", "none", False, False)
+    assert "chronozarr:temporal" not in zarr.open_group(str(plain), mode="r")["0/data"].attrs

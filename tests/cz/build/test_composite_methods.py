@@ -135,7 +135,9 @@ def test_the_median_store_is_unchanged_and_records_no_new_fields(folder: Path) -
 
 
 def test_geomedian_builds_with_geomad(folder: Path) -> None:
-    geomad = pytest.importorskip("geomad", reason="geomad (chronozarr[geomedian]) is not installed")
+    geomad = pytest.importorskip(
+        "geomad", reason="geomad (chronozarr-tools[geomedian]) is not installed"
+    )
     store, data, _cov, offset = _build(
         folder, "geomedian", composite="composite:\n  method: geomedian\n"
     )

@@ -236,7 +236,7 @@ def test_geomedian_minimises_the_sum_of_distances(case: tuple) -> None:
     Weiszfeld solution, at any observation or at the per-band median, plus what geomad's
     tolerance allows: a result within 0.5 stored number of the optimum adds at most 0.5 per
     observation (the tolerance is 0.1 stored number)."""
-    pytest.importorskip("geomad", reason="geomad (chronozarr[geomedian]) is not installed")
+    pytest.importorskip("geomad", reason="geomad (chronozarr-tools[geomedian]) is not installed")
     values, valid, dt, nodata = case
     out, count = _run(values, valid, dt, nodata, method="geomedian")
     h, w = count.shape
@@ -255,7 +255,7 @@ def test_geomedian_minimises_the_sum_of_distances(case: tuple) -> None:
 def test_geomedian_of_an_equilateral_triangle_is_its_centre() -> None:
     """Known answer: the Fermat point of an equilateral triangle is its centroid (the per-band
     median, (500, 0), is not)."""
-    pytest.importorskip("geomad", reason="geomad (chronozarr[geomedian]) is not installed")
+    pytest.importorskip("geomad", reason="geomad (chronozarr-tools[geomedian]) is not installed")
     corners = [[1000, 1000], [3000, 1000], [2000, 1000 + round(1000 * 3**0.5)]]
     values = np.array(corners, dtype=np.int32).reshape(3, 2, 1, 1)
     valid = np.ones((3, 1, 1), dtype=bool)
@@ -269,7 +269,7 @@ def test_geomedian_of_a_pixel_does_not_depend_on_its_neighbours() -> None:
     region built as one block or many gets the same numbers). Hypothesis found this pair: after
     a pixel with one observation at 0, geomad started the next pixel of the row elsewhere than
     at its mean and stopped at 0.09 instead of about 2."""
-    pytest.importorskip("geomad", reason="geomad (chronozarr[geomedian]) is not installed")
+    pytest.importorskip("geomad", reason="geomad (chronozarr-tools[geomedian]) is not installed")
     values = np.zeros((3, 1, 1, 2), dtype=np.float64)
     valid = np.zeros((3, 1, 2), dtype=bool)
     values[:, 0, 0, 1] = [0.03125, 2.0, 2.0]
@@ -283,7 +283,7 @@ def test_geomedian_of_a_pixel_does_not_depend_on_its_neighbours() -> None:
 
 def test_geomedian_of_a_majority_is_that_observation() -> None:
     """Known answer: a point holding half the weight or more is the geometric median."""
-    pytest.importorskip("geomad", reason="geomad (chronozarr[geomedian]) is not installed")
+    pytest.importorskip("geomad", reason="geomad (chronozarr-tools[geomedian]) is not installed")
     a, b = [1200, 3400], [5000, 100]
     values = np.array([a, b, a], dtype=np.int32).reshape(3, 2, 1, 1)
     valid = np.ones((3, 1, 1), dtype=bool)
@@ -305,7 +305,7 @@ def test_geomedian_without_geomad_names_the_extra(monkeypatch: pytest.MonkeyPatc
 def test_geomedian_falls_back_to_the_medoid_where_geomad_gives_nan() -> None:
     """Two observations 1e-38 apart (hypothesis found them): geomad's 1/distance overflows and
     it returns NaN; the pixel takes the medoid, a finite observation, and stays valid."""
-    pytest.importorskip("geomad", reason="geomad (chronozarr[geomedian]) is not installed")
+    pytest.importorskip("geomad", reason="geomad (chronozarr-tools[geomedian]) is not installed")
     values = np.array([0.0, 1.1754943508222875e-38]).reshape(2, 1, 1, 1)
     valid = np.ones((2, 1, 1), dtype=bool)
     out, count = _run(values, valid, "float32", None, method="geomedian")

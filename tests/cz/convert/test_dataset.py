@@ -12,7 +12,7 @@ import chronozarr
 from tests.cz.convert.helpers import cz, series
 
 xr = pytest.importorskip("xarray")
-pytest.importorskip("h5netcdf", reason="h5netcdf (the test extra's NetCDF engine) is not installed")
+pytest.importorskip("h5netcdf", reason="h5netcdf (the cli extra's NetCDF engine) is not installed")
 
 
 def _dataset(n_time: int = 4, south_up: bool = False) -> object:
