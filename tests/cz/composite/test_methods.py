@@ -298,7 +298,7 @@ def test_geomedian_without_geomad_names_the_extra(monkeypatch: pytest.MonkeyPatc
     from cz.composite.methods import require_geomad
 
     monkeypatch.setitem(sys.modules, "geomad", None)  # import geomad now raises ImportError
-    with pytest.raises(MissingExtraError, match=r"pip install 'chronozarr\[geomedian\]'"):
+    with pytest.raises(MissingExtraError, match=r"pip install 'chronozarr-tools\[geomedian\]'"):
         require_geomad()
 
 
