@@ -73,9 +73,17 @@ class BitRule:
 
 
 def field_values(qa: np.ndarray, offset: int, length: int) -> np.ndarray:
-    """The field's value at every pixel: ``(qa >> offset) & (2**length - 1)``, as int64."""
-    wide = qa.astype(np.int64, copy=False)
-    return (wide >> offset) & ((1 << length) - 1)
+    """The field's value at every pixel: ``(qa >> offset) & (2**length - 1)``, in the QA band's
+    own unsigned integer type (no wider copy; a signed band is read as its bits, the unsigned
+    type of its width; bits beyond the type read 0)."""
+    if qa.dtype.kind == "i":
+        qa = qa.view(f"u{qa.dtype.itemsize}")
+    elif qa.dtype.kind != "u":
+        qa = qa.astype(np.uint64)
+    top = int(np.iinfo(qa.dtype).max)
+    return (qa >> qa.dtype.type(min(offset, 8 * qa.dtype.itemsize))) & qa.dtype.type(
+        ((1 << length) - 1) & top
+    )
 
 
 def bit_hits(qa: np.ndarray, rules: Sequence[BitRule]) -> tuple[np.ndarray, np.ndarray]:
@@ -84,6 +92,10 @@ def bit_hits(qa: np.ndarray, rules: Sequence[BitRule]) -> tuple[np.ndarray, np.n
     hard = np.zeros(qa.shape, dtype=bool)
     cloud = np.zeros(qa.shape, dtype=bool)
     for rule in rules:
-        hit = np.isin(field_values(qa, rule.offset, rule.length), np.asarray(rule.values))
+        field = field_values(qa, rule.offset, rule.length)
+        if len(rule.values) == 1:  # a flag: one comparison, no isin sort
+            hit = field == rule.values[0]
+        else:
+            hit = np.isin(field, np.asarray(rule.values))
         (cloud if rule.cloud else hard)[...] |= hit
     return hard, cloud

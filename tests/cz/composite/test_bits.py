@@ -27,15 +27,19 @@ def _field(value: int, offset: int, length: int) -> int:
     return sum(((value >> (offset + k)) & 1) << k for k in range(length))
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    arrays(np.uint16, st.tuples(st.integers(1, 4), st.integers(1, 6))),
-    st.lists(rules(), max_size=4),
+qa_arrays = st.sampled_from([np.uint8, np.uint16, np.uint32, np.int16]).flatmap(
+    lambda dt: arrays(dt, st.tuples(st.integers(1, 4), st.integers(1, 6)))
 )
+
+
+@settings(max_examples=150, deadline=None)
+@given(qa_arrays, st.lists(rules(), max_size=4))
 def test_bit_hits_read_each_field_bit_by_bit(qa: np.ndarray, given_rules: list[BitRule]) -> None:
+    """Any integer QA type (a field beyond a narrow type's bits reads 0; a signed band is read as
+    its bits as stored, two's complement)."""
     hard, cloud = bit_hits(qa, given_rules)
     for index in np.ndindex(qa.shape):
-        value = int(qa[index])
+        value = int(qa[index]) & ((1 << 8 * qa.dtype.itemsize) - 1)  # a signed band's bits
         hits = [r for r in given_rules if _field(value, r.offset, r.length) in r.values]
         assert hard[index] == any(not r.cloud for r in hits)
         assert cloud[index] == any(r.cloud for r in hits)
