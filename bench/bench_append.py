@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import chronozarr
 from bench.common import series_block, update_section
-from chronozarr import storage
+from chronozarr.io import LocalStore
 
 MONTHS = 24
 
@@ -31,7 +31,7 @@ class _Counting:
     def __init__(self) -> None:
         self.bytes = 0
         self.objects = 0
-        self._orig = storage.LocalStore.put
+        self._orig = LocalStore.put
 
     def __enter__(self) -> _Counting:
         counter = self
@@ -41,11 +41,11 @@ class _Counting:
             counter.objects += 1
             return counter._orig(store, key, data)
 
-        storage.LocalStore.put = put
+        LocalStore.put = put
         return self
 
     def __exit__(self, *exc) -> None:
-        storage.LocalStore.put = self._orig
+        LocalStore.put = self._orig
 
 
 def run(layout: dict, data, times, work: Path) -> list[dict]:

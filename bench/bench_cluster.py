@@ -301,7 +301,7 @@ def payloads(recipe: Path) -> dict:
     worker fetches once; it holds every month's item references) and one level-0 task."""
     from distributed.protocol import pickle
 
-    from chronozarr.cell_tasks import level0_task
+    from chronozarr.write import level0_task
     from cz.build.cluster import make_source
     from cz.build.options import BuildOptions
     from cz.plan import plan_recipe

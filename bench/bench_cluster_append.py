@@ -89,7 +89,7 @@ def run_append(recipe: Path, store: Path, month: str, work: Path, scheduler: str
 
 def _warm_append() -> None:
     """Import what an append task imports beyond the build's (bench_cluster warms those)."""
-    import chronozarr.append_tasks  # noqa: F401
+    import chronozarr.write  # noqa: F401
     import cz.build.cluster_append  # noqa: F401
 
 

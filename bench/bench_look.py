@@ -29,7 +29,7 @@ import numpy as np
 
 import chronozarr
 from bench.common import series_block, update_section
-from chronozarr.storage import LocalStore
+from chronozarr.io import LocalStore
 
 BANDS = [
     {"name": n, "common_name": n, "scale": 0.0001, "offset": -0.1, "units": "reflectance"}

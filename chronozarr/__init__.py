@@ -11,7 +11,6 @@ Importing this package loads numpy, zarr's codecs and nothing of the toolkit (no
 pystac-client, odc-stac, typer or rich).
 """
 
-from chronozarr.append import append
 from chronozarr.errors import (
     AppendError,
     ChronozarrError,
@@ -23,10 +22,10 @@ from chronozarr.errors import (
     StoreNotFoundError,
     UnsupportedError,
 )
-from chronozarr.metadata import SPEC_VERSION, Band
-from chronozarr.reader import Reader, open_store
+from chronozarr.format import SPEC_VERSION, Band
+from chronozarr.read import Reader, open_store
 from chronozarr.validate import Finding, Report, validate
-from chronozarr.writer import encode
+from chronozarr.write import append, encode
 
 __version__ = "0.2.0"
 

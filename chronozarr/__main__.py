@@ -6,14 +6,14 @@ Without the extra it prints one line naming it; ``python -m chronozarr --version
 import importlib
 import sys
 
+from chronozarr import __version__
+
 
 def _main() -> None:
     try:  # imported by name: the format library does not depend on the toolkit package
         entry = importlib.import_module("cz._entry")
     except ModuleNotFoundError:  # the cz package itself is absent (a partial install)
         if sys.argv[1:] in (["--version"], ["-V"]):
-            from chronozarr import __version__
-
             print(f"chronozarr {__version__}")
             return
         print(

@@ -12,7 +12,7 @@ from rich.text import Text
 
 import chronozarr
 from chronozarr.errors import ChronozarrError, UnsupportedError
-from chronozarr.storage import open_store_bytes
+from chronozarr.io import open_store_bytes
 from cz.conventions import STATE
 from cz.output import EXIT_INVALID, EXIT_OK, err, fail, human_bytes, out, print_json
 from cz.progress import CountingStore, make_progress

@@ -37,7 +37,7 @@ from pystac_client.stac_api_io import StacApiIO
 from pystac_client.warnings import PystacClientWarning
 from urllib3 import Retry
 
-from chronozarr.location import is_url
+from chronozarr.io import is_url
 from cz.errors import RecipeError, SigningError, StacError
 from cz.months import month_datetime_range
 from cz.recipe import Recipe

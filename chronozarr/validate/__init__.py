@@ -18,7 +18,7 @@ import os
 from typing import Any, cast
 
 from chronozarr.errors import CorruptStoreError, StoreNotFoundError
-from chronozarr.storage import Store, open_store_bytes
+from chronozarr.io import Store, open_store_bytes
 from chronozarr.validate.context import Context, Stop
 from chronozarr.validate.coords import check_coords
 from chronozarr.validate.deep import check_deep

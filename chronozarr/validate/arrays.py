@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chronozarr.errors import ChronozarrError, CorruptStoreError
-from chronozarr.metadata import ArrayInfo
+from chronozarr.format import ArrayInfo
 from chronozarr.validate.context import Context, is_count
 
 __all__ = ["check_array", "compressors"]

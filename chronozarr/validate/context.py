@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 
 from chronozarr.errors import CorruptStoreError
-from chronozarr.jsondoc import load_json
-from chronozarr.metadata import ArrayInfo, RootAttrs
-from chronozarr.storage import Store
+from chronozarr.format import ArrayInfo, RootAttrs, load_json
+from chronozarr.io import Store
 from chronozarr.validate.report import Finding, Report
 from chronozarr.validate.rules import rule
 

@@ -7,10 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from chronozarr import codecs as _codecs
-from chronozarr.bounded import decode_at_most
-from chronozarr.grid import pixel_centres
-from chronozarr.metadata import CODEC_NAMES, RootAttrs, format_time, parse_time
+from chronozarr.format import (
+    CODEC_NAMES,
+    RootAttrs,
+    compressor_for,
+    decode_at_most,
+    format_time,
+    parse_time,
+    pixel_centres,
+    vlen_utf8_decode,
+)
 from chronozarr.validate.context import Context
 
 __all__ = ["check_coords"]
@@ -78,11 +84,11 @@ def _coord_values(ctx: Context, path: str, dtype: str) -> Any:
         limit = _decoded_limit(path, dtype, shape, ctx)
         data = raw
         for c in reversed(codecs[1:]):  # bounded: a bomb is a finding, not GB (decision 0013)
-            data = decode_at_most(c.get("name"), _codecs.compressor_for(c), data, limit)
+            data = decode_at_most(c.get("name"), compressor_for(c), data, limit)
         if len(data) > limit:  # no compressor: the object itself is the decoded bytes
             raise ValueError(f"{len(data)} bytes, at most {limit} expected")
         if dtype == "string":
-            return _codecs.vlen_utf8_decode(data)
+            return vlen_utf8_decode(data)
         values = np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<"))
         if path.rsplit("/", 1)[-1] == "time" and len(values) > shape[0]:
             # spec 14 write order: time/c/0 is rewritten before the zarr.json files

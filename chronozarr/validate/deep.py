@@ -9,17 +9,25 @@ from typing import Any
 import numpy as np
 
 from chronozarr.errors import ChronozarrError
-from chronozarr.metadata import RootAttrs
-from chronozarr.pyramid import assemble_region, block_mean, coverage_reduce, mask_reduce, validity
-from chronozarr.temporal import abs_diff_sum, cell_volatility, schedule, volatility_value
+from chronozarr.format import (
+    RootAttrs,
+    abs_diff_sum,
+    assemble_region,
+    block_mean,
+    cell_volatility,
+    coverage_reduce,
+    mask_reduce,
+    schedule,
+    validity,
+    volatility_value,
+)
+from chronozarr.read import Reader
 from chronozarr.validate.context import Context
 
 __all__ = ["check_deep"]
 
 
 def check_deep(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]]) -> None:
-    from chronozarr.reader import Reader
-
     reader = Reader(ctx.store, ctx.doc("") or {}, cache_bytes=512 << 20)
     n_time = reader.n_time
     temporal = attrs.temporal

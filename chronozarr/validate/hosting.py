@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chronozarr.jsondoc import load_json
-from chronozarr.objects import APPEND_JOURNAL, is_work_file
+from chronozarr.format import load_json
+from chronozarr.io import APPEND_JOURNAL, is_work_file
 from chronozarr.validate.context import Context
 
 __all__ = ["check_consolidated", "check_dotfiles", "check_leftovers"]

@@ -12,8 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chronozarr.grid import grid_shape, level_transform
-from chronozarr.metadata import CODEC_NAMES, ArrayInfo, RootAttrs
+from chronozarr.format import (
+    CODEC_NAMES,
+    ArrayInfo,
+    RootAttrs,
+    grid_shape,
+    level_transform,
+    parse_crs,
+)
 from chronozarr.validate.arrays import check_array, compressors
 from chronozarr.validate.context import Context, fits, is_transform
 
@@ -465,8 +471,6 @@ def check_spatial_values(
 
 def _crs_wkt_attrs(crs: str) -> dict[str, Any]:
     """What proj:wkt2 and _CRS.wkt say for a store whose crs is a WKT (C16); {} otherwise."""
-    from chronozarr.crs import parse_crs
-
     info = parse_crs(crs)
     if info is None or info.wkt2 is None:
         return {}

@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chronozarr.errors import ChronozarrError
-from chronozarr.metadata import RootAttrs
-from chronozarr.names import name_problem, store_names
+from chronozarr.format import RootAttrs, name_problem, store_names
 from chronozarr.validate.context import Context, Stop
 
 __all__ = ["check_band_objects", "check_multiscales", "check_nodata", "check_root"]

@@ -7,10 +7,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from chronozarr import codecs as _codecs
 from chronozarr.errors import ChronozarrError
-from chronozarr.grid import chunk_key
-from chronozarr.metadata import ArrayInfo, RootAttrs
+from chronozarr.format import ArrayInfo, RootAttrs, chunk_key, index_nbytes, parse_index
 from chronozarr.validate.context import Context, is_count
 
 __all__ = ["check_shard_bytes"]
@@ -116,12 +114,12 @@ def _index_at(ctx: Context, key: str, length: int, info: ArrayInfo) -> bool:
     """True when the bytes ending at ``length`` are a shard index with a valid crc32c."""
     n = info.chunk_shape[0] // info.inner_chunk_shape[0]
     with_crc = any(c.get("name") == "crc32c" for c in info.index_codecs)
-    nbytes = _codecs.index_nbytes(n, with_crc)
+    nbytes = index_nbytes(n, with_crc)
     if not with_crc or length < nbytes:
         return False
     raw = ctx.store.get_range(key, length - nbytes, length)
     try:
-        _codecs.parse_index(raw or b"", n, with_crc=True, where=key)
+        parse_index(raw or b"", n, with_crc=True, where=key)
     except ChronozarrError:  # a bad crc or length: no index there
         return False
     return True

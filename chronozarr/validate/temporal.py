@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chronozarr.metadata import DELTA_DTYPES, RootAttrs
-from chronozarr.temporal import anchor_indices, is_valid_reference
+from chronozarr.format import DELTA_DTYPES, RootAttrs, anchor_indices, is_valid_reference
 from chronozarr.validate.context import Context
 
 __all__ = ["check_temporal"]

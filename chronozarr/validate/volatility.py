@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from chronozarr import codecs as _codecs
-from chronozarr.metadata import RootAttrs
+from chronozarr.format import ChunkCodec, RootAttrs
 from chronozarr.validate.arrays import check_array
 from chronozarr.validate.context import Context
 
@@ -28,9 +27,7 @@ def check_volatility(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]
         raw = ctx.store.get(f"{path}/c/" + "/".join("0" * len(info.shape)))
         try:
             values = (
-                None
-                if raw is None
-                else _codecs.ChunkCodec(info.codecs, "float32", info.shape).decode(raw)
+                None if raw is None else ChunkCodec(info.codecs, "float32", info.shape).decode(raw)
             )
         except Exception as exc:  # any decoding failure of stored bytes is a finding
             ctx.add("volatility.decode", f"cannot decode: {exc}", f"{path}/c/0/0")

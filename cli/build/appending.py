@@ -37,7 +37,7 @@ from cz.recipe import Recipe, TimeSpec
 
 def _compare_recipe(recipe: Recipe, reader: Any, grid: GridPlan) -> list[str]:
     """Where the recipe differs from the store's grid, bands and store options (empty: fits)."""
-    from chronozarr.metadata import codec_chain
+    from chronozarr.format import codec_chain
 
     diffs: list[str] = []
     attrs = reader.attrs

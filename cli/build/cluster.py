@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from chronozarr.location import location
+from chronozarr.io import location
 from cz.build.blocks import blocks_touched, grid_blocks, item_refs, sign_refs
 from cz.build.errors import BuildError
 from cz.build.executor import CompositeStats, Executor
@@ -292,7 +292,7 @@ def build_on_cluster(
     """Build ``recipe`` at ``where`` (a folder every worker sees, or an object-store URL) on
     the cluster at ``options.scheduler``; see the module docstring."""
     import chronozarr
-    from chronozarr.stores import open_target
+    from chronozarr.io import open_target
 
     executor = Executor(options)  # first: an unreachable cluster fails before any search
     try:

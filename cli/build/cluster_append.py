@@ -123,8 +123,7 @@ def append_fingerprint(recipe: Recipe, plan: Plan, times: Sequence[str]) -> str:
 def _open_target(where: str, n_time: int, shard_time: int | None) -> Any:
     """The store as the workers and this process write it: a folder (absolute, for workers on
     the shared filesystem) or ``s3://`` with the headers ``cz publish`` would set."""
-    from chronozarr.location import location
-    from chronozarr.stores import open_target
+    from chronozarr.io import location, open_target
 
     if not is_url(where):
         return open_target(str(local_path(where)))

@@ -17,9 +17,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from chronozarr.objects import ROOT_KEY
-from chronozarr.storage import ObjectStore, RequestStats
-from chronozarr.stores import WORK_PREFIX
+from chronozarr.io import ROOT_KEY, WORK_PREFIX, ObjectStore, RequestStats
 from cz.publish.classify import LONG_CACHE_CONTROL, SHORT_CACHE_CONTROL
 from cz.publish.targets import MD5_METADATA_KEY
 

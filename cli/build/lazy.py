@@ -47,7 +47,7 @@ def lazy_composites(
     import dask.array as da
     import xarray as xr
 
-    from chronozarr.grid import pixel_centres
+    from chronozarr.format import pixel_centres
 
     options = options or BuildOptions()
     plan = plan or plan_recipe(recipe)

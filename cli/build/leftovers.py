@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chronozarr.objects import has_root
+from chronozarr.io import has_root
 
 try:  # POSIX: the kernel's flock, dropped when its process dies (however it dies)
     import fcntl

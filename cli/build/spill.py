@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from chronozarr.cache import LRU
+from chronozarr.io import LRU
 from cz.build.tasks import (
     BlockResult,
     spill_codec,

@@ -30,7 +30,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from chronozarr.faults import fault_point
+from chronozarr.io import fault_point
 
 __all__ = ["exchange", "recover", "swap_in"]
 

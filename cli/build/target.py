@@ -8,9 +8,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from chronozarr.faults import fault_point
-from chronozarr.location import location
-from chronozarr.objects import has_root
+from chronozarr.io import fault_point, has_root, location
 from cz.build.errors import BuildError
 from cz.build.leftovers import RunLock, new_tag, start_run, tagged_name
 from cz.build.options import BuildOptions
@@ -18,7 +16,7 @@ from cz.build.swap import recover, swap_in
 
 
 def is_url(text: str) -> bool:
-    """A target that is not a local path (``file://`` is local; :mod:`chronozarr.location`)."""
+    """A target that is not a local path (``file://`` is local; :mod:`chronozarr.io._location`)."""
     return location(text).kind != "local"
 
 

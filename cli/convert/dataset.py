@@ -48,7 +48,7 @@ def _is_zarr_group(path: Path) -> bool:
     toolkit does not name zarr.json itself, one metadata model) or a v2 ``.zgroup``. No
     zarr-python here, so a folder of GeoTIFFs never imports it; reading a Zarr source does
     (xarray's zarr engine, from the cli extra)."""
-    from chronozarr.objects import has_root
+    from chronozarr.io import has_root
 
     return has_root(path) or (path / ".zgroup").is_file()
 

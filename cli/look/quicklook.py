@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 import chronozarr
-from chronozarr.pyramid import validity
+from chronozarr.format import validity
 from cz.look import expr as band_math
 from cz.look.errors import LookError
 from cz.look.picture import Colorbar, Frame, colormap_lut, compose, save_frames, tile

@@ -84,7 +84,9 @@ def compute_stretch(values: np.ndarray, spec: StretchSpec) -> Stretch:
 def apply_stretch(values: np.ndarray, stretch: Stretch) -> np.ndarray:
     """float64 levels in [0, 255] (integers), NaN where ``values`` is not finite."""
     v = np.asarray(values, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
+    # a subnormal range (hi - lo ~ 5e-324) overflows to inf, which the clip maps to 255:
+    # still monotone, so the overflow is expected, not an error
+    with np.errstate(invalid="ignore", over="ignore"):
         scaled = (v - stretch.lo) / (stretch.hi - stretch.lo)
         levels = np.rint(np.clip(scaled, 0.0, 1.0) * 255.0)
     return np.where(np.isfinite(v), levels, np.nan)

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 from shapely.geometry import shape
 
-from chronozarr.grid import grid_shape, level_resolution, level_shapes, level_transform
+from chronozarr.format import grid_shape, level_resolution, level_shapes, level_transform
 from cz.recipe import Recipe
 
 

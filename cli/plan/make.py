@@ -13,7 +13,7 @@ from typing import Any
 
 from shapely.geometry import shape
 
-from chronozarr.location import is_url
+from chronozarr.io import is_url
 from cz.composite.bits import BitRule
 from cz.errors import RecipeError
 from cz.months import iso_utc

@@ -2,7 +2,7 @@
 web server serves, in an order that never lets a reader see a root describing missing objects.
 
 Modules: :mod:`~cz.publish.classify` (objects, phases, cache classes, the re-encode rule, all
-from the format library's :mod:`chronozarr.objects` and :mod:`chronozarr.growth`),
+from the format library's :mod:`chronozarr.io._objects` and :mod:`chronozarr.format._growth`),
 :mod:`~cz.publish.targets` (S3 and directory targets), :mod:`~cz.publish.planning` (what to
 upload, or refuse), :mod:`~cz.publish.execution` (the uploads, phase by phase).
 
@@ -42,7 +42,7 @@ only grow: its old bytes must be a prefix of the new one). Anything else raises
 :class:`PublishRefusedError` before the first byte is written.
 """
 
-from chronozarr.objects import Phase, StoreObject
+from chronozarr.io import Phase, StoreObject
 from cz.publish.classify import (
     LONG_CACHE_CONTROL,
     SHORT_CACHE_CONTROL,

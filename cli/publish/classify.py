@@ -1,6 +1,6 @@
 """The local store's objects, their upload phases and cache classes (spec 9, 14), and the
-re-encode rule. The classes are the format library's (:mod:`chronozarr.objects`,
-:mod:`chronozarr.growth`); this module adds the HTTP headers each class gets."""
+re-encode rule. The classes are the format library's (:mod:`chronozarr.io._objects`,
+:mod:`chronozarr.format._growth`); this module adds the HTTP headers each class gets."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from chronozarr import objects as layout
 from chronozarr.errors import ChronozarrError
-from chronozarr.growth import append_differences
-from chronozarr.objects import StoreObject
+from chronozarr.format import append_differences
+from chronozarr.io import StoreObject, classify_objects
 from cz.publish.errors import PublishRefusedError
 
 __all__ = [
@@ -41,9 +40,9 @@ def content_type(obj: StoreObject) -> str:
 def classify_store(source: str | os.PathLike[str]) -> tuple[list[StoreObject], list[str]]:
     """Every object of the local store at ``source`` with its phase and cache class, and the keys
     of files that are not part of the store (skipped: neither metadata nor a chunk of an array).
-    The classes are the format library's (:func:`chronozarr.objects.classify_objects`)."""
+    The classes are the format library's (:func:`chronozarr.io.classify_objects`)."""
     try:
-        return layout.classify_objects(source)
+        return classify_objects(source)
     except ChronozarrError as exc:  # no root, or a zarr.json that does not parse
         raise PublishRefusedError(str(exc)) from exc
 
@@ -51,5 +50,5 @@ def classify_store(source: str | os.PathLike[str]) -> tuple[list[StoreObject], l
 def reencode_differences(old_root: Mapping[str, Any], new_root: Mapping[str, Any]) -> list[str]:
     """What in ``new_root`` an append of ``old_root`` could not have produced (spec 14, "What
     stays byte-identical"); empty when ``new_root`` is ``old_root`` grown by zero or more appends.
-    Both are root zarr.json documents (:func:`chronozarr.growth.append_differences`)."""
+    Both are root zarr.json documents (:func:`chronozarr.format.append_differences`)."""
     return append_differences(old_root, new_root)

@@ -11,8 +11,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from chronozarr.objects import Phase, StoreObject
-from chronozarr.storage import RemoteStoreError
+from chronozarr.io import Phase, RemoteStoreError, StoreObject
 from cz.publish.errors import PublishError
 from cz.publish.planning import PublishPlan, plan_publish
 from cz.publish.targets import DirectoryTarget, Target, file_md5

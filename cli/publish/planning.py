@@ -10,10 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import chronozarr
-from chronozarr import objects as layout
 from chronozarr.errors import ChronozarrError
-from chronozarr.location import is_remote
-from chronozarr.objects import Phase, StoreObject
+from chronozarr.io import (
+    ROOT_KEY,
+    ChunkGeometry,
+    Phase,
+    StoreObject,
+    array_of,
+    consolidated_geometries,
+    is_remote,
+    load_document,
+    read_root,
+    root_block,
+)
 from cz.publish.classify import (
     LONG_CACHE_CONTROL,
     SHORT_CACHE_CONTROL,
@@ -127,10 +136,10 @@ def plan_publish(
     if check:
         _check_valid(src)
     try:
-        local_root = layout.read_root(src)
+        local_root = read_root(src)
     except ChronozarrError as exc:  # vanished or rewritten since it was classified
         raise PublishRefusedError(str(exc)) from exc
-    local_times = len(layout.root_block(local_root).get("times") or [])
+    local_times = len(root_block(local_root).get("times") or [])
     listing = tgt.listing()
     old = _OldRoot.of(tgt, listing, local_root, src, objects)
     md5, prefix_md5 = _local_md5s(objects, listing, old, tgt, src, workers)
@@ -186,7 +195,7 @@ class _OldRoot:
 
     state: str
     times: int | None
-    arrays: dict[str, layout.ChunkGeometry]
+    arrays: dict[str, ChunkGeometry]
     by_key: dict[str, StoreObject]
 
     @classmethod
@@ -199,11 +208,11 @@ class _OldRoot:
         objects: list[StoreObject],
     ) -> _OldRoot:
         by_key = {o.key: o for o in objects}
-        if layout.ROOT_KEY not in listing:
+        if ROOT_KEY not in listing:
             return cls("partial" if listing else "empty", None, {}, by_key)
-        raw = tgt.read(layout.ROOT_KEY)
+        raw = tgt.read(ROOT_KEY)
         try:
-            old_root = layout.load_document(raw, f"{tgt.url}/{layout.ROOT_KEY}")
+            old_root = load_document(raw, f"{tgt.url}/{ROOT_KEY}")
         except ChronozarrError as exc:  # the target's root is not JSON: not our store
             raise PublishRefusedError(
                 f"{exc}: not a chronozarr store; publish under a new prefix"
@@ -211,9 +220,9 @@ class _OldRoot:
         diffs = reencode_differences(old_root, local_root)
         if diffs:
             raise PublishRefusedError(_refusal(tgt.url, src, diffs))
-        times = len(layout.root_block(old_root).get("times") or [])
+        times = len(root_block(old_root).get("times") or [])
         try:
-            arrays = layout.consolidated_geometries(old_root)
+            arrays = consolidated_geometries(old_root)
         except ChronozarrError as exc:  # a malformed array entry in the target's root
             raise PublishRefusedError(str(exc)) from exc
         return cls("store", times, arrays, by_key)
@@ -224,7 +233,7 @@ class _OldRoot:
         if self.state != "store":
             return False, False
         obj = self.by_key.get(key)
-        arr_path = obj.array if obj else layout.array_of(key, self.arrays)
+        arr_path = obj.array if obj else array_of(key, self.arrays)
         arr = self.arrays.get(arr_path or "")
         if arr is None or (obj is not None and obj.phase != Phase.CHUNKS):
             return False, False

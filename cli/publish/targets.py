@@ -11,11 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chronozarr import objects as layout
-from chronozarr.faults import fault_point
-from chronozarr.location import location
-from chronozarr.objects import StoreObject
-from chronozarr.storage import ObjectStore
+from chronozarr.io import ObjectStore, StoreObject, fault_point, location, walk
 from cz.publish.classify import cache_control, content_type
 from cz.publish.errors import PublishRefusedError
 
@@ -152,7 +148,7 @@ class DirectoryTarget(Target):
     def listing(self) -> dict[str, TargetObject]:
         if not self.root.is_dir():
             return {}
-        return {k: TargetObject(s) for k, s in layout.walk(self.root)}
+        return {k: TargetObject(s) for k, s in walk(self.root)}
 
     def read(self, key: str) -> bytes | None:
         try:

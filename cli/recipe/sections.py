@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from chronozarr.location import is_url
+from chronozarr.io import is_url
 from cz.errors import RecipeProblem
 from cz.periods import Period
 from cz.recipe.base import SectionModel

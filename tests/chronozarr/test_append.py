@@ -371,7 +371,7 @@ def test_append_interrupted_between_volatility_and_time_applies_deltas_once(
     """Decision 0020: a kill after volatility/c/0/0, before 0/time/c/0, then a re-run, used to add
     the batch's deltas to the volatility twice (the re-run saw the old time axis, took the
     stored volatility for the old one)."""
-    from chronozarr.storage import LocalStore
+    from chronozarr.io import LocalStore
 
     data, mask, cov, times = _inputs()
     kw = LAYOUTS[name]

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import chronozarr
-from chronozarr.storage import LocalStore
+from chronozarr.io import LocalStore
 from tests.chronozarr.test_append import LAYOUTS, _encode, _hashes, _inputs
 
 N0, N1 = 6, 9

@@ -16,9 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chronozarr.bounded import zstd_content_size
-from chronozarr.codecs import ChunkCodec
 from chronozarr.errors import CorruptStoreError
+from chronozarr.format import ChunkCodec, zstd_content_size
 from tests.fuzz.bombs import blosc_claims, gzip_bomb, zstd_bomb
 
 SHAPE = (1, 2, 32, 32)  # one inner chunk of the fuzz base stores: 4096 bytes of uint16
@@ -157,7 +156,7 @@ def test_validate_refuses_a_gzip_time_bomb_cheaply(tmp_path) -> None:
 def test_an_unfinished_appends_longer_time_chunk_still_reads(tmp_path) -> None:
     """The cap leaves room for spec 14's in-progress state: time/c/0 already longer."""
     import chronozarr
-    from chronozarr.codecs import ChunkCodec as Codec
+    from chronozarr.format import ChunkCodec as Codec
 
     store = _small_store(tmp_path / "s.zarr")
     doc = __import__("json").loads((store / "0/time/zarr.json").read_text())

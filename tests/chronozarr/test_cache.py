@@ -1,4 +1,4 @@
-"""chronozarr.cache.LRU against a plain model of least-recently-used eviction."""
+"""chronozarr.io.LRU against a plain model of least-recently-used eviction."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chronozarr.cache import LRU
+from chronozarr.io import LRU
 
 OPS = st.lists(
     st.tuples(st.sampled_from(["get", "put", "make"]), st.integers(0, 7), st.integers(0, 50)),

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chronozarr import codecs
 from chronozarr.errors import CorruptStoreError
+from chronozarr.format import ChunkCodec, build_shard, index_nbytes, parse_index
 from tests.chronozarr.helpers import (
     EMPTY,
     make_shard,
@@ -28,37 +28,37 @@ FAST = settings(max_examples=40, deadline=None)
     )
 )
 def test_build_shard_and_parse_index(chunks: list[bytes | None]) -> None:
-    blob = codecs.build_shard(chunks)
+    blob = build_shard(chunks)
     assert blob == make_shard(chunks)  # the Zarr sharding_indexed layout, index at the end
     n = len(chunks)
-    index = codecs.parse_index(blob[-(16 * n + 4) :], n, with_crc=True, where="k")
+    index = parse_index(blob[-(16 * n + 4) :], n, with_crc=True, where="k")
     assert np.array_equal(index, shard_index(blob, n))
     for (offset, nbytes), chunk in zip(index.tolist(), chunks, strict=True):
         if chunk is None:
             assert offset == nbytes == EMPTY
         else:
             assert blob[offset : offset + nbytes] == chunk
-    assert codecs.index_nbytes(n) == 16 * n + 4
+    assert index_nbytes(n) == 16 * n + 4
 
 
 def test_parse_index_checks_crc_and_length() -> None:
-    blob = codecs.build_shard([b"abc", None])
+    blob = build_shard([b"abc", None])
     index = bytearray(blob[-36:])
     index[3] ^= 1
     with pytest.raises(CorruptStoreError, match="checksum"):
-        codecs.parse_index(bytes(index), 2, with_crc=True, where="0/data/c/0/0/0/0")
+        parse_index(bytes(index), 2, with_crc=True, where="0/data/c/0/0/0/0")
     with pytest.raises(CorruptStoreError, match="bytes"):
-        codecs.parse_index(blob[-30:], 2, with_crc=True, where="x")
+        parse_index(blob[-30:], 2, with_crc=True, where="x")
     raw = blob[-36:-4]
-    assert codecs.parse_index(raw, 2, with_crc=False, where="x").tolist()[0] == [0, 3]
+    assert parse_index(raw, 2, with_crc=False, where="x").tolist()[0] == [0, 3]
 
 
 def test_build_shard_keeps_a_prefix() -> None:
     """Append keeps old chunks at their old offsets (spec 14)."""
-    old = codecs.build_shard([b"one", b"two", None])
+    old = build_shard([b"one", b"two", None])
     old_index = shard_index(old, 3)
     payload = old[: -(16 * 3 + 4)]
-    new = codecs.build_shard([tuple(old_index[0]), tuple(old_index[1]), b"three"], prefix=payload)
+    new = build_shard([tuple(old_index[0]), tuple(old_index[1]), b"three"], prefix=payload)
     index = shard_index(new, 3)
     assert index[:2].tolist() == old_index[:2].tolist()
     assert new[index[2][0] : index[2][0] + index[2][1]] == b"three"
@@ -98,7 +98,7 @@ def test_chunk_codec_round_trip_and_zarr_bytes(conf: dict) -> None:
 
     chain = [{"name": "bytes", "configuration": {"endian": "little"}}, conf]
     chunk = np.arange(2 * 4 * 4, dtype=np.uint16).reshape(1, 2, 4, 4) * 997
-    codec = codecs.ChunkCodec(chain, "uint16", chunk.shape)
+    codec = ChunkCodec(chain, "uint16", chunk.shape)
     blob = codec.encode(chunk)
     assert np.array_equal(codec.decode(blob), chunk)
     store = zarr.storage.MemoryStore()

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import chronozarr
 from chronozarr.errors import CorruptStoreError
-from chronozarr.jsondoc import MAX_NESTING, load_json
+from chronozarr.format import MAX_NESTING, load_json
 
 HOSTILE_DOCS = {
     "deep-list": "[" * 100_000 + "]" * 100_000,

@@ -1,4 +1,4 @@
-"""chronozarr.location: the one local-path / URL rule, and its users (reader, writer)."""
+"""chronozarr.io._location: the one local-path / URL rule, and its users (reader, writer)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 import chronozarr
 from chronozarr.errors import ChronozarrError, EncodeError
-from chronozarr.location import is_remote, is_url, location
-from chronozarr.storage import LocalStore, ObjectStore, open_store_bytes
+from chronozarr.io import LocalStore, ObjectStore, is_remote, is_url, location, open_store_bytes
 
 
 @pytest.mark.parametrize(

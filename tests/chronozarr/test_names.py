@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import chronozarr
 from chronozarr.errors import CorruptStoreError
-from chronozarr.names import check_name, name_problem
+from chronozarr.format import check_name, name_problem
 from tests.fuzz.mutate import HOSTILE_NAMES
 
 SAFE = st.text(string.ascii_letters + string.digits + "_-.", min_size=1, max_size=40).filter(

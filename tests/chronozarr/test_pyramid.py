@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from chronozarr import pyramid
+from chronozarr.format import block_mean, coverage_reduce, mask_reduce, validity
 from tests.chronozarr.helpers import (
     ref_coverage_reduce,
     ref_mask_reduce,
@@ -45,7 +45,7 @@ def test_block_mean_matches_reference(data, dtype: str) -> None:
         nodata = data.draw(st.sampled_from([None, 0.0, float(values.flat[0])]))
     else:
         nodata = data.draw(st.sampled_from([None, 0, int(values.flat[0])]))
-    got = pyramid.block_mean(values, pyramid.validity(values, nodata, mask), nodata)
+    got = block_mean(values, validity(values, nodata, mask), nodata)
     want = ref_reduce(
         values[None],
         ref_validity(values[None], nodata, None if mask is None else mask[None]),
@@ -58,37 +58,37 @@ def test_block_mean_matches_reference(data, dtype: str) -> None:
 
 def test_validity_rules() -> None:
     values = np.array([[[0, 5]], [[5, 0]]], dtype=np.uint16)
-    assert pyramid.validity(values, 0, None).tolist() == [[[False, True]], [[True, False]]]
-    assert pyramid.validity(values, None, None).all()
+    assert validity(values, 0, None).tolist() == [[[False, True]], [[True, False]]]
+    assert validity(values, None, None).all()
     mask = np.array([[0, 1]], dtype=np.uint8)
-    assert pyramid.validity(values, 0, mask).tolist() == [[[False, True]], [[False, True]]]
+    assert validity(values, 0, mask).tolist() == [[[False, True]], [[False, True]]]
 
 
 def test_block_mean_all_invalid_is_nodata_or_zero() -> None:
     values = np.full((1, 2, 2), 9, dtype=np.uint16)
     none_valid = np.zeros_like(values, dtype=bool)
-    assert pyramid.block_mean(values, none_valid, 7).tolist() == [[[7]]]
-    assert pyramid.block_mean(values, none_valid, None).tolist() == [[[0]]]
+    assert block_mean(values, none_valid, 7).tolist() == [[[7]]]
+    assert block_mean(values, none_valid, None).tolist() == [[[0]]]
     f = np.full((1, 2, 2), 9, dtype=np.float32)
-    assert pyramid.block_mean(f, none_valid, -9999.0).tolist() == [[[-9999.0]]]
+    assert block_mean(f, none_valid, -9999.0).tolist() == [[[-9999.0]]]
 
 
 def test_block_mean_exact_integer_sum() -> None:
     """65535 * 4 overflows uint16 and float32 rounding would not floor: exact in a wide type."""
     values = np.array([[[65535, 65534], [65535, 65535]]], dtype=np.uint16)
     ok = np.ones_like(values, dtype=bool)
-    assert pyramid.block_mean(values, ok, None).tolist() == [[[65534]]]  # 262139 // 4
+    assert block_mean(values, ok, None).tolist() == [[[65534]]]  # 262139 // 4
     odd = np.array([[[16777217, 0]]], dtype=np.float32)  # float64 accumulation
-    assert pyramid.block_mean(odd, np.ones_like(odd, dtype=bool), None).dtype == np.float32
+    assert block_mean(odd, np.ones_like(odd, dtype=bool), None).dtype == np.float32
 
 
 def test_edge_replication_weights_the_last_row() -> None:
     """An odd last row counts twice in its block (DESIGN: replicate before every reduction)."""
     values = np.array([[[0], [3], [9]]], dtype=np.uint8)  # 3 x 1
     ok = np.ones_like(values, dtype=bool)
-    assert pyramid.block_mean(values, ok, None).tolist() == [[[1], [9]]]
+    assert block_mean(values, ok, None).tolist() == [[[1], [9]]]
     cov = np.array([[1], [2], [1]], dtype=np.uint8)
-    assert pyramid.coverage_reduce(cov).tolist() == [[2], [1]]  # (1+1+2+2+2)//4, (1*4+2)//4
+    assert coverage_reduce(cov).tolist() == [[2], [1]]  # (1+1+2+2+2)//4, (1*4+2)//4
 
 
 @FAST
@@ -98,17 +98,17 @@ def test_edge_replication_weights_the_last_row() -> None:
     )
 )
 def test_mask_reduce_matches_reference(mask: np.ndarray) -> None:
-    assert np.array_equal(pyramid.mask_reduce(mask), ref_mask_reduce(mask))
+    assert np.array_equal(mask_reduce(mask), ref_mask_reduce(mask))
 
 
 @FAST
 @given(cov=hnp.arrays(np.uint8, hnp.array_shapes(min_dims=3, max_dims=3, max_side=9)))
 def test_coverage_reduce_matches_reference(cov: np.ndarray) -> None:
-    got = pyramid.coverage_reduce(cov)
+    got = coverage_reduce(cov)
     assert got.dtype == np.uint8
     assert np.array_equal(got, ref_coverage_reduce(cov))
 
 
 def test_coverage_halves_round_up() -> None:
     cov = np.array([[[1, 1], [0, 0]], [[255, 255], [255, 254]]], dtype=np.uint8)
-    assert pyramid.coverage_reduce(cov).tolist() == [[[1]], [[255]]]  # (2+2)//4, (1019+2)//4
+    assert coverage_reduce(cov).tolist() == [[[1]], [[255]]]  # (2+2)//4, (1019+2)//4

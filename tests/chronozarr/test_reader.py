@@ -19,7 +19,7 @@ from chronozarr.errors import (
     StoreNotFoundError,
     UnsupportedError,
 )
-from chronozarr.storage import LocalStore
+from chronozarr.io import LocalStore
 from tests.chronozarr.helpers import (
     RangeLog,
     drop_consolidated,
@@ -254,7 +254,7 @@ def test_decodes_through_the_recorded_map(tmp_path: Path) -> None:
     assert chronozarr.open_store(path).attrs.temporal.delta_reference == {1: 0, 2: 0, 3: 4}
     # t=3 now stores its residual against anchor 0 (distance 3 < 4: valid, not nearest)
     doc = read_json(path / "0" / "data" / "zarr.json")
-    from chronozarr.codecs import ChunkCodec
+    from chronozarr.format import ChunkCodec
 
     codec = ChunkCodec(doc["codecs"], "uint16", (1, 2, 6, 6))
     residual = (data[3].astype(np.int64) - data[0]) % 65536

@@ -13,7 +13,7 @@ import pytest
 import zarr
 
 import chronozarr
-from chronozarr import codecs as _codecs
+from chronozarr.format import ChunkCodec, compressor_for, vlen_utf8_encode
 from tests.chronozarr.helpers import edit_root, read_json
 from tests.conftest import monthly, synthetic_series
 
@@ -62,9 +62,9 @@ def test_append_keeps_root_time_in_step(tmp_path: Path) -> None:
 
 def _edit_root_band(store: Path, names: list[str]) -> None:
     doc = read_json(store / "band" / "zarr.json")
-    raw = _codecs.vlen_utf8_encode(names)
+    raw = vlen_utf8_encode(names)
     for c in doc["codecs"][1:]:
-        raw = bytes(_codecs.compressor_for(c).encode(raw))
+        raw = bytes(compressor_for(c).encode(raw))
     (store / "band" / "c" / "0").write_bytes(raw)
 
 
@@ -80,7 +80,7 @@ def test_validator_flags_a_stale_root_band(tmp_path: Path) -> None:
 def test_validator_flags_a_stale_root_time(tmp_path: Path) -> None:
     store, _ = _encode(tmp_path / "s.zarr")
     doc = read_json(store / "time" / "zarr.json")
-    codec = _codecs.ChunkCodec(doc["codecs"], "int64", (5,))
+    codec = ChunkCodec(doc["codecs"], "int64", (5,))
     shifted = (
         np.asarray(zarr.open_group(str(store), mode="r")["time"][:], dtype=np.int64) + 86_400_000
     )

@@ -257,6 +257,13 @@ def test_data_array_zarr_json(example: Any, level: int) -> None:
     extra = {k: got["attributes"].get(k) for k in _extra_attrs(h, w, level)}
     assert extra == _extra_attrs(h, w, level)  # spec 3.3 SHOULDs, with the same values
     got["attributes"] = {k: v for k, v in got["attributes"].items() if k not in extra}
+    # docs/spec.md C23: a star-delta data array says on itself that it holds residuals (the spec
+    # example predates the addition; both modes of this fixture end in star-delta)
+    root = read_json(path / "zarr.json")["attributes"]["chronozarr"]
+    assert root["temporal"]["encoding"] == "star-delta"
+    said = got["attributes"].pop("chronozarr:temporal")
+    assert said["encoding"] == "star-delta"
+    assert "anchor_indices" in said["anchors"] and "delta_reference" in said["values"]
     assert got == want
 
 

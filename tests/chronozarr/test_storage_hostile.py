@@ -16,7 +16,7 @@ import pytest
 
 import chronozarr
 from chronozarr.errors import CorruptStoreError, StoreAccessError
-from chronozarr.storage import LocalStore
+from chronozarr.io import LocalStore
 
 
 @pytest.fixture

@@ -12,15 +12,15 @@ import pytest
 
 import chronozarr
 from chronozarr.errors import EncodeError
-from chronozarr.storage import LocalStore, ObjectStore
-from chronozarr.stores import (
+from chronozarr.io import (
     WORK_PREFIX,
+    LocalStore,
+    ObjectStore,
     ObstoreTarget,
-    WorkLog,
-    clear_work,
     open_target,
     store_is_empty,
 )
+from chronozarr.write import WorkLog, clear_work
 from tests.chronozarr.test_bytes_pinned import digests
 from tests.conftest import monthly, synthetic_series
 

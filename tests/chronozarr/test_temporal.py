@@ -8,9 +8,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chronozarr import temporal
 from chronozarr.errors import CorruptStoreError
-from chronozarr.metadata import Temporal
+from chronozarr.format import (
+    Temporal,
+    abs_diff_sum,
+    anchor_indices,
+    apply_residual,
+    is_valid_reference,
+    nearest_anchor,
+    residual,
+    schedule,
+    volatility_value,
+)
 from tests.chronozarr.helpers import (
     ref_schedule,
 )
@@ -24,43 +33,43 @@ FAST = settings(max_examples=40, deadline=None)
 @FAST
 @given(n_time=st.integers(1, 60), k=st.integers(1, 13))
 def test_schedule_matches_reference(n_time: int, k: int) -> None:
-    anchors, refs = temporal.schedule(n_time, k)
+    anchors, refs = schedule(n_time, k)
     want_anchors, want_refs = ref_schedule(n_time, k)
-    assert anchors == want_anchors == temporal.anchor_indices(n_time, k)
+    assert anchors == want_anchors == anchor_indices(n_time, k)
     assert refs == want_refs
     for t, a in refs.items():
-        assert temporal.is_valid_reference(t, a, anchors, k)
+        assert is_valid_reference(t, a, anchors, k)
 
 
 @FAST
 @given(t=st.integers(0, 200), anchors=st.lists(st.integers(0, 200), min_size=1, unique=True))
 def test_nearest_anchor_ties_toward_earlier(t: int, anchors: list[int]) -> None:
-    got = temporal.nearest_anchor(t, anchors)
+    got = nearest_anchor(t, anchors)
     best = min(abs(a - t) for a in anchors)
     assert abs(got - t) == best
     assert got == min(a for a in anchors if abs(a - t) == best)
 
 
 def test_nearest_anchor_examples() -> None:
-    assert temporal.nearest_anchor(1, [0, 2]) == 0  # tie: earlier
-    assert temporal.nearest_anchor(3, [0, 4]) == 4
-    assert temporal.nearest_anchor(5, [0, 4]) == 4
-    assert temporal.schedule(5, 2)[1] == {1: 0, 3: 2}  # the spec 3.9 example
-    assert temporal.schedule(7, 6)[1] == {1: 0, 2: 0, 3: 0, 4: 6, 5: 6}
-    assert temporal.schedule(5, 6)[1] == {1: 0, 2: 0, 3: 0, 4: 0}  # no anchor 6 yet
+    assert nearest_anchor(1, [0, 2]) == 0  # tie: earlier
+    assert nearest_anchor(3, [0, 4]) == 4
+    assert nearest_anchor(5, [0, 4]) == 4
+    assert schedule(5, 2)[1] == {1: 0, 3: 2}  # the spec 3.9 example
+    assert schedule(7, 6)[1] == {1: 0, 2: 0, 3: 0, 4: 6, 5: 6}
+    assert schedule(5, 6)[1] == {1: 0, 2: 0, 3: 0, 4: 0}  # no anchor 6 yet
 
 
 @FAST
 @given(n_old=st.integers(1, 30), n_new=st.integers(0, 30), k=st.integers(1, 8), data=st.data())
 def test_schedule_keeps_existing_references(n_old: int, n_new: int, k: int, data) -> None:
     """An append keeps every published reference (spec 4.2.2, 14); new ones take the nearest."""
-    _, old_refs = temporal.schedule(n_old, k)
-    anchors, refs = temporal.schedule(n_old + n_new, k, existing=old_refs)
+    _, old_refs = schedule(n_old, k)
+    anchors, refs = schedule(n_old + n_new, k, existing=old_refs)
     for t, a in old_refs.items():
         assert refs[t] == a
     for t in range(n_old, n_old + n_new):
         if t not in anchors:
-            assert refs[t] == temporal.nearest_anchor(t, anchors)
+            assert refs[t] == nearest_anchor(t, anchors)
     # an old timestep that became nearer to a new anchor still decodes through its old anchor
     if n_old % k and n_new:
         t = n_old - 1
@@ -70,11 +79,11 @@ def test_schedule_keeps_existing_references(n_old: int, n_new: int, k: int, data
 
 def test_is_valid_reference() -> None:
     anchors = [0, 3, 6]
-    assert temporal.is_valid_reference(2, 0, anchors, 3)  # not nearest, still valid
-    assert not temporal.is_valid_reference(3, 3, anchors, 3)  # d = 0
-    assert not temporal.is_valid_reference(4, 0, anchors, 3)  # d = anchor_interval... 4 > 3
-    assert not temporal.is_valid_reference(2, 1, anchors, 3)  # not an anchor
-    assert temporal.is_valid_reference(5, 6, anchors, 3)
+    assert is_valid_reference(2, 0, anchors, 3)  # not nearest, still valid
+    assert not is_valid_reference(3, 3, anchors, 3)  # d = 0
+    assert not is_valid_reference(4, 0, anchors, 3)  # d = anchor_interval... 4 > 3
+    assert not is_valid_reference(2, 1, anchors, 3)  # not an anchor
+    assert is_valid_reference(5, 6, anchors, 3)
 
 
 def test_temporal_reference_uses_recorded_map() -> None:
@@ -102,10 +111,10 @@ def test_temporal_reference_uses_recorded_map() -> None:
 
 def test_residual_inverse_all_uint8_pairs() -> None:
     a, s = np.meshgrid(np.arange(256, dtype=np.uint8), np.arange(256, dtype=np.uint8))
-    d = temporal.residual(s, a)
+    d = residual(s, a)
     assert d.dtype == np.uint8
     assert np.array_equal(d, ((s.astype(np.int64) - a) % 256).astype(np.uint8))
-    assert np.array_equal(temporal.apply_residual(a, d), s)
+    assert np.array_equal(apply_residual(a, d), s)
 
 
 def test_residual_inverse_all_uint16_pairs() -> None:
@@ -116,37 +125,37 @@ def test_residual_inverse_all_uint16_pairs() -> None:
     for start in range(0, 65536, rows):
         a = np.arange(start, start + rows, dtype=np.uint16)[:, None]
         src, anchor = np.broadcast_to(s, (rows, 65536)), np.broadcast_to(a, (rows, 65536))
-        d = temporal.residual(src, anchor)
+        d = residual(src, anchor)
         assert d.dtype == np.uint16
         want = ((s32 + np.uint32(65536) - a.astype(np.uint32)) & np.uint32(0xFFFF)).astype(
             np.uint16
         )
         assert np.array_equal(d, want)
-        assert np.array_equal(temporal.apply_residual(anchor, d), src)
+        assert np.array_equal(apply_residual(anchor, d), src)
 
 
 def test_residual_matches_v01_int16_bytes_when_small() -> None:
     a = np.array([1000, 1000, 0, 65535], dtype=np.uint16)
     s = np.array([900, 1100, 32767, 32768], dtype=np.uint16)
     v01 = (s.astype(np.int32) - a.astype(np.int32)).astype(np.int16).view(np.uint16)
-    assert np.array_equal(temporal.residual(s, a), v01)
+    assert np.array_equal(residual(s, a), v01)
 
 
 @pytest.mark.parametrize("dtype", ["int16", "float32"])
 def test_residual_refuses_other_dtypes(dtype: str) -> None:
     with pytest.raises(TypeError):
-        temporal.residual(np.zeros(2, dtype), np.zeros(2, dtype))
+        residual(np.zeros(2, dtype), np.zeros(2, dtype))
 
 
 # --- volatility (spec 5) ------------------------------------------------------------------------------
 
 
 def test_volatility_value() -> None:
-    assert temporal.volatility_value(0.0, 0) == np.float32(0.0)
-    assert temporal.volatility_value(5000.0 * 4, 4) == np.float32(0.5)
-    assert temporal.volatility_value(1e9, 1) == np.float32(1.0)  # clipped
+    assert volatility_value(0.0, 0) == np.float32(0.0)
+    assert volatility_value(5000.0 * 4, 4) == np.float32(0.5)
+    assert volatility_value(1e9, 1) == np.float32(1.0)  # clipped
     a = np.array([0, 65535], dtype=np.uint16)
     b = np.array([65535, 0], dtype=np.uint16)
-    assert temporal.abs_diff_sum(a, b) == 2 * 65535.0  # exact, no modular wrap
+    assert abs_diff_sum(a, b) == 2 * 65535.0  # exact, no modular wrap
     f = np.array([1e-8, 3.0], dtype=np.float32)
-    assert temporal.abs_diff_sum(f, np.zeros(2, np.float32)) == pytest.approx(3.00000001)
+    assert abs_diff_sum(f, np.zeros(2, np.float32)) == pytest.approx(3.00000001)

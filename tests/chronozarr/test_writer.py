@@ -599,7 +599,7 @@ def test_encode_refuses_before_writing_on_bad_late_mask(tmp_path: Path) -> None:
 
 
 def _record_puts(monkeypatch: pytest.MonkeyPatch, fail_after: int | None = None) -> list[str]:
-    from chronozarr.storage import LocalStore
+    from chronozarr.io import LocalStore
 
     keys: list[str] = []
     real_put = LocalStore.put

@@ -9,9 +9,8 @@ from collections.abc import Callable
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chronozarr.cells import split_tasks
-from chronozarr.scheduling import Runner, Stage
-from chronozarr.writer import _morton, _needs_below
+from chronozarr.write import Runner, Stage, split_tasks
+from chronozarr.write._encode import _morton, _needs_below
 
 cells_st = st.tuples(st.integers(0, 2**12), st.integers(0, 2**12))
 

@@ -21,8 +21,8 @@ from odc.geo import xr as _odc_xr  # noqa: E402, F401  (registers .odc)
 from pyproj import CRS  # noqa: E402
 
 import chronozarr  # noqa: E402
-from chronozarr.storage import LocalStore  # noqa: E402
-from chronozarr.xarray_backend import ChronozarrBackendEntrypoint  # noqa: E402
+from chronozarr.io import LocalStore  # noqa: E402
+from chronozarr.read.xarray_backend import ChronozarrBackendEntrypoint  # noqa: E402
 from tests.conftest import monthly, synthetic_series  # noqa: E402
 
 N_TIME, HEIGHT, WIDTH, CS = 7, 19, 21, 8

@@ -1,6 +1,6 @@
 """The kill-point test (decision 0020): ``cz build``, ``cz build --overwrite``, ``cz append`` and
 ``cz publish`` SIGKILLed before their N-th durable write step (``CZ_FAULT_AT=N``,
-chronozarr.faults: the rename of an object's temporary file, a folder rename, a removal), for
+chronozarr.io._faults: the rename of an object's temporary file, a folder rename, a removal), for
 sampled N (every N with ``CZ_KILL_POINTS=all``). After each kill:
 
 - the target holds no root describing missing objects: either no store, or a store whose
@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 import chronozarr
-from chronozarr.objects import walk
+from chronozarr.io import walk
 from tests.cz.scenes import LOADER_WARNINGS, recipe, scenario, write_items
 
 #: ``CZ_KILL_POINTS=all``: every kill point; ``CZ_KILL_POINTS=K``: every K-th and the named ones

@@ -1,7 +1,7 @@
 """One metadata model (decision 0007): no code under ``cli/`` reads or writes a store's zarr.json.
 
 The toolkit goes through the format library's public functions (``chronozarr.provenance``,
-``chronozarr.objects``, ``chronozarr.growth``, the reader's model). An AST scan of every module
+``chronozarr.io._objects``, ``chronozarr.format._growth``, the reader's model). An AST scan of every module
 of the ``cz`` package flags, outside docstrings: a string naming a zarr.json key (``"zarr.json"``,
 ``".../zarr.json"``, also as the tail of an f-string), the raw keys of Zarr v3 documents
 (``consolidated_metadata``, ``chunk_grid``, ``chunk_key_encoding``, ``node_type``,

@@ -46,7 +46,7 @@ CHILD = textwrap.dedent(
     """
 )
 
-PUT = "chronozarr.storage:LocalStore:put"
+PUT = "chronozarr.io:LocalStore:put"
 
 
 def _terminate(tmp_path: Path, patch: str, *args: str) -> subprocess.CompletedProcess[str]:

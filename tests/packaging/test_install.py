@@ -184,7 +184,7 @@ def test_wheel_metadata_and_files(wheel: Path) -> None:
         assert f"cz/recipes/{recipe.name}" in names, f"recipe {recipe.name} is not in the wheel"
     assert "chronozarr/py.typed" in names and "cz/py.typed" in names
     assert "chronozarr/__main__.py" in names and "cz/__main__.py" in names
-    assert "chronozarr = chronozarr.xarray_backend:ChronozarrBackendEntrypoint" in entry_points
+    assert "chronozarr = chronozarr.read.xarray_backend:ChronozarrBackendEntrypoint" in entry_points
     assert "cz = cz._entry:main" in entry_points
     licenses = list(SOURCE.glob("LICEN[CS]E*"))
     if licenses:  # the licence text travels in the wheel (PEP 639: .dist-info/licenses/)

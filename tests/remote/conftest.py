@@ -305,7 +305,7 @@ def collect_garbage_in_the_test_that_made_it() -> Iterator[None]:
 
     The 2026-12-01 CI rehearsals failed unrelated test_publish_s3 tests on such a socket: a
     dask client's reconnect, left in flight at close, after the scheduler dropped the client's
-    stream (fixed in chronozarr.scheduling; test_cluster_pipeline checks the stream is kept).
+    stream (fixed in chronozarr.write._runner; test_cluster_pipeline checks the stream is kept).
     """
     yield
     gc.collect()

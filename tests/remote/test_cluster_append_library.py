@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import chronozarr
-from chronozarr.storage import ObjectStore
+from chronozarr.io import ObjectStore
 from tests.chronozarr import test_bytes_pinned as pinned
 from tests.dask_procs import DaskProcs
 from tests.remote.conftest import Moto, new_bucket

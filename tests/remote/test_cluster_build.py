@@ -23,8 +23,7 @@ from typing import Any
 import pytest
 
 import chronozarr
-from chronozarr.objects import classify_objects
-from chronozarr.storage import ObjectStore
+from chronozarr.io import ObjectStore, classify_objects
 from cz.build import BuildError, BuildOptions, Progress, build
 from cz.publish.classify import cache_control
 from cz.recipe import load_recipe

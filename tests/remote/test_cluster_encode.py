@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import chronozarr
-from chronozarr.storage import LocalStore, ObjectStore
+from chronozarr.io import LocalStore, ObjectStore
 from tests.chronozarr import test_bytes_pinned as pinned
 from tests.dask_procs import DaskProcs, dask_cluster
 from tests.remote.conftest import Moto, list_keys, new_bucket
@@ -89,7 +89,7 @@ def test_cluster_encode_of_a_dask_array_to_a_local_folder(tmp_path: Path, client
 
 
 class SlowSource:
-    """A cell source (chronozarr.cell_tasks) that produces constant planes slowly on the worker."""
+    """A cell source (chronozarr.write._cell_tasks) that produces constant planes slowly on the worker."""
 
     shape = (4, 1, 32, 32)
     dtype = np.dtype("uint8")

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import chronozarr
-from chronozarr.storage import ObjectStore, RemoteStoreError
+from chronozarr.io import ObjectStore, RemoteStoreError
 from cz import publish as pub
 from tests.remote.conftest import T0, assert_reads_equal, files
 from tests.remote.rangeserver import RangeServer

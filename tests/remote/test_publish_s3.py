@@ -425,7 +425,7 @@ def test_object_store_keeps_its_options_when_pickled(
 ) -> None:
     import pickle
 
-    from chronozarr.storage import ObjectStore, RemoteStoreError
+    from chronozarr.io import ObjectStore, RemoteStoreError
 
     pub.publish(stores["unsharded"], f"s3://{bucket}/k")
     monkeypatch.delenv("AWS_ENDPOINT_URL")  # only the option knows the endpoint now

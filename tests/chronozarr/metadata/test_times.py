@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chronozarr.metadata import format_time, parse_time
+from chronozarr.format import format_time, parse_time
 
 FAST = settings(max_examples=40, deadline=None)
 

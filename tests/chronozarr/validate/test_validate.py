@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import chronozarr
-from chronozarr import codecs as _codecs
 from chronozarr.errors import StoreNotFoundError
+from chronozarr.format import ChunkCodec
 from tests.chronozarr.helpers import (
     drop_consolidated,
     edit_chronozarr,
@@ -246,7 +246,7 @@ def rewrite_coord(node: str, values: Any, dtype: str = "float64") -> Callable[[P
     def run(p: Path) -> None:
         d = read_json(p / node / "zarr.json")
         arr = np.asarray(values, dtype=dtype)
-        codec = _codecs.ChunkCodec(d["codecs"], dtype, arr.shape)
+        codec = ChunkCodec(d["codecs"], dtype, arr.shape)
         (p / node / "c" / "0").write_bytes(codec.encode(arr))
 
         def shape(x: dict[str, Any]) -> None:
@@ -1367,7 +1367,7 @@ CASES: list[tuple[str, str, Callable[[Path], None], str, str, str]] = [
 
 def _set_volatility(path: Path, r: int, c: int, value: float) -> None:
     d = read_json(path / "volatility" / "zarr.json")
-    codec = _codecs.ChunkCodec(d["codecs"], "float32", d["shape"])
+    codec = ChunkCodec(d["codecs"], "float32", d["shape"])
     f = path / "volatility" / "c" / "0" / "0"
     vol = codec.decode(f.read_bytes()).copy()
     vol[r, c] = value
@@ -1407,7 +1407,7 @@ def test_each_case_breaks_only_what_it_says(bases: dict[str, Path], tmp_path: Pa
 def _rewrite_unsharded_chunk(path: Path, node: str, key: str, fn: Callable[[np.ndarray], Any]):
     d = read_json(path / node / "zarr.json")
     shape = d["chunk_grid"]["configuration"]["chunk_shape"]
-    codec = _codecs.ChunkCodec(d["codecs"], d["data_type"], shape)
+    codec = ChunkCodec(d["codecs"], d["data_type"], shape)
     f = path / node / "c" / key
     chunk = codec.decode(f.read_bytes()).copy()
     fn(chunk)
@@ -1420,7 +1420,7 @@ def _rewrite_sharded_chunk(
     d = read_json(path / node / "zarr.json")
     conf = d["codecs"][0]["configuration"]
     n = d["chunk_grid"]["configuration"]["chunk_shape"][0]
-    codec = _codecs.ChunkCodec(conf["codecs"], d["data_type"], conf["chunk_shape"])
+    codec = ChunkCodec(conf["codecs"], d["data_type"], conf["chunk_shape"])
     f = path / node / "c" / shard_key
     chunks = shard_chunks(f.read_bytes(), n)
     chunk = codec.decode(chunks[pos]).copy()
@@ -1495,7 +1495,7 @@ def test_deep_coverage_pyramid(bases: dict[str, Path], tmp_path: Path) -> None:
 def test_deep_volatility_of_star_delta_store(bases: dict[str, Path], tmp_path: Path) -> None:
     path = _copy(bases, "sd", tmp_path)
     d = read_json(path / "volatility" / "zarr.json")
-    codec = _codecs.ChunkCodec(d["codecs"], "float32", d["shape"])
+    codec = ChunkCodec(d["codecs"], "float32", d["shape"])
     f = path / "volatility" / "c" / "0" / "0"
     vol = codec.decode(f.read_bytes()).copy()
     vol[1, 2] += 0.01

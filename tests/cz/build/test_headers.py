@@ -1,5 +1,5 @@
 """The key-based cache class of a cluster build's S3 objects (cz.build.headers) agrees with
-the format library's classification of a finished store (chronozarr.objects, spec 14), which
+the format library's classification of a finished store (chronozarr.io._objects, spec 14), which
 ``cz publish`` uses: for every object of sharded and unsharded stores."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import chronozarr
-from chronozarr.objects import classify_objects
+from chronozarr.io import classify_objects
 from cz.build.headers import HeaderedStore, in_place
 from tests.conftest import monthly, synthetic_series
 

@@ -3,7 +3,7 @@ sweep (cz.build.leftovers): the old store or the new one is at the target at eve
 renameat2's exchange), and after the sweep exactly one store is there with nothing left beside
 it. The fallback of two renames leaves the target missing for one step, which the sweep repairs.
 
-The kills are real: a child process SIGKILLs itself through ``CZ_FAULT_AT`` (chronozarr.faults).
+The kills are real: a child process SIGKILLs itself through ``CZ_FAULT_AT`` (chronozarr.io._faults).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 from pyproj import Transformer
 
 import chronozarr
-from chronozarr.storage import LocalStore
+from chronozarr.io import LocalStore
 from cz.look.series import read_series
 from tests.cz.look.conftest import CS, N_TIME, TRANSFORM, LookStore, W
 from tests.cz.look.helpers import read_png, run

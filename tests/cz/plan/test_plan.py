@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyproj import Transformer
 
-from chronozarr.grid import grid_shape, level_shapes
+from chronozarr.format import grid_shape, level_shapes
 from cz.errors import SigningError
 from cz.plan import (
     Plan,
@@ -157,7 +157,7 @@ def test_grid_of_a_recipe(tmp_path: Path) -> None:
         ):
             x, y = to_utm.transform(lon, lat)
             assert c <= x <= c + width * res and f - height * res <= y <= f
-    # levels mirror chronozarr.grid
+    # levels mirror chronozarr.format._grid
     shapes = level_shapes(height, width, 512)
     assert [lv.shape for lv in grid.levels] == [list(s) for s in shapes]
     assert [lv.grid for lv in grid.levels] == [list(grid_shape(*s, 512)) for s in shapes]

@@ -1,0 +1,103 @@
+"""Temporal encoding arithmetic (spec 4, 5): anchors, references, modular residuals, volatility.
+
+Pure functions on numpy arrays, shared by the writer, append, the reader and the validator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "abs_diff_sum",
+    "anchor_indices",
+    "apply_residual",
+    "cell_volatility",
+    "is_valid_reference",
+    "nearest_anchor",
+    "residual",
+    "schedule",
+    "volatility_value",
+]
+
+
+def anchor_indices(n_time: int, anchor_interval: int) -> list[int]:
+    """[0, k, 2k, ...] while < n_time (spec 4.2 step 1)."""
+    return list(range(0, n_time, anchor_interval))
+
+
+def nearest_anchor(t: int, anchors: Sequence[int]) -> int:
+    """Nearest anchor by absolute index distance, ties toward the earlier anchor (spec 4.2.2)."""
+    return min(anchors, key=lambda a: (abs(a - t), a))
+
+
+def schedule(
+    n_time: int, anchor_interval: int, existing: Mapping[int, int] | None = None
+) -> tuple[list[int], dict[int, int]]:
+    """Anchors and delta references of an axis of ``n_time`` timesteps.
+
+    ``existing`` references (from a published store) are kept unchanged (spec 4.2.2: a writer MUST
+    NOT change the reference of a timestep already written); new timesteps take the nearest anchor
+    among those that exist after the write.
+    """
+    anchors = anchor_indices(n_time, anchor_interval)
+    anchor_set = set(anchors)
+    refs: dict[int, int] = dict(existing or {})
+    for t in range(n_time):
+        if t not in anchor_set and t not in refs:
+            refs[t] = nearest_anchor(t, anchors)
+    return anchors, refs
+
+
+def is_valid_reference(t: int, ref: int, anchors: Iterable[int], anchor_interval: int) -> bool:
+    """A reference is valid when it names an anchor at distance 0 < d < anchor_interval (4.2.2)."""
+    return ref in set(anchors) and 0 < abs(t - ref) < anchor_interval
+
+
+def residual(source: np.ndarray, anchor: np.ndarray) -> np.ndarray:
+    """(source - anchor) mod 2^bits in the stored unsigned dtype (spec 4.2 step 4). No clipping."""
+    if source.dtype != anchor.dtype or source.dtype.name not in ("uint8", "uint16"):
+        raise TypeError(
+            f"residuals are defined for matching uint8/uint16 arrays (spec 4.1), got "
+            f"{source.dtype.name} and {anchor.dtype.name}"
+        )
+    out: np.ndarray = np.subtract(source, anchor, dtype=source.dtype)  # unsigned: wraps
+    return out
+
+
+def apply_residual(anchor: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """(anchor + delta) mod 2^bits: unsigned wraparound add, no clamp (spec 4.2 decoding)."""
+    out: np.ndarray = np.add(anchor, delta, dtype=anchor.dtype)
+    return out
+
+
+def abs_diff_sum(source: np.ndarray, ref: np.ndarray) -> float:
+    """Sum of |source - ref| on exact differences (int64 for integers, float64 for float32) (5)."""
+    if source.dtype.kind == "f":
+        a, b = source.astype(np.float64), ref.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            # equal values (the same infinity included) differ by 0, not inf - inf = NaN
+            diff = np.where(a == b, 0.0, np.abs(a - b))
+        return float(diff.sum())
+    diff = np.subtract(source, ref, dtype=np.int32)  # exact for uint8, uint16 and int16 (spec 5)
+    np.abs(diff, out=diff)
+    return float(diff.sum(dtype=np.int64))
+
+
+def volatility_value(total_abs_diff: float, count: int) -> np.float32:
+    """clip(mean / 10000, 0, 1) as float32; 0.0 when the cell has no delta timestep (spec 5)."""
+    if count == 0:
+        return np.float32(0.0)
+    return np.float32(min(max(total_abs_diff / count / 10000.0, 0.0), 1.0))
+
+
+def cell_volatility(read: Callable[[int], np.ndarray], refs: Mapping[int, int]) -> np.float32:
+    """Volatility of one cell (spec 5) from ``read(t)`` (its pixels at timestep t) over the delta
+    timesteps ``refs`` (timestep -> its reference): the clipped mean absolute difference."""
+    total, count = 0.0, 0
+    for t, ref in refs.items():
+        values = read(t)
+        total += abs_diff_sum(values, read(ref))
+        count += values.size
+    return volatility_value(total, count)

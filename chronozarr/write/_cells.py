@@ -1,0 +1,325 @@
+"""Per-cell writing shared by ``encode`` and ``append`` (spec 2.1, 4.2, 5, 6, 7).
+
+``write_cell_series`` writes one cell's chunks (and mask/coverage) for a run of timesteps:
+anchors and ``none`` timesteps as values, deltas as modular residuals (4.2), one object per
+timestep or one per time shard (7). ``Readback`` reconstructs level k-1 from the store so that
+level k is its 2 x 2 block mean (6). ``split_tasks`` cuts the work so that a shard is assembled
+by one task.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from chronozarr.format import (
+    ArrayInfo,
+    ChunkCodec,
+    LevelInfo,
+    abs_diff_sum,
+    apply_residual,
+    assemble_region,
+    block_mean,
+    build_shard,
+    chunk_key,
+    coverage_reduce,
+    mask_reduce,
+    residual,
+    validity,
+)
+from chronozarr.io import LRU, Store
+from chronozarr.read import ArrayReader
+
+__all__ = [
+    "CellResult",
+    "Layout",
+    "Planes",
+    "Readback",
+    "default_workers",
+    "merge_results",
+    "parallel",
+    "split_tasks",
+    "write_cell_series",
+]
+
+
+@dataclass
+class Layout:
+    """Everything the per-cell writer needs about a store (shared by encode and append)."""
+
+    store: Store
+    variable: str
+    n_time: int
+    n_band: int
+    cs: int
+    dtype: np.dtype
+    nodata: float | int | None
+    encoding: str
+    anchors: frozenset[int]
+    refs: Mapping[int, int]
+    vol_anchors: frozenset[int]
+    vol_refs: Mapping[int, int]
+    shard_time: int | None
+    data_codecs: list[dict[str, Any]]
+    plane_codecs: list[dict[str, Any]]
+    has_mask: bool
+    has_coverage: bool
+
+    def __post_init__(self) -> None:
+        self.data_codec = ChunkCodec(
+            self.data_codecs, self.dtype.name, (1, self.n_band, self.cs, self.cs)
+        )
+        self.plane_codec = ChunkCodec(self.plane_codecs, "uint8", (1, self.cs, self.cs))
+        self.fill = np.array(0 if self.nodata is None else self.nodata).astype(self.dtype)
+
+    def ref(self, t: int) -> int | None:
+        if self.encoding == "none" or t in self.anchors:
+            return None
+        return self.refs[t]
+
+    def pad(self, plane: np.ndarray, fill: Any) -> np.ndarray:
+        """Full (1, ..., cs, cs) chunk from a trimmed plane: padding is fill (anchors, none,
+        mask/coverage) or 0 (residuals) (spec 2.1)."""
+        if plane.ndim == 2:
+            out = np.zeros((1, self.cs, self.cs), dtype=np.uint8)
+            out[0, : plane.shape[0], : plane.shape[1]] = plane
+            return out
+        out = np.full((1, self.n_band, self.cs, self.cs), fill, dtype=self.dtype)
+        out[0, :, : plane.shape[1], : plane.shape[2]] = plane
+        return out
+
+
+@dataclass
+class CellResult:
+    """What writing one cell's series returns: data shard sizes and the volatility terms."""
+
+    row: int
+    col: int
+    shard_sizes: dict[str, int]
+    vol_sum: float = 0.0
+    vol_count: int = 0
+    extra: Any = None  # what a cell source's ``summary()`` returned (JSON), else None
+
+
+class Planes:
+    """Source planes of one cell at one level with a small LRU (anchors are asked for out of order)."""
+
+    def __init__(
+        self, fn: Callable[[int], tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]
+    ):
+        self.fn = fn
+        self.cache: LRU[int, Any] = LRU(max_items=6)
+
+    def get(self, t: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        planes: tuple[np.ndarray, np.ndarray | None, np.ndarray | None]
+        planes = self.cache.get_or_make(t, lambda: self.fn(t))
+        return planes
+
+
+def write_cell_series(
+    layout: Layout,
+    level_path: str,
+    row: int,
+    col: int,
+    planes: Planes,
+    times: Sequence[int],
+    *,
+    volatility: bool,
+    shard_prefix: Callable[[str, int, int, int], tuple[bytes, list[Any]] | None] | None = None,
+    encoded: Mapping[int, bytes] | None = None,
+) -> CellResult:
+    """Write data (and mask/coverage) chunks of one cell for the given timesteps, in order.
+
+    Unsharded: one object per timestep. Sharded: one object per time shard, assembled from its
+    inner chunks; ``shard_prefix(array_path, ts, row, col)`` supplies the payload and index entries of an
+    existing shard (append keeps old chunks at their old offsets, spec 14). ``encoded`` holds data
+    chunk bytes already produced (the auto sample) to be reused as they are.
+    """
+    result = CellResult(row, col, {})
+    arrays = [(f"{level_path}/{layout.variable}", True)]
+    if layout.has_mask:
+        arrays.append((f"{level_path}/mask", False))
+    if layout.has_coverage:
+        arrays.append((f"{level_path}/coverage", False))
+    pending: dict[str, dict[int, bytes]] = {p: {} for p, _ in arrays}
+    st = layout.shard_time
+    times = list(times)
+
+    def flush(ts: int) -> None:
+        for path, has_band in arrays:
+            chunks: list[Any] = [None] * st  # type: ignore[operator]
+            prefix = b""
+            if shard_prefix is not None:
+                existing = shard_prefix(path, ts, row, col)
+                if existing is not None:
+                    prefix, entries = existing
+                    chunks = list(entries)
+            for t, blob in pending[path].items():
+                chunks[t - ts * st] = blob  # type: ignore[operator]
+            shard = build_shard(chunks, prefix=prefix)
+            key = chunk_key(path, ts, row, col, has_band=has_band)
+            layout.store.put(key, shard)
+            if has_band:
+                result.shard_sizes[f"{ts}/{row}/{col}"] = len(shard)
+            pending[path].clear()
+
+    for i, t in enumerate(times):
+        source, mask, cov = planes.get(t)
+        ref = layout.ref(t)
+        if encoded is not None and t in encoded:
+            blob = encoded[t]
+        elif ref is None:
+            blob = layout.data_codec.encode(layout.pad(source, layout.fill))
+        else:
+            delta = residual(source, planes.get(ref)[0])
+            blob = layout.data_codec.encode(layout.pad(delta, 0))
+        blobs = [blob]
+        if layout.has_mask:
+            assert mask is not None  # the layout has a mask: every plane source gives one
+            blobs.append(layout.plane_codec.encode(layout.pad(mask, 0)))
+        if layout.has_coverage:
+            assert cov is not None  # likewise for coverage
+            blobs.append(layout.plane_codec.encode(layout.pad(cov, 0)))
+        if volatility and t not in layout.vol_anchors:
+            result.vol_sum += abs_diff_sum(source, planes.get(layout.vol_refs[t])[0])
+            result.vol_count += source.size
+        for (path, has_band), b in zip(arrays, blobs, strict=True):
+            if st is None:
+                layout.store.put(chunk_key(path, t, row, col, has_band=has_band), b)
+            else:
+                pending[path][t] = b
+        if st is not None:
+            last_in_shard = i + 1 == len(times) or times[i + 1] // st != t // st
+            if last_in_shard:
+                flush(t // st)
+    return result
+
+
+class Readback:
+    """Reconstructed level k-1 values, mask and coverage of any region, from the store."""
+
+    def __init__(self, layout: Layout, level: LevelInfo, docs: Mapping[str, Mapping[str, Any]]):
+        self.layout = layout
+        self.level = level
+        path = level.path
+        self.data = ArrayReader(
+            layout.store,
+            f"{path}/{layout.variable}",
+            ArrayInfo.from_json(docs[f"{path}/{layout.variable}"], path),
+        )
+        self.mask = (
+            ArrayReader(
+                layout.store,
+                f"{path}/mask",
+                ArrayInfo.from_json(docs[f"{path}/mask"], path, allowed_dtypes=("uint8",)),
+            )
+            if layout.has_mask
+            else None
+        )
+        self.coverage = (
+            ArrayReader(
+                layout.store,
+                f"{path}/coverage",
+                ArrayInfo.from_json(docs[f"{path}/coverage"], path, allowed_dtypes=("uint8",)),
+            )
+            if layout.has_coverage
+            else None
+        )
+        self._anchors: LRU[tuple[int, int, int], np.ndarray] = LRU(max_items=16)
+
+    def _anchor(self, a: int, r: int, c: int) -> np.ndarray:
+        return self._anchors.get_or_make((a, r, c), lambda: self.data.inner(a, r, c)[0])
+
+    def cell(self, t: int, r: int, c: int) -> np.ndarray:
+        ref = self.layout.ref(t)
+        if ref is None:
+            if t in self.layout.anchors:
+                return self._anchor(t, r, c)
+            plain: np.ndarray = self.data.inner(t, r, c)[0]
+            return plain
+        return apply_residual(self._anchor(ref, r, c), self.data.inner(t, r, c)[0])
+
+    def region(
+        self, t: int, row: int, col: int
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Level k-1 pixels under level-k cell (row, col) at timestep t, trimmed to the shape."""
+        cs = self.layout.cs
+        shape = (self.level.shape[-2], self.level.shape[-1])
+        values = assemble_region(
+            lambda r, c: self.cell(t, r, c), row, col, cs, shape, (self.layout.n_band,),
+            self.layout.dtype,
+        )  # fmt: skip
+        mask = cov = None
+        if self.mask is not None:
+            m = self.mask
+            mask = assemble_region(
+                lambda r, c: m.inner(t, r, c)[0], row, col, cs, shape, (), np.uint8
+            )
+        if self.coverage is not None:
+            cv = self.coverage
+            cov = assemble_region(
+                lambda r, c: cv.inner(t, r, c)[0], row, col, cs, shape, (), np.uint8
+            )
+        return values, mask, cov
+
+    def reduced(
+        self, t: int, row: int, col: int
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Level-k planes of cell (row, col) at t: block mean, mask max, coverage mean (spec 6)."""
+        values, mask, cov = self.region(t, row, col)
+        valid = validity(values, self.layout.nodata, mask)
+        out = block_mean(values, valid, self.layout.nodata)
+        return (
+            out,
+            None if mask is None else mask_reduce(mask),
+            None if cov is None else coverage_reduce(cov),
+        )
+
+
+def parallel(fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list[Any]:
+    if workers <= 1 or len(items) <= 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, items))
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def split_tasks(
+    cells: Sequence[tuple[int, int]], times: range, shard_time: int | None, workers: int
+) -> list[tuple[tuple[int, int], range]]:
+    """(cell, timesteps) work items: whole time shards when sharded (a shard is assembled by one
+    task), else enough time groups that every worker is busy even when a level has one cell."""
+    if not len(times):
+        return []
+    if shard_time is not None:
+        groups: list[range] = []
+        t = times.start
+        while t < times.stop:
+            end = min((t // shard_time + 1) * shard_time, times.stop)
+            groups.append(range(t, end))
+            t = end
+    else:
+        n_groups = max(1, min(len(times), math.ceil(2 * workers / max(1, len(cells)))))
+        size = math.ceil(len(times) / n_groups)
+        groups = [range(t, min(t + size, times.stop)) for t in range(times.start, times.stop, size)]
+    return [(cell, g) for cell in cells for g in groups]
+
+
+def merge_results(results: Sequence[CellResult]) -> list[CellResult]:
+    """One CellResult per cell from the results of its time-group tasks."""
+    merged: dict[tuple[int, int], CellResult] = {}
+    for res in results:
+        m = merged.setdefault((res.row, res.col), CellResult(res.row, res.col, {}))
+        m.shard_sizes.update(res.shard_sizes)
+        m.vol_sum += res.vol_sum
+        m.vol_count += res.vol_count
+    return list(merged.values())
