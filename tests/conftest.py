@@ -20,7 +20,9 @@ if os.environ.get("CI") == "true":
     settings.load_profile("ci")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+#: the read-only real-world fixtures beside the checkout (``CZ_SHARED_FIXTURES`` names them for a
+#: checkout elsewhere, e.g. a git worktree)
+SHARED_FIXTURES = Path(os.environ.get("CZ_SHARED_FIXTURES") or REPO.parent / "shared" / "fixtures")
 
 
 def synthetic_series(

@@ -6,6 +6,7 @@ import math
 import threading
 import time
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,13 @@ from cz.build.store_args import (
     carry_forward_months,
     compare_with_store,
     month_document,
+    period_bounds,
     store_bands,
 )
 from cz.build.target import is_url, local_path, store_size
 from cz.build.tasks import composite_context
 from cz.build.views import PlaneView, spill_planes
-from cz.months import month_of_time, next_month
+from cz.periods import PeriodRule, label_of_time
 from cz.plan import GridPlan, Plan, grid_for, plan_recipe
 from cz.recipe import Recipe, TimeSpec
 
@@ -162,15 +164,16 @@ def append_months(
         return append_on_cluster(recipe, list(months), where, options, progress, started)
     path, reader = _open_local(where)
     months = list(months)
-    _check_months(months, [month_of_time(t) for t in reader.attrs.times])
-    sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
-    # every comparison before the catalog is searched: the grid is the recipe's alone
-    diffs = _compare_recipe(recipe, reader, grid_for(sub))
+    # every comparison before the catalog is searched: the grid is the recipe's alone; the
+    # recipe first, so a recipe of another period says so before its periods are checked
+    diffs = _compare_recipe(recipe, reader, grid_for(recipe))
     diffs += _compare_fingerprint(recipe, reader, progress)
     if diffs:
         raise RecipeMismatchError(
             f"the recipe does not fit the store at {path}: " + "; ".join(diffs)
         )
+    _check_months(months, store_labels(recipe, reader.attrs.times), recipe.composite.period.rule())
+    sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
     progress.start("plan", None, "resolving items")
     plan = plan_recipe(sub, out=str(path))
     progress.finish("plan")
@@ -240,25 +243,69 @@ def _open_local(where: str | None) -> tuple[Path, Any]:
         raise AppendRefusedError(f"cannot open the store at {path}: {exc}") from None
 
 
-def _check_months(months: list[str], have: list[str]) -> None:
-    """A monthly store grows by the months right after its last one, in order (spec 14)."""
+def _check_months(months: list[str], have: list[str], rule: PeriodRule | None = None) -> None:
+    """A store grows by the periods right after its last one, in order (spec 14); ``months``
+    and ``have`` are period labels (``YYYY-MM`` for months, start dates otherwise)."""
+    rule = rule or PeriodRule()
+    unit = "month" if rule.kind == "month" else f"{rule.describe()} period"
     inside = [m for m in months if m in set(have)]
     if inside:
         raise AppendRefusedError(
-            f"month(s) {', '.join(inside)} are already in the store ({have[0]}..{have[-1]}); "
-            "append only adds months after the last one"
+            f"{unit}(s) {', '.join(inside)} are already in the store ({have[0]}..{have[-1]}); "
+            f"append only adds {unit}s after the last one"
         )
     if months[0] <= have[-1]:
         raise AppendRefusedError(
-            f"{months[0]} is before the store's last month {have[-1]}; append only adds months "
-            "after it"
+            f"{months[0]} is before the store's last {unit} {have[-1]}; append only adds "
+            f"{unit}s after it"
         )
-    expected = next_month(have[-1])
-    if months[0] != expected:
+    following = rule.following(rule.label_day(have[-1]))
+    if following is None:
         raise AppendRefusedError(
-            f"the store ends at {have[-1]}: the next month is {expected}, not {months[0]} "
-            f"(a monthly store has every month; append {expected}..{months[-1]})"
+            f"the store ends at {have[-1]}, the recipe's last window: add windows to "
+            "composite.period to append"
         )
+    expected = rule.period(following).label
+    if months[0] != expected:
+        every = (
+            "a monthly store has every month"
+            if rule.kind == "month"
+            else f"a store has every {unit}"
+        )
+        raise AppendRefusedError(
+            f"the store ends at {have[-1]}: the next {unit} is {expected}, not {months[0]} "
+            f"({every}; append {expected}..{months[-1]})"
+        )
+
+
+def store_labels(recipe: Recipe, times: Sequence[str]) -> list[str]:
+    """The period labels of a store's times, read with the recipe's period."""
+    rule = recipe.composite.period.rule()
+    return [label_of_time(t, rule) for t in times]
+
+
+def next_labels(recipe: Recipe, where: str | None, count: int) -> list[str]:
+    """The labels of the ``count`` periods after the last one of the store at ``where`` (what
+    ``cz append --next N`` appends)."""
+    import chronozarr
+
+    if where is None:
+        raise BuildError("no store: give --store or set store.path in the recipe")
+    try:
+        times = chronozarr.open_store(where if is_url(where) else local_path(where)).attrs.times
+    except chronozarr.ChronozarrError as exc:  # missing, not a store, or corrupt: refuse
+        raise AppendRefusedError(f"cannot open the store at {where}: {exc}") from None
+    rule = recipe.composite.period.rule()
+    start: date | None = rule.label_day(label_of_time(times[-1], rule))
+    out: list[str] = []
+    for _ in range(count):
+        start = rule.following(start) if start is not None else None
+        if start is None:
+            break
+        out.append(rule.period(start).label)
+    if not out:
+        raise AppendRefusedError(f"no period follows the store's last one ({times[-1]})")
+    return out
 
 
 def _store_history(reader: Any) -> History:
@@ -294,6 +341,7 @@ def _write(
 
     documents = [month_document(m, stats.skipped) for m in plan.months]
     write_provenance_items(path, documents, first=n_old, update_root=True)
+    provenance.record_periods(path, period_bounds(plan), n_old)  # none for monthly stores
     if stats.skipped:
         provenance.record_skipped_items(path, stats.skipped)
     grid = plan.grid

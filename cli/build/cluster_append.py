@@ -43,10 +43,9 @@ from cz.build.errors import AppendRefusedError, BuildError, RecipeMismatchError
 from cz.build.executor import CompositeStats, Executor
 from cz.build.headers import HeaderedStore
 from cz.build.options import BuildOptions, BuildResult, Progress
-from cz.build.store_args import month_document, store_bands
+from cz.build.store_args import month_document, period_bounds, store_bands
 from cz.build.target import is_url, local_path
 from cz.errors import CzError
-from cz.months import month_of_time
 from cz.plan import Plan, grid_for, plan_recipe
 from cz.recipe import Recipe, TimeSpec
 
@@ -146,7 +145,12 @@ def append_on_cluster(
     """Append ``months`` to the store at ``where`` on the cluster at ``options.scheduler``; see
     the module docstring."""
     import chronozarr
-    from cz.build.appending import _check_months, _compare_fingerprint, _compare_recipe
+    from cz.build.appending import (
+        _check_months,
+        _compare_fingerprint,
+        _compare_recipe,
+        store_labels,
+    )
 
     executor = Executor(options)  # first: an unreachable cluster fails before any search
     lock = None
@@ -161,14 +165,16 @@ def append_on_cluster(
             reader = chronozarr.open_store(probe)
         except chronozarr.ChronozarrError as exc:  # missing, not a store, or corrupt: refuse
             raise AppendRefusedError(f"cannot open the store at {probe.url}: {exc}") from None
-        _check_months(months, [month_of_time(t) for t in reader.attrs.times])
-        sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
-        diffs = _compare_recipe(recipe, reader, grid_for(sub))
+        diffs = _compare_recipe(recipe, reader, grid_for(recipe))
         diffs += _compare_fingerprint(recipe, reader, progress)
         if diffs:
             raise RecipeMismatchError(
                 f"the recipe does not fit the store at {probe.url}: " + "; ".join(diffs)
             )
+        _check_months(
+            months, store_labels(recipe, reader.attrs.times), recipe.composite.period.rule()
+        )
+        sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
         progress.start("plan", None, "resolving items")
         plan = plan_recipe(sub, out=where)
         progress.finish("plan")
@@ -193,10 +199,10 @@ def append_on_cluster(
             return holder["stats"]
 
         def provenance(extras: list[Any]) -> Any:
-            from chronozarr.provenance import with_skipped_items
+            from chronozarr.provenance import with_periods, with_skipped_items
 
             skipped = stats_of(extras).skipped
-            prov = reader.attrs.provenance
+            prov = with_periods(reader.attrs.provenance, period_bounds(plan), reader.n_time)
             return with_skipped_items(prov, skipped) if skipped else prov
 
         hook = _progress_hook(progress, len(plan.months))
