@@ -1,4 +1,5 @@
-"""``cz append RECIPE --month 2026-10[..2026-12]``: composite new months and append them (spec 14).
+"""``cz append RECIPE --month 2026-10[..2026-12]`` (or ``--period A[..B]``, ``--next N`` for any
+period): composite new periods and append them (spec 14).
 
 The months are composited with the recipe exactly as ``cz build`` does (:func:`cz.build.append_months`)
 and added with ``chronozarr.append``. Refused, before anything is written: months already in the
@@ -22,10 +23,12 @@ from typing import Annotated, Any
 import typer
 
 from cz.build import BuildOptions, RecipeMismatchError, append_months, parse_months
+from cz.build.appending import next_labels
 from cz.cmd_build import build_progress, print_result, run_build_errors
 from cz.errors import RecipeError
 from cz.options import SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
 from cz.output import EXIT_USAGE, fail, print_json
+from cz.periods import parse_labels
 from cz.recipe import load_recipe
 
 __all__ = ["append_cmd", "register"]
@@ -45,13 +48,31 @@ AppendSchedulerOpt = Annotated[
 def append_cmd(
     recipe: Annotated[str, typer.Argument(help="The recipe YAML file.", show_default=False)],
     month: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--month",
-            help="The month to append, YYYY-MM, or a range YYYY-MM..YYYY-MM.",
+            help="The month to append, YYYY-MM, or a range YYYY-MM..YYYY-MM (a monthly store).",
             show_default=False,
         ),
-    ],
+    ] = None,
+    period: Annotated[
+        str | None,
+        typer.Option(
+            "--period",
+            help="The period to append by its label (its start, YYYY-MM-DD; a month YYYY-MM), "
+            "or a range A..B.",
+            show_default=False,
+        ),
+    ] = None,
+    next_count: Annotated[
+        int | None,
+        typer.Option(
+            "--next",
+            min=1,
+            help="Append the N periods after the store's last one.",
+            show_default=False,
+        ),
+    ] = None,
     store: Annotated[
         str | None,
         typer.Option(
@@ -67,16 +88,48 @@ def append_cmd(
     work_dir: WorkDirOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Composite new months with the recipe and append them to its store."""
-    try:
-        months = parse_months(month)
-    except ValueError as exc:  # not a month or a range of months
-        fail(f"--month: {exc}", EXIT_USAGE)
+    """Composite new periods (months by default) with the recipe and append them to its store."""
+    given = [
+        name
+        for name, v in (("--month", month), ("--period", period), ("--next", next_count))
+        if v is not None
+    ]
+    if len(given) != 1:
+        fail(
+            "give one of --month, --period or --next"
+            + (f" (got {', '.join(given)})" if given else ""),
+            EXIT_USAGE,
+        )
+    if month is not None:
+        try:
+            months = parse_months(month)
+        except ValueError as exc:  # not a month or a range of months
+            fail(f"--month: {exc}", EXIT_USAGE)
     try:
         parsed = load_recipe(recipe)
     except RecipeError as exc:  # a broken recipe: usage error
         run_build_errors(exc)
         return
+    rule = parsed.composite.period.rule()
+    if month is not None and rule.kind != "month":
+        fail(
+            f"--month: the recipe's period is {rule.describe()}, not the month; give --period "
+            "START[..START] (YYYY-MM-DD) or --next N",
+            EXIT_USAGE,
+        )
+    if period is not None:
+        try:
+            months = parse_labels(period, rule)
+        except ValueError as exc:  # not a label of the recipe's period
+            fail(f"--period: {exc}", EXIT_USAGE)
+    if next_count is not None:
+        try:
+            months = next_labels(
+                parsed, store if store is not None else parsed.store.path, next_count
+            )
+        except Exception as exc:  # no store there, or nothing follows: a message
+            run_build_errors(exc)
+            return
     options = BuildOptions(
         scheduler=scheduler,
         workers=workers,

@@ -40,8 +40,10 @@ from cz.build import BuildOptions, BuildResult, Progress, build
 from cz.errors import CzError, RecipeError
 from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
 from cz.output import EXIT_RUNTIME, EXIT_USAGE, err, fail, human_bytes, out, print_json
+from cz.periods import period_adjective
 from cz.plan import DroppedItem, Plan, PlannedItem, plan_recipe
 from cz.recipe import load_recipe
+from cz.recipe.period import PeriodSpec
 
 __all__ = [
     "RichProgress",
@@ -137,7 +139,9 @@ def _print_plan_header(plan: Plan) -> None:
         highlight=False,
     )
     bands = ", ".join(
-        f"{b['name']} <- {'|'.join(b['asset'])} (x{_fmt(b['scale'])} {_fmt(b['offset']):s})"
+        f"{b['name']} <- {b.get('expression') or '|'.join(b['asset'])} "
+        f"(x{_fmt(b['scale'])} {_fmt(b['offset']):s}"
+        + (", from the composite)" if b.get("when") == "composite" else ")")
         for b in plan.bands
     )
     out.print(f"  bands     {escape(bands)}", highlight=False)
@@ -149,8 +153,17 @@ def _print_plan_header(plan: Plan) -> None:
             highlight=False,
         )
     if plan.mask is not None:
-        keep = ", ".join(str(k) for k in plan.mask["keep"])
+        keep = ", ".join(str(k) for k in plan.mask["keep"] or ()) or "(any)"
         extra = ""
+        for rule in plan.mask.get("bits") or ():
+            where = f"bit {rule['offset']}" + (
+                f"-{rule['offset'] + rule['length'] - 1}" if rule["length"] > 1 else ""
+            )
+            values = ",".join(str(v) for v in rule["values"])
+            extra += f"; rejects {escape(str(rule['name']))} ({where}) in {values}"
+        if plan.mask.get("open") or plan.mask.get("dilate"):
+            cleaned = ", ".join(str(c) for c in plan.mask.get("clean", [])) or "none"
+            extra += f"; cloud cleaned (classes {escape(cleaned)})"
         if plan.mask.get("open"):
             extra += f"; opening {plan.mask['open']} px"
         if plan.mask.get("dilate"):
@@ -165,13 +178,17 @@ def _print_plan_header(plan: Plan) -> None:
             highlight=False,
         )
     gap = plan.gap_fill
-    gap_text = gap["method"] + (f", max age {gap['max_age']} months" if gap.get("max_age") else "")
+    rule = PeriodSpec.model_validate(plan.period).rule()
+    unit = "months" if rule.kind == "month" else f"{rule.describe()} periods"
+    gap_text = gap["method"] + (f", max age {gap['max_age']} {unit}" if gap.get("max_age") else "")
     method = plan.composite["method"]
     if "q" in plan.composite:
         method += f" (q {plan.composite['q']:g})"
     if "index" in plan.composite:
         method += f" (index {escape(plan.composite['index'])})"
-    out.print(f"  composite monthly {method}; gap-fill {gap_text}", highlight=False)
+    out.print(
+        f"  composite {period_adjective(rule)} {method}; gap-fill {gap_text}", highlight=False
+    )
 
 
 def _print_levels(plan: Plan) -> None:
@@ -191,7 +208,8 @@ def _print_levels(plan: Plan) -> None:
 
 
 def _print_months(plan: Plan) -> None:
-    months = Table(title="months", title_justify="left")
+    kind = str(plan.period.get("kind", "month"))
+    months = Table(title="months" if kind == "month" else "periods", title_justify="left")
     for col, justify in (
         ("month", "left"),
         ("items", "right"),

@@ -41,20 +41,20 @@ def validate_cmd(
     if as_json:
         print_json(report.to_json())
     else:
-        for f in report.findings:  # keys and messages quote store text: never markup
+        last = {f.rule: i for i, f in enumerate(report.findings)}
+        for i, f in enumerate(report.findings):  # keys and messages quote store text: never markup
             style = "red" if f.severity == "error" else "yellow"
-            out.print(
-                Text.assemble(
-                    (f"{f.severity:7}", style), f" §{f.section:5} {f.rule:28} {f.key}: {f.message}"
-                ),
-                highlight=False,
-            )
+            line = f" §{f.section:5} {f.rule:28} {f.key}: {f.message}"
+            out.print(Text.assemble((f"{f.severity:7}", style), line), highlight=False)
+            if last[f.rule] == i and report.omitted.get(f.rule):  # the first few are listed
+                more = f" §{f.section:5} {f.rule:28} ... and {report.omitted[f.rule]:,} more"
+                out.print(Text.assemble((f"{f.severity:7}", style), more), highlight=False)
         checked = ", ".join(f"{v} {k}" for k, v in report.checked.items())
         verdict = ("valid", "green") if report.ok else ("INVALID", "red")
         out.print(
             Text.assemble(
                 verdict,
-                f": {store} ({len(report.errors)} errors, {len(report.warnings)} warnings;"
+                f": {store} ({report.error_count} errors, {report.warning_count} warnings;"
                 f" {'deep' if deep else 'metadata'} check of {checked})",
             ),
             highlight=False,

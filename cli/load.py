@@ -164,6 +164,8 @@ class LoadSpec:
     crs: str
     transform: tuple[float, float, float, float, float, float]
     bands: tuple[BandLoad, ...]
+    #: the mask's kept classes; ``()`` for a mask of bit flags alone, ``None`` without a mask
+    #: (only whether it is ``None`` matters here: the mask asset is read unless it is)
     mask_keep: tuple[int, ...] | None
     attempts: int = 3
     retry_delay: float = 0.5
@@ -178,8 +180,8 @@ class LoadedBlock:
     """The pixels of one block: one time slice per item read, in plan order.
 
     ``values`` (n, nb, h, w) as odc-stac returns them (the assets' dtype, or float32 with NaN
-    where the item says nothing about its data type); ``scl`` (n, h, w) or ``None`` without a
-    mask; ``src_nodata[i][b]`` the nodata of band b of item i (``None``: the item declares none,
+    where the item says nothing about its data type); ``scl`` (n, h, w) the mask asset in its
+    integer dtype (SCL uint8, a QA band uint16) or ``None`` without a mask; ``src_nodata[i][b]`` the nodata of band b of item i (``None``: the item declares none,
     NaN marks its missing pixels); ``items`` the items read; ``cloud`` (n, h, w) float32 the
     cloud probability (NaN where its file says nodata) when ``LoadSpec.cloud``, else ``None``.
     """
@@ -320,10 +322,10 @@ def _load_group(
                         if src_nd is not None and not np.isnan(float(src_nd)):
                             cloud[data == src_nd] = np.nan
                         continue
-                    if index < 0:
-                        scl = data.astype(np.uint8, copy=False) if data.dtype.kind != "f" else None
-                        if scl is None:  # SCL without a declared type: NaN is "no data"
-                            scl = np.where(np.isnan(data), 0, data).astype(np.uint8)
+                    if index < 0:  # the mask: SCL classes (uint8) or QA bits (uint16 ...)
+                        scl = data if data.dtype.kind in "ui" else None
+                        if scl is None:  # a mask without a declared type: NaN is "no data"
+                            scl = np.where(np.isnan(data), 0, data).astype(np.uint16)
                         continue
                     if values is None:
                         values = np.empty((n, nb, h, w), dtype=data.dtype)

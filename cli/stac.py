@@ -175,6 +175,15 @@ def _cql2(conditions: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return args[0] if len(args) == 1 else {"op": "and", "args": args}
 
 
+def search_interval(recipe: Recipe) -> str:
+    """The RFC 3339 interval of the search: from the first period's start to the last one's end
+    (for months: the first month's first instant to the instant after the last month)."""
+    periods = recipe.periods()
+    if not periods:  # no period starts in the range (refused when the recipe is loaded)
+        return month_datetime_range(recipe.time.start[:7], recipe.time.end[:7])
+    return f"{periods[0].bounds[0]}/{periods[-1].bounds[1]}"
+
+
 def search_parameters(
     recipe: Recipe, *, conforms_filter: bool, conforms_query: bool
 ) -> tuple[dict[str, Any], str]:
@@ -186,7 +195,7 @@ def search_parameters(
     """
     params: dict[str, Any] = {
         "collections": [recipe.catalog.collection],
-        "datetime": month_datetime_range(recipe.time.start, recipe.time.end),
+        "datetime": search_interval(recipe),
         "limit": recipe.catalog.page_size,
     }
     if recipe.aoi.bbox is not None:

@@ -8,7 +8,7 @@ import js from "@eslint/js";
 import globals from "globals";
 
 export default [
-  { ignores: ["node_modules/", "dist/"] },
+  { ignores: ["node_modules/", "dist/", "types/"] },
   js.configs.recommended,
   {
     languageOptions: { ecmaVersion: 2024, sourceType: "module" },

@@ -27,7 +27,12 @@ if [ -f js/package.json ]; then
   (cd js && { [ -d node_modules ] && [ node_modules -nt package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error; })
 fi
 # The 20 slowest tests are printed, so a suite drifting towards its 15-minute budget shows why.
-python -m pytest --durations=20 "$@"
+# Two workers (pytest-xdist; PYTEST_WORKERS=0 runs one process): the suite spends much of its time
+# waiting on subprocesses and servers, which the second worker fills. tests/conftest.py keeps the
+# tests that share session servers (tests/remote/) on one worker (--dist loadgroup). Temporary
+# folders go to the checkout's own .pytest-tmp/ (emptied at the start of each run), not to the
+# machine's /tmp/pytest-of-USER, whose old folders every run there would otherwise sweep first.
+python -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadgroup --basetemp=.pytest-tmp --durations=20 "$@"
 if [ -f js/package.json ]; then
   (cd js && npm test)
 fi

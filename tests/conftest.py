@@ -20,7 +20,9 @@ if os.environ.get("CI") == "true":
     settings.load_profile("ci")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+#: the read-only real-world fixtures beside the checkout (``CZ_SHARED_FIXTURES`` names them for a
+#: checkout elsewhere, e.g. a git worktree)
+SHARED_FIXTURES = Path(os.environ.get("CZ_SHARED_FIXTURES") or REPO.parent / "shared" / "fixtures")
 
 
 def synthetic_series(
@@ -73,3 +75,12 @@ def store_copy(fuzz_bases: dict[str, Path], tmp_path: Path):
         return dest
 
     return copy
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``-n 2 --dist loadgroup``, scripts/test.sh) the tests of tests/remote/
+    run on one worker: they share session servers (moto, a dask scheduler and its workers, the
+    served stores), which each worker would otherwise start for itself, on the same 2 cores."""
+    for item in items:
+        if item.nodeid.startswith("tests/remote/"):
+            item.add_marker(pytest.mark.xdist_group("remote"))

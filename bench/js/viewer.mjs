@@ -299,14 +299,14 @@ try {
             await store.prefetch({ level: layer.currentLevel(), cells: layer.visibleCells() });
           }
           const n = store.nTime;
-          let shownT = layer._shownInfo.t;
+          let shownT = (layer._loader?.shownInfo ?? layer._shownInfo).t;
           let newFrames = 0;
           let rafs = 0;
           let running = true;
           const stamps = [];
           const raf = (now) => {
             rafs++;
-            const t = layer._shownInfo.t;
+            const t = (layer._loader?.shownInfo ?? layer._shownInfo).t;
             if (t !== shownT) {
               shownT = t;
               newFrames++;
@@ -427,7 +427,7 @@ try {
             if (!layer.canvas) return resolve(NaN);
             let n = 0;
             const t0 = performance.now();
-            const f = () => (++n < 90 ? (layer._drawOverlay(), requestAnimationFrame(f)) : resolve((n * 1000) / (performance.now() - t0)));
+            const f = () => (++n < 90 ? (layer._overlay ? layer._overlay.draw() : layer._drawOverlay(), requestAnimationFrame(f)) : resolve((n * 1000) / (performance.now() - t0)));
             requestAnimationFrame(f);
           }),
       );
@@ -464,7 +464,9 @@ try {
         gl.bindAttribLocation(prog, 0, "a_pos");
         gl.linkProgram(prog);
         const u = { u_matrix: gl.getUniformLocation(prog, "u_matrix") };
-        layer._program = { program: prog, u, scale: new Float32Array(8), offset: new Float32Array(8) };
+        const flat = { program: prog, u, scale: new Float32Array(8), offset: new Float32Array(8) };
+        if (layer._renderer) layer._renderer.program = flat; // the split layer (map/renderer.js)
+        else layer._program = flat;
       });
       out.flat = await repaint();
     });

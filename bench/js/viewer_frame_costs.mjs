@@ -46,9 +46,9 @@ try {
   await page.waitForTimeout(1000);
   await page.evaluate(async () => {
     const { layer } = window.viewer;
-    const info = layer._shownInfo;
+    const info = layer._loader.shownInfo;
     layer._kept = new Map();
-    for (const c of info.cells) layer._kept.set(`${info.level}/${c.row}/${c.col}`, await layer._cellData(info.level, info.t, c));
+    for (const c of info.cells) layer._kept.set(`${info.level}/${c.row}/${c.col}`, await layer._read(info.level, info.t, c));
     // A program of the layer's vertex shader (its meshes) and the fragment shader `fs`.
     const gl = layer._gl;
     const link = (fs) => {
@@ -79,7 +79,7 @@ try {
     const table = new Uint32Array(65536);
     for (let v = 0; v < 65536; v++) table[v] = 0xff000000 | ((v * 2654435761) >>> 8);
     const rgba = new Map();
-    for (const c of layer._shown) {
+    for (const c of layer._loader.shown) {
       const tex = gl.createTexture();
       gl.bindTexture(gl.TEXTURE_2D, tex);
       gl.texStorage2D(gl.TEXTURE_2D, 1, gl.RGBA8, c.w, c.h);
@@ -87,7 +87,7 @@ try {
       rgba.set(c.key, { tex, out: new Uint32Array(c.w * c.h) });
     }
     window.__rgbaColour = () => {
-      for (const c of layer._shown) {
+      for (const c of layer._loader.shown) {
         const v = layer._kept.get(c.key).data.data;
         const { tex, out } = rgba.get(c.key);
         for (let i = 0; i < out.length; i++) out[i] = table[v[i]];
@@ -104,10 +104,10 @@ try {
       gl.clearColor(0, 0, 0, 0);
       gl.clear(gl.COLOR_BUFFER_BIT);
       gl.useProgram(prog);
-      gl.uniformMatrix4fv(uMatrix, false, layer._matrix);
+      gl.uniformMatrix4fv(uMatrix, false, layer._overlay.matrix);
       gl.disable(gl.BLEND);
       gl.activeTexture(gl.TEXTURE0);
-      for (const c of layer._shown) {
+      for (const c of layer._loader.shown) {
         gl.bindTexture(gl.TEXTURE_2D, rgba.get(c.key).tex);
         gl.bindVertexArray(c.vao);
         gl.drawElements(gl.TRIANGLES, c.count, gl.UNSIGNED_SHORT, 0);
@@ -156,12 +156,12 @@ try {
     page.evaluate(async ({ setup }) => {
       const { layer, store } = window.viewer;
       new Function("layer", setup)(layer);
-      let shown = layer._shownInfo.t;
+      let shown = layer._loader.shownInfo.t;
       let running = true;
       const stamps = [];
       const raf = (now) => {
-        if (layer._shownInfo.t !== shown) {
-          shown = layer._shownInfo.t;
+        if (layer._loader.shownInfo.t !== shown) {
+          shown = layer._loader.shownInfo.t;
           stamps.push(now);
         }
         if (running) requestAnimationFrame(raf);
@@ -183,18 +183,18 @@ try {
     const per = (k) => (kinds[k] ?? 0) / n;
     return { fps, renderer: per("renderer"), gpu: per("GPU process"), total: Object.values(kinds).reduce((a, b) => a + b, 0) / n };
   };
-  const restore = "layer._program = null; layer.valueLut = true; layer.onFrame = layer._onFrame ?? layer.onFrame; layer._frameBudget ??= layer.frameCache.maxBytes; layer.frameCache.maxBytes = layer._frameBudget;";
+  const restore = "layer._renderer.displayChanged(); layer.valueLut = true; layer.onFrame = layer._onFrame ?? layer.onFrame; layer._frameBudget ??= layer.frameCache.maxBytes; layer.frameCache.maxBytes = layer._frameBudget;";
   const rows = [
     ["requestAnimationFrame alone (the display's rate)", () => frames("", "")],
     ...[[1280, 800], [760, 760]].map(([cw, ch]) => [`a plain ${cw} x ${ch} WebGL2 canvas cleared every frame${cw === 760 ? " (the size of the layer's cells on screen)" : ""}`, () => frames("", `if (i === 0) { window.__c = document.createElement('canvas'); __c.width = ${cw}; __c.height = ${ch}; __c.style.cssText = 'position:absolute;left:0;top:0;pointer-events:none'; document.body.append(__c); window.__g = __c.getContext('webgl2', {antialias: false, depth: false, stencil: false}); } __g.clearColor(i % 2, 0.5, 0.5, 1); __g.clear(__g.COLOR_BUFFER_BIT); if (i === 89) __c.remove();`)]),
     ["overlay canvas cleared only (no draw)", () => frames("", "const gl = layer._gl; gl.viewport(0, 0, layer.canvas.width, layer.canvas.height); gl.clearColor(0, 0, 0, 0); gl.clear(gl.COLOR_BUFFER_BIT);")],
-    ["overlay redrawn: value-table shader (what the viewer draws)", () => frames(restore, "layer._drawOverlay()")],
-    ["overlay redrawn: per-fragment shader (valueLut: false)", () => frames("layer.valueLut = false; layer._program = null;", "layer._drawOverlay()")],
-    ["overlay redrawn: constant colour on the same meshes", () => frames("layer._program = window.__program('o = vec4(0.2, 0.5, 0.3, 1.0);');", "layer._drawOverlay()")],
-    ["overlay redrawn: one data fetch, no colour table", () => frames("layer._program = window.__program('uint v = texelFetch(u_data, ivec3(ivec2(v_uv), 0), 0).r; o = vec4(vec3(float(v & 255u) / 255.0), 1.0);');", "layer._drawOverlay()")],
+    ["overlay redrawn: value-table shader (what the viewer draws)", () => frames(restore, "layer._overlay.draw()")],
+    ["overlay redrawn: per-fragment shader (valueLut: false)", () => frames("layer.valueLut = false; layer._renderer.displayChanged();", "layer._overlay.draw()")],
+    ["overlay redrawn: constant colour on the same meshes", () => frames("layer._renderer.program = window.__program('o = vec4(0.2, 0.5, 0.3, 1.0);');", "layer._overlay.draw()")],
+    ["overlay redrawn: one data fetch, no colour table", () => frames("layer._renderer.program = window.__program('uint v = texelFetch(u_data, ivec3(ivec2(v_uv), 0), 0).r; o = vec4(vec3(float(v & 255u) / 255.0), 1.0);');", "layer._overlay.draw()")],
     ["overlay redrawn: one RGBA8 fetch per fragment (colours made on the CPU, textures ready)", () => frames("", "window.__rgbaDraw()")],
     ["overlay redrawn + the 4 cells coloured on the CPU and uploaded as RGBA8", () => frames("", "window.__rgbaColour(); window.__rgbaDraw()")],
-    ["overlay redrawn + the 4 cells' textures uploaded again (value table)", () => frames(restore, "const gl = layer._gl; for (const c of layer._shown) layer._upload(gl, c.level, c, layer._kept.get(c.key), c.content); layer._drawOverlay()")],
+    ["overlay redrawn + the 4 cells' textures uploaded again (value table)", () => frames(restore, "const gl = layer._gl; for (const c of layer._loader.shown) layer._upload(c.level, c, layer._kept.get(c.key), c.content); layer._overlay.draw()")],
     ["scrub steps (setTime), all resident, decoded frames kept (after one pass), with the viewer's onFrame", () => scrub(restore, true)],
     ["scrub steps (setTime), all resident, decoded frames kept (after one pass), onFrame off", () => scrub(`${restore} layer._onFrame = layer.onFrame; layer.onFrame = null;`, true)],
     ["the same with the viewer's onFrame again (ABA order)", () => scrub(restore, true)],

@@ -64,12 +64,12 @@ async function scrub(frames, dropDeltas) {
     await store.prefetch({ level: layer.currentLevel(), cells: layer.visibleCells() });
   }
   const n = store.nTime;
-  let shownT = layer._shownInfo.t;
+  let shownT = (layer._loader?.shownInfo ?? layer._shownInfo).t;
   let running = true;
   const stamps = [];
   const raf = (now) => {
-    if (layer._shownInfo.t !== shownT) {
-      shownT = layer._shownInfo.t;
+    if ((layer._loader?.shownInfo ?? layer._shownInfo).t !== shownT) {
+      shownT = (layer._loader?.shownInfo ?? layer._shownInfo).t;
       stamps.push(now);
     }
     if (running) w.requestAnimationFrame(raf);
@@ -98,13 +98,13 @@ async function playAt(rate) {
   speed.dispatchEvent(new w.Event("change"));
   w.document.getElementById("play").click();
   await sleep(500);
-  let shownT = layer._shownInfo.t;
+  let shownT = (layer._loader?.shownInfo ?? layer._shownInfo).t;
   const stamps = [];
   const until = w.performance.now() + 3000;
   await new Promise((done) => {
     const raf = (now) => {
-      if (layer._shownInfo.t !== shownT) {
-        shownT = layer._shownInfo.t;
+      if ((layer._loader?.shownInfo ?? layer._shownInfo).t !== shownT) {
+        shownT = (layer._loader?.shownInfo ?? layer._shownInfo).t;
         stamps.push(now);
       }
       if (now < until) w.requestAnimationFrame(raf);

@@ -222,6 +222,16 @@ class ArrayInfo:
             codecs = list(doc["codecs"])
         except (KeyError, TypeError, ValueError) as exc:  # missing or mistyped required keys
             raise CorruptStoreError(f"{key}: malformed array metadata ({exc!r})") from exc
+        if (
+            len(chunk_shape) != len(shape)
+            or min(chunk_shape, default=1) < 1
+            or min(shape, default=0) < 0
+        ):
+            # Zarr v3 regular grid: one positive chunk length per dimension (spec 2.1: cs >= 1)
+            raise CorruptStoreError(
+                f"{key}: chunk_shape {list(chunk_shape)} is not one positive length per"
+                f" dimension of shape {list(shape)}"
+            )
         if not isinstance(dtype, str) or dtype not in allowed_dtypes:
             raise UnsupportedError(
                 f"{key}: data_type {dtype!r} is not supported (expected one of {list(allowed_dtypes)})",
@@ -251,8 +261,10 @@ class ArrayInfo:
                 raise UnsupportedError(
                     f"{key}: shard index codecs {names} are not supported", field="shard_index"
                 )
-            if len(inner) != len(shape) or any(
-                o % i for o, i in zip(chunk_shape, inner, strict=False)
+            if (
+                len(inner) != len(shape)
+                or min(inner, default=1) < 1
+                or any(o % i for o, i in zip(chunk_shape, inner, strict=False))
             ):
                 raise CorruptStoreError(
                     f"{key}: inner chunk_shape {inner} does not tile {chunk_shape}"

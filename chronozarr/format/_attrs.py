@@ -274,17 +274,21 @@ class RootAttrs:
         shard_bytes = obj.get("shard_bytes")
         if shard_bytes is not None:
             _check_shard_bytes(shard_bytes)
+        _check_times(obj["times"])
+        crs = obj.get("crs")
+        if crs is not None and not isinstance(crs, str):  # spec 3.2: an EPSG code or WKT text
+            raise CorruptStoreError(f"chronozarr.crs: expected a CRS string or null, got {crs!r}")
         raw_bands = obj["bands"]
         return cls(
             spec_version=version,
             variable=str(obj.get("variable", "data")),
-            times=tuple(str(t) for t in obj["times"]),
+            times=tuple(obj["times"]),
             bands=tuple(
                 Band.from_json(b, f"chronozarr.bands[{i}]") for i, b in enumerate(raw_bands)
             ),
             band_names=None if band_names is None else tuple(str(b) for b in band_names),
             nodata=nodata,
-            crs=obj.get("crs"),
+            crs=crs,
             temporal=temporal,
             volatility_path=obj.get("volatility_path"),
             mask_variable=obj.get("mask_variable"),
@@ -329,6 +333,16 @@ class RootAttrs:
 
     def evolve(self, **changes: Any) -> RootAttrs:
         return replace(self, **changes)
+
+
+def _check_times(times: list[Any]) -> None:
+    """Every entry of chronozarr.times is an ISO-8601 string (spec 3.2, 3.5); parsing them is
+    the reader's (:attr:`chronozarr.Reader.times`), which names the entry it cannot read."""
+    for i, t in enumerate(times):
+        if not isinstance(t, str):
+            raise CorruptStoreError(
+                f"chronozarr.times[{i}]: expected an ISO-8601 string, got {repr(t)[:40]}"
+            )
 
 
 def _check_shard_bytes(value: Any) -> None:

@@ -27,7 +27,9 @@ from chronozarr.provenance._block import (
     flatten_fingerprint,
     items_reference,
     mask_fields,
+    period_fields,
     skipped_entries,
+    with_periods,
     with_skipped_items,
 )
 from chronozarr.provenance._items import (
@@ -35,6 +37,7 @@ from chronozarr.provenance._items import (
     items_array_objects,
     items_document,
     read_provenance_items,
+    record_periods,
     record_skipped_items,
     write_provenance_items,
 )
@@ -57,9 +60,12 @@ __all__ = [
     "items_document",
     "items_reference",
     "mask_fields",
+    "period_fields",
     "read_provenance_items",
+    "record_periods",
     "record_skipped_items",
     "skipped_entries",
+    "with_periods",
     "with_skipped_items",
     "write_provenance_items",
 ]

@@ -27,7 +27,9 @@ __all__ = [
     "flatten_fingerprint",
     "items_reference",
     "mask_fields",
+    "period_fields",
     "skipped_entries",
+    "with_periods",
     "with_skipped_items",
 ]
 
@@ -62,28 +64,36 @@ def items_reference() -> dict[str, str]:
     return {"array": PROVENANCE_ITEMS, "format": ITEMS_FORMAT}
 
 
-def composite_fields(method: str, parameters: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def composite_fields(
+    method: str, parameters: Mapping[str, Any] | None = None, *, period: str = "monthly"
+) -> dict[str, Any]:
     """The composite entries of the provenance block: ``composite`` (``"monthly <method>"``, the
-    spec 3.8 example's form) and, when the method has parameters (a percentile's ``q``, the
-    index of ``best``, the geometric median's library and tolerance), ``composite_parameters``.
+    spec 3.8 example's form; ``"dekadal median"``, ``"16-day median"`` for other periods) and,
+    when the method has parameters (a percentile's ``q``, the index of ``best``, the geometric
+    median's library and tolerance), ``composite_parameters``.
 
     The median has none, so its block is what it was before other methods existed."""
     if not method or not isinstance(method, str):
         raise ChronozarrError(
             f"provenance: composite method must be a non-empty string, not {method!r}"
         )
-    out: dict[str, Any] = {"composite": f"monthly {method}"}
+    out: dict[str, Any] = {"composite": f"{period} {method}"}
     if parameters:
         out["composite_parameters"] = dict(parameters)
     return out
 
 
 def mask_fields(
-    *, open_radius: int = 0, dilate_radius: int = 0, cloud_probability_max: float | None = None
+    *,
+    open_radius: int = 0,
+    dilate_radius: int = 0,
+    cloud_probability_max: float | None = None,
+    cleaned: Sequence[int | str] = (),
 ) -> dict[str, Any]:
     """``mask_cleaning`` of the provenance block: the observation-mask rules beyond the class
-    keep-set (opening and dilation radii in pixels, the cloud-probability ceiling in percent),
-    only those in use; empty when none is (the block stays as it was)."""
+    keep-set (opening and dilation radii in pixels and the mask classes or flags they apply to,
+    the cloud-probability ceiling in percent), only those in use; empty when none is (the block
+    stays as it was)."""
     rules: dict[str, Any] = {}
     if open_radius:
         rules["open_pixels"] = int(open_radius)
@@ -92,8 +102,38 @@ def mask_fields(
     if cloud_probability_max is not None:
         rules["cloud_probability_max"] = cloud_probability_max
     if rules and (open_radius or dilate_radius):
-        rules["order"] = "opening, then dilation, of the rejected set; Euclidean disk"
+        rules["cleaned"] = list(cleaned)
+        rules["order"] = (
+            "opening, then dilation, of each solar day's cloud (the cleaned classes and a cloud "
+            "probability above the maximum); Euclidean disk"
+        )
     return {"mask_cleaning": rules} if rules else {}
+
+
+def period_fields(
+    period: Mapping[str, Any] | None, bounds: Sequence[Sequence[str]]
+) -> dict[str, Any]:
+    """``period`` and ``periods`` of the provenance block (a spec 3.8 addition, docs/spec.md):
+    the kind of period each timestep stands for (``{"kind": "dekad"}``, ``{"kind": "days",
+    "days": 5}``, ...) and, per timestep in order, its ``[start, end)`` as ISO times (the start
+    is the timestep's time). Empty for calendar months, whose bounds follow from the times: a
+    monthly store's block is what it was before periods existed."""
+    if not period or period.get("kind", "month") == "month":
+        return {}
+    return {"period": dict(period), "periods": [[str(a), str(b)] for a, b in bounds]}
+
+
+def with_periods(
+    provenance: Mapping[str, Any] | None, bounds: Sequence[Sequence[str]], first: int
+) -> dict[str, Any]:
+    """The provenance block with ``periods[first:]`` set to ``bounds`` (an append's new
+    timesteps; idempotent, so a re-run of an interrupted append writes the same block). A block
+    without ``periods`` (a monthly store) is returned as it is."""
+    prov = dict(provenance or {})
+    known = prov.get("periods")
+    if isinstance(known, list):
+        prov["periods"] = list(known[:first]) + [[str(a), str(b)] for a, b in bounds]
+    return prov
 
 
 def skipped_entries(skipped: Iterable[Skipped], limit: int = SKIPPED_LIMIT) -> list[dict[str, str]]:

@@ -34,6 +34,7 @@ from chronozarr.provenance._block import (
     PROVENANCE_ITEMS,
     Skipped,
     skipped_entries,
+    with_periods,
     with_skipped_items,
 )
 from chronozarr.read import open_store
@@ -43,6 +44,7 @@ __all__ = [
     "items_array_objects",
     "items_document",
     "read_provenance_items",
+    "record_periods",
     "record_skipped_items",
     "write_provenance_items",
 ]
@@ -63,6 +65,21 @@ def record_skipped_items(store: str | os.PathLike[str], skipped: Sequence[Skippe
     root = json.loads(root_path.read_bytes())
     block = root["attributes"]["chronozarr"]
     block["provenance"] = with_skipped_items(block.get("provenance"), skipped)
+    _atomic_write(root_path, dumps(root))
+
+
+def record_periods(
+    store: str | os.PathLike[str], bounds: Sequence[Sequence[str]], first: int
+) -> None:
+    """Write :func:`with_periods` into the root's provenance (a local append calls it before
+    :func:`chronozarr.append`, which keeps the provenance it finds, so ``periods`` may run ahead
+    of the time axis, never behind it; entries past it are ignored)."""
+    root_path = Path(store) / "zarr.json"
+    root = json.loads(root_path.read_bytes())
+    block = root["attributes"]["chronozarr"]
+    if not isinstance((block.get("provenance") or {}).get("periods"), list):
+        return
+    block["provenance"] = with_periods(block.get("provenance"), bounds, first)
     _atomic_write(root_path, dumps(root))
 
 

@@ -271,7 +271,16 @@ class Reader:
     @property
     def times(self) -> np.ndarray:
         """Timestamps as numpy datetime64[ms] (from the chronozarr.times mirror, spec 3.5)."""
-        return np.array([parse_time(t) for t in self.attrs.times], dtype="datetime64[ms]")
+        ms = np.empty(len(self.attrs.times), dtype=np.int64)
+        for i, text in enumerate(self.attrs.times):
+            try:
+                ms[i] = parse_time(text)
+            except (TypeError, ValueError, OverflowError) as exc:  # not a time numpy can hold
+                raise CorruptStoreError(
+                    f"{self.store.url}/zarr.json: chronozarr.times[{i}] = {text[:40]!r} is not an"
+                    f" ISO-8601 time ({exc})"
+                ) from exc
+        return ms.astype("datetime64[ms]")
 
     @property
     def crs(self) -> CRSInfo | None:
@@ -334,6 +343,11 @@ class Reader:
         if doc is None:
             return None
         info = ArrayInfo.from_json(doc, path, allowed_dtypes=("float32",))
+        if len(info.shape) != 2 or len(info.chunk_shape) != 2:  # spec 5: (grid rows, grid cols)
+            raise CorruptStoreError(
+                f"{self.store.url}/{path}: the volatility array must be 2-d (the level-0 cell"
+                f" grid), its shape is {list(info.shape)}"
+            )
         return _read_2d(self.store, path, info)
 
     # -- data ------------------------------------------------------------------------------------
@@ -561,6 +575,7 @@ def open_store(path_or_url: Any, **options: Any) -> Reader:
         ValueError,
         KeyError,
         IndexError,
+        ArithmeticError,
     ) as exc:  # a safety net under the typed checks (below)
         # a safety net under the typed checks: malformed metadata never escapes as a bare error
         raise CorruptStoreError(f"{store.url}: malformed metadata ({exc!r})") from exc

@@ -20,7 +20,10 @@ from chronozarr.io import Store
 from chronozarr.validate.report import Finding, Report
 from chronozarr.validate.rules import rule
 
-__all__ = ["Context", "Stop", "fits", "is_count", "is_transform"]
+__all__ = ["FINDINGS_PER_RULE", "Context", "Stop", "fits", "is_count", "is_transform"]
+
+#: Findings of one rule listed in a report; the rest are counted (``Report.omitted``).
+FINDINGS_PER_RULE = 10
 
 
 class Stop(Exception):
@@ -42,10 +45,19 @@ class Context:
         self.volatility_info: ArrayInfo | None = None
         self._objects: dict[str, int] | None = None
         self._listed = False
+        self._per_rule: dict[str, int] = {}
 
     def add(self, rule_id: str, message: str, key: str) -> None:
-        """Record a finding of catalogued rule ``rule_id`` about ``key``."""
+        """Record a finding of catalogued rule ``rule_id`` about ``key``: listed for the first
+        :data:`FINDINGS_PER_RULE` of a rule, counted in ``report.omitted`` after that (a root
+        listing a million bad timesteps is one rule broken a million times, not a million
+        lines to read; decision 0013)."""
         r = rule(rule_id)
+        shown = self._per_rule.get(r.id, 0)
+        if shown >= FINDINGS_PER_RULE:
+            self.report.omitted[r.id] = self.report.omitted.get(r.id, 0) + 1
+            return
+        self._per_rule[r.id] = shown + 1
         self.report.findings.append(Finding(r.id, r.section, r.severity, message, key))
 
     def count(self, what: str, n: int = 1) -> None:

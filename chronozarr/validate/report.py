@@ -24,12 +24,17 @@ class Finding:
 
 @dataclass
 class Report:
-    """Result of :func:`validate`. ``ok`` is True when there is no error-severity finding."""
+    """Result of :func:`validate`. ``ok`` is True when there is no error-severity finding.
+
+    ``findings`` lists the first few findings of each rule; ``omitted`` counts, per rule id,
+    the findings of that rule that are not listed (``error_count``/``warning_count`` include
+    them)."""
 
     store: str
     deep: bool
     findings: list[Finding] = field(default_factory=list)
     checked: dict[str, int] = field(default_factory=dict)
+    omitted: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -43,13 +48,29 @@ class Report:
     def warnings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "warning"]
 
+    def _count(self, severity: str) -> int:
+        listed = [f for f in self.findings if f.severity == severity]
+        rules = {f.rule for f in listed}
+        return len(listed) + sum(n for r, n in self.omitted.items() if r in rules)
+
+    @property
+    def error_count(self) -> int:
+        """Errors found, listed or not."""
+        return self._count("error")
+
+    @property
+    def warning_count(self) -> int:
+        """Warnings found, listed or not."""
+        return self._count("warning")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "store": self.store,
             "ok": self.ok,
             "deep": self.deep,
-            "errors": len(self.errors),
-            "warnings": len(self.warnings),
+            "errors": self.error_count,
+            "warnings": self.warning_count,
             "checked": dict(self.checked),
             "findings": [f.to_json() for f in self.findings],
+            "omitted": dict(self.omitted),
         }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,13 @@ from cz.build.spill import History, Spill, SpillPlanes
 from cz.build.store_args import (
     carry_forward_months,
     month_document,
+    period_bounds,
     store_bands,
 )
 from cz.build.target import is_url, local_path, store_size
 from cz.build.tasks import composite_context
 from cz.build.views import PlaneView, spill_planes
+from cz.periods import label_of_time
 from cz.plan import Plan, plan_recipe
 from cz.recipe import Recipe
 
@@ -126,6 +129,28 @@ def _open_local(where: str | None) -> tuple[Path, Any]:
         raise AppendRefusedError(f"cannot open the store at {path}: {exc}") from None
 
 
+def next_labels(recipe: Recipe, where: str | None, count: int) -> list[str]:
+    """The labels of the ``count`` periods after the last one of the store at ``where`` (what
+    ``cz append --next N`` appends)."""
+    if where is None:
+        raise BuildError("no store: give --store or set store.path in the recipe")
+    try:
+        times = chronozarr.open_store(where if is_url(where) else local_path(where)).attrs.times
+    except chronozarr.ChronozarrError as exc:  # missing, not a store, or corrupt: refuse
+        raise AppendRefusedError(f"cannot open the store at {where}: {exc}") from None
+    rule = recipe.composite.period.rule()
+    start: date | None = rule.label_day(label_of_time(times[-1], rule))
+    out: list[str] = []
+    for _ in range(count):
+        start = rule.following(start) if start is not None else None
+        if start is None:
+            break
+        out.append(rule.period(start).label)
+    if not out:
+        raise AppendRefusedError(f"no period follows the store's last one ({times[-1]})")
+    return out
+
+
 def _store_history(reader: Any) -> History:
     """Gap-fill's look-back before the first new month: (values, coverage) from the store."""
     n_old = reader.n_time
@@ -157,6 +182,7 @@ def _write(
     ``chronozarr.append`` of the spill's lazy views."""
     documents = [month_document(m, stats.skipped) for m in plan.months]
     write_provenance_items(path, documents, first=n_old, update_root=True)
+    provenance.record_periods(path, period_bounds(plan), n_old)  # none for monthly stores
     if stats.skipped:
         provenance.record_skipped_items(path, stats.skipped)
     grid = plan.grid

@@ -114,8 +114,12 @@ def _footprint(p: Any, crs: str) -> Any:
     return footprint
 
 
-def blocks_touched(month: MonthPlan, grid: GridPlan) -> dict[tuple[int, int], list[int]]:
-    """For each block, the indices of the month's items whose footprint overlaps it.
+def blocks_touched(
+    month: MonthPlan, grid: GridPlan, halo: int = 0
+) -> dict[tuple[int, int], list[int]]:
+    """For each block, the indices of the month's items whose footprint overlaps it, or the
+    ``halo`` pixels around it (the mask cleaning reads them: a cloud of the neighbouring tile that
+    reaches the block's halo counts, docs/recipes.md "mask").
 
     The blocks go into a shapely STRtree once; each footprint is one tree query (decision 0017:
     a pairwise loop over items x blocks is hours at 10^4 cells), refined by ``intersects``, the
@@ -127,7 +131,8 @@ def blocks_touched(month: MonthPlan, grid: GridPlan) -> dict[tuple[int, int], li
     a, _, c, _, e, f = grid.transform
     blocks = grid_blocks(grid)
     boxes = [
-        box(c + a * x0, f + e * y1, c + a * x1, f + e * y0) for _r, _c, (y0, y1, x0, x1) in blocks
+        box(c + a * (x0 - halo), f + e * (y1 + halo), c + a * (x1 + halo), f + e * (y0 - halo))
+        for _r, _c, (y0, y1, x0, x1) in blocks
     ]
     tree = STRtree(boxes)
     hits: dict[int, list[int]] = {}

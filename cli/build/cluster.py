@@ -96,7 +96,7 @@ def build_on_cluster(
                 source,
                 target,
                 layout=recipe.store.layout,
-                provenance=lambda ex: provenance_block(recipe, run.stats(ex).skipped),
+                provenance=lambda ex: provenance_block(recipe, run.stats(ex).skipped, plan),
                 resume_key=build_fingerprint(recipe, plan),
                 **run.arguments(),
             ),

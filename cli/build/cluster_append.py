@@ -28,7 +28,7 @@ from typing import Any
 
 import chronozarr
 from chronozarr.io import location, open_target
-from chronozarr.provenance import with_skipped_items
+from chronozarr.provenance import with_periods, with_skipped_items
 from cz.build.cluster import build_fingerprint
 from cz.build.cluster_write import ClusterWrite, Wording
 from cz.build.errors import AppendRefusedError
@@ -38,6 +38,7 @@ from cz.build.headers import HeaderedStore
 from cz.build.leftovers import new_tag, start_run
 from cz.build.options import BuildOptions, BuildResult, Progress
 from cz.build.sources import AppendSource, make_source
+from cz.build.store_args import period_bounds
 from cz.build.target import is_url, local_path
 from cz.plan import Plan, plan_recipe
 from cz.recipe import Recipe
@@ -117,7 +118,7 @@ def append_on_cluster(
 
 def _append(run: ClusterWrite, reader: Any, target: Any, source: AppendSource) -> None:
     """``chronozarr.append`` of the cell source, resumable under the append's fingerprint."""
-    old = reader.attrs.provenance
+    old = with_periods(reader.attrs.provenance, period_bounds(run.plan), reader.n_time)
 
     def provenance(extras: list[Any]) -> Any:
         skipped = run.stats(extras).skipped

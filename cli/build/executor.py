@@ -126,7 +126,7 @@ def run_composites(
 
     def tasks() -> Iterator[BlockTask]:
         for t, month in enumerate(months):
-            touched = blocks_touched(month, plan.grid) if month.items else {}
+            touched = blocks_touched(month, plan.grid, ctx.rules.halo) if month.items else {}
             if not touched:
                 progress.advance("months", 1.0)
                 continue

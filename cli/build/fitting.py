@@ -6,34 +6,35 @@ the recipe fingerprint the store recorded. A local and a cluster append ask the 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from cz.build.errors import AppendRefusedError, RecipeMismatchError
 from cz.build.options import Progress
 from cz.build.store_args import compare_with_store, store_bands
-from cz.months import month_of_time, next_month
+from cz.periods import PeriodRule, label_of_time
 from cz.plan import GridPlan, grid_for
 from cz.recipe import Recipe, TimeSpec
 
-__all__ = ["fitting_recipe"]
+__all__ = ["fitting_recipe", "store_labels"]
 
 
 def fitting_recipe(
     recipe: Recipe, months: list[str], reader: Any, where: str, progress: Progress
 ) -> Recipe:
-    """``recipe`` limited to ``months``, once they and the recipe fit the store ``reader`` reads
-    (at ``where``): :class:`AppendRefusedError` for months that do not continue the store,
-    :class:`RecipeMismatchError` naming every difference of the grid, bands, layout or
-    fingerprint. The grid compared is the recipe's alone (no catalog search)."""
-    _check_months(months, [month_of_time(t) for t in reader.attrs.times])
-    sub = recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
-    diffs = _compare_recipe(recipe, reader, grid_for(sub))
+    """``recipe`` limited to ``months`` (period labels), once the recipe and they fit the store
+    ``reader`` reads (at ``where``): :class:`RecipeMismatchError` naming every difference of the
+    grid, bands, layout or fingerprint, then :class:`AppendRefusedError` for periods that do not
+    continue the store. The grid compared is the recipe's alone (no catalog search)."""
+    # the recipe first, so a recipe of another period says so before its periods are checked
+    diffs = _compare_recipe(recipe, reader, grid_for(recipe))
     diffs += _compare_fingerprint(recipe, reader, progress)
     if diffs:
         raise RecipeMismatchError(
             f"the recipe does not fit the store at {where}: " + "; ".join(diffs)
         )
-    return sub
+    _check_months(months, store_labels(recipe, reader.attrs.times), recipe.composite.period.rule())
+    return recipe.model_copy(update={"time": TimeSpec(start=months[0], end=months[-1])})
 
 
 def _compare_recipe(recipe: Recipe, reader: Any, grid: GridPlan) -> list[str]:
@@ -135,22 +136,42 @@ def _short(value: Any, limit: int = 200, *, as_repr: bool = True) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _check_months(months: list[str], have: list[str]) -> None:
-    """A monthly store grows by the months right after its last one, in order (spec 14)."""
+def _check_months(months: list[str], have: list[str], rule: PeriodRule | None = None) -> None:
+    """A store grows by the periods right after its last one, in order (spec 14); ``months``
+    and ``have`` are period labels (``YYYY-MM`` for months, start dates otherwise)."""
+    rule = rule or PeriodRule()
+    unit = "month" if rule.kind == "month" else f"{rule.describe()} period"
     inside = [m for m in months if m in set(have)]
     if inside:
         raise AppendRefusedError(
-            f"month(s) {', '.join(inside)} are already in the store ({have[0]}..{have[-1]}); "
-            "append only adds months after the last one"
+            f"{unit}(s) {', '.join(inside)} are already in the store ({have[0]}..{have[-1]}); "
+            f"append only adds {unit}s after the last one"
         )
     if months[0] <= have[-1]:
         raise AppendRefusedError(
-            f"{months[0]} is before the store's last month {have[-1]}; append only adds months "
-            "after it"
+            f"{months[0]} is before the store's last {unit} {have[-1]}; append only adds "
+            f"{unit}s after it"
         )
-    expected = next_month(have[-1])
-    if months[0] != expected:
+    following = rule.following(rule.label_day(have[-1]))
+    if following is None:
         raise AppendRefusedError(
-            f"the store ends at {have[-1]}: the next month is {expected}, not {months[0]} "
-            f"(a monthly store has every month; append {expected}..{months[-1]})"
+            f"the store ends at {have[-1]}, the recipe's last window: add windows to "
+            "composite.period to append"
         )
+    expected = rule.period(following).label
+    if months[0] != expected:
+        every = (
+            "a monthly store has every month"
+            if rule.kind == "month"
+            else f"a store has every {unit}"
+        )
+        raise AppendRefusedError(
+            f"the store ends at {have[-1]}: the next {unit} is {expected}, not {months[0]} "
+            f"({every}; append {expected}..{months[-1]})"
+        )
+
+
+def store_labels(recipe: Recipe, times: Sequence[str]) -> list[str]:
+    """The period labels of a store's times, read with the recipe's period."""
+    rule = recipe.composite.period.rule()
+    return [label_of_time(t, rule) for t in times]

@@ -61,7 +61,7 @@ def lazy_composites(
     cols = 1 + max(c for _r, c, _w in blocks)
     data_months, cov_months = [], []
     for t, month in enumerate(plan.months):
-        touched = blocks_touched(month, grid) if month.items else {}
+        touched = blocks_touched(month, grid, ctx.rules.halo) if month.items else {}
         refs = item_refs(month, recipe) if touched else []
         data_grid: list[list[Any]] = [[None] * cols for _ in range(rows)]
         cov_grid: list[list[Any]] = [[None] * cols for _ in range(rows)]

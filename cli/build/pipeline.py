@@ -144,7 +144,9 @@ def _build_local(
     grid = plan.grid
     progress.start("cells", grid.cells, f"{grid.cells} cells x {len(plan.months)} months")
     write_start = time.perf_counter()
-    _encode(recipe, plan, planes, target.staging, provenance_block(recipe, stats.skipped), options)
+    _encode(
+        recipe, plan, planes, target.staging, provenance_block(recipe, stats.skipped, plan), options
+    )
     if not options.allow_empty:  # decision 0020: an all-fill store is a failed build
         check_not_empty(planes.fractions()[0], plan, stats)
     documents = [month_document(m, stats.skipped) for m in plan.months]

@@ -24,7 +24,7 @@ from cz.build.blocks import blocks_touched, grid_blocks, item_refs, sign_refs
 from cz.build.errors import AppendRefusedError
 from cz.build.options import BuildOptions
 from cz.build.spill import SpillPlanes
-from cz.build.store_args import carry_forward_months
+from cz.build.store_args import carry_forward_months, gap_method
 from cz.build.tasks import (
     BlockResult,
     BlockTask,
@@ -82,6 +82,7 @@ class CellPlanes:
             dtype=source.dtype,
             nodata=source.nodata,
             max_age=source.max_age,
+            gap=source.gap,
             readers=1,
         )
         self._todo = set(self.times)
@@ -134,6 +135,7 @@ class CompositeSource:
     dtype: str
     nodata: float | None
     max_age: int
+    gap: str = "carry-forward"
     has_mask: bool = True
     has_coverage: bool = True
     _shape4: tuple[int, int, int, int] = field(init=False)
@@ -185,15 +187,16 @@ def make_source(recipe: Recipe, plan: Plan, options: BuildOptions) -> CompositeS
     """The cell source of a plan: item-to-block assignment by an STRtree (blocks_touched); the
     items unsigned (the workers sign them at read time)."""
     grid = plan.grid
+    ctx = composite_context(recipe, plan, options)
     refs: list[tuple[ItemRef, ...]] = []
     members: dict[tuple[int, int, int], tuple[int, ...]] = {}
     for t, month in enumerate(plan.months):
-        touched = blocks_touched(month, grid) if month.items else {}
+        touched = blocks_touched(month, grid, ctx.rules.halo) if month.items else {}
         refs.append(tuple(item_refs(month, recipe, sign=False)) if touched else ())
         for (row, col), idx in touched.items():
             members[(t, row, col)] = tuple(idx)
     return CompositeSource(
-        ctx=composite_context(recipe, plan, options),
+        ctx=ctx,
         months=[m.month for m in plan.months],
         refs=refs,
         members=members,
@@ -204,6 +207,7 @@ def make_source(recipe: Recipe, plan: Plan, options: BuildOptions) -> CompositeS
         dtype=recipe.store.dtype,
         nodata=recipe.store.effective_nodata,
         max_age=carry_forward_months(recipe),
+        gap=gap_method(recipe),
     )
 
 

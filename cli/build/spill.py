@@ -22,6 +22,7 @@ from cz.composite import (
     fill_value,
     mask_from_source,
 )
+from cz.composite.gapfill import assemble_linear, linear_neighbours, linear_source
 
 
 class Spill:
@@ -77,6 +78,7 @@ class SpillPlanes:
         dtype: str,
         nodata: float | None,
         max_age: int,
+        gap: str = "carry-forward",
         history: History | None = None,
         on_data: Callable[[int, int, int], None] | None = None,
         readers: int = 2,
@@ -89,17 +91,19 @@ class SpillPlanes:
         self.dtype = np.dtype(dtype)
         self.fill = fill_value(self.dtype, nodata)
         self.max_age = max_age
+        self.gap = gap  # carry-forward (look back) or linear (back and ahead, cz.composite.gapfill)
         self.history = history
         self.on_data = on_data
         self.codec = spill_codec()
         # the writer reads each cell's months in order on ``readers`` threads; a month looks back
         # at most ``max_age`` months of the same cell: keep that much, decompress the rest again
         block = cs * cs
+        reach = (2 * max_age if gap == "linear" else max_age) + 2  # linear looks ahead too
         self._cov: LRU[tuple[int, int, int], np.ndarray] = LRU(
-            max(8 << 20, readers * (max_age + 2) * block * 4)
+            max(8 << 20, readers * reach * block * 4)
         )
         self._values: LRU[tuple[int, int, int], np.ndarray] = LRU(
-            readers * (max_age + 2) * block * n_band * self.dtype.itemsize
+            readers * reach * block * n_band * self.dtype.itemsize
         )
         self._past: LRU[tuple[int, int, int], Any] = LRU(max_items=max(16, 4 * (max_age + 1)))
         rows, cols = math.ceil(self.height / cs), math.ceil(self.width / cs)
@@ -151,9 +155,23 @@ class SpillPlanes:
         return self._values.get_or_make((t, row, col), make)
 
     def source(self, t: int, row: int, col: int) -> np.ndarray:
-        """Carry-forward source plane of (month t, block): 0 own, k = month t-k, -1 none."""
+        """Gap-fill source plane of (month t, block): 0 own, -1 none; carry-forward: k = month
+        t-k; linear: 1 = interpolated."""
+        if self.gap == "linear":
+            return linear_source(self._raw_coverage(t, row, col), *self._neighbours(t, row, col))
         covs = [self._raw_coverage(t - k, row, col) for k in range(self.max_age + 1)]
         return carry_forward_source(covs, self.block_shape(row, col))
+
+    def _neighbours(self, t: int, row: int, col: int) -> tuple[np.ndarray, np.ndarray]:
+        """Linear gap-fill's distances to the nearest observed months before and after t (the
+        months after the last one of this run are unknown: an append never looks ahead)."""
+        before = [self._raw_coverage(t - k, row, col) for k in range(1, self.max_age + 1)]
+        after = [
+            self._raw_coverage(t + k, row, col) if t + k < self.n_months else None
+            for k in range(1, self.max_age + 1)
+        ]
+        own = self._raw_coverage(t, row, col)
+        return linear_neighbours(own, before, after, self.block_shape(row, col))
 
     def coverage(self, t: int, row: int, col: int) -> np.ndarray:
         cov = self._raw_coverage(t, row, col)
@@ -178,6 +196,18 @@ class SpillPlanes:
     def values(self, t: int, row: int, col: int) -> np.ndarray:
         if self.on_data is not None:
             self.on_data(t, row, col)
+        if self.gap == "linear":
+            back, ahead = self._neighbours(t, row, col)
+            source = linear_source(self._raw_coverage(t, row, col), back, ahead)
+            return assemble_linear(
+                source,
+                back,
+                ahead,
+                lambda k: self._raw_values(t + k, row, col),
+                self.n_band,
+                self.dtype,
+                self.fill,
+            )
         src = self.source(t, row, col)
         return assemble_filled(
             src,

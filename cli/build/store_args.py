@@ -11,7 +11,8 @@ from pydantic import BaseModel
 
 from chronozarr import Band, provenance
 from cz.load import SkippedAsset
-from cz.plan import MonthPlan, grid_for
+from cz.periods import period_adjective
+from cz.plan import MonthPlan, Plan, grid_for
 from cz.recipe import Recipe
 
 
@@ -54,6 +55,7 @@ def mask_rules(recipe: Recipe) -> dict[str, Any]:
         open_radius=mask.open,
         dilate_radius=mask.dilate,
         cloud_probability_max=mask.cloud_probability_max,
+        cleaned=list(mask.clean or ()),
     )
 
 
@@ -67,7 +69,7 @@ def legacy_fingerprint(recipe: Recipe) -> dict[str, Any]:
         "composite": recipe.composite.method,
         "gap_fill": recipe.gap_fill.method,
         "gap_fill_max_age": recipe.gap_fill.max_age,
-        "mask_keep": None if recipe.mask is None else list(recipe.mask.keep),
+        "mask_keep": None if recipe.mask is None else recipe.mask.keep,
         "dn_offset": recipe.store_dn_offset if any(b.harmonize for b in recipe.bands) else 0,
         "harmonized": [b.name for b in recipe.bands if b.harmonize],
         "resampling": {b.name: b.resampling for b in recipe.bands},
@@ -98,18 +100,25 @@ def fingerprint_sections(recipe: Recipe) -> dict[str, Any]:
     for band in recipe.bands:
         entry = _dump(band)
         entry["offset"] = band.physical_offset  # the default resolved (harmonised: -1000 x scale)
+        for key in ("expression", "when", "dtype"):  # added with derived bands: absent is none
+            if entry.get(key) is None:
+                entry.pop(key, None)
+        if band.derived and entry.get("when") is None:
+            entry["when"] = "observation"
         bands.append(entry)
     harmonised = any(b.harmonize for b in recipe.bands)
     grid = _dump(recipe.grid)
     if grid.get("crs") == "utm":  # the zone it resolves to: `utm` and its EPSG code are one grid
         grid["crs"] = grid_for(recipe).crs
     composite = _dump(recipe.composite)
+    if recipe.composite.period.kind == "month":  # added with periods: absent is the month
+        composite.pop("period", None)
     for key, value in composite_parameters(recipe).items():  # geomedian: library, eps, ...
         composite.setdefault(key, value)
     return {
         "catalog": {"collection": recipe.catalog.collection},
         "filters": filters,
-        "mask": None if recipe.mask is None else _dump(recipe.mask),
+        "mask": _mask_section(recipe),
         "composite": composite,
         "gap_fill": _dump(recipe.gap_fill),
         "harmonization": {"store_dn_offset": recipe.store_dn_offset if harmonised else 0},
@@ -119,16 +128,34 @@ def fingerprint_sections(recipe: Recipe) -> dict[str, Any]:
     }
 
 
+def _mask_section(recipe: Recipe) -> dict[str, Any] | None:
+    """The mask section as the fingerprint records it: ``clean`` only when something is cleaned
+    (it changes nothing otherwise, so stores without cleaning keep the bytes they had before the
+    field existed; a store built with cleaning before it refuses an append, since its cleaning
+    opened every rejected class: decision 0043)."""
+    if recipe.mask is None:
+        return None
+    section = _dump(recipe.mask)
+    if not (recipe.mask.open or recipe.mask.dilate):
+        section.pop("clean", None)
+    if recipe.mask.bits is None:  # added with bit-flag masks: absent is "none"
+        section.pop("bits", None)
+    return section
+
+
 def recipe_fingerprint(recipe: Recipe) -> dict[str, Any]:
     """The recipe's fingerprint as the store records it: flattened dotted fields."""
     return provenance.flatten_fingerprint(fingerprint_sections(recipe))
 
 
-def _at_defaults(section: Any) -> Any:
-    """The section with every optional field at its default (required ones kept)."""
+def _at_defaults(section: Any, keep: tuple[str, ...] = ()) -> Any:
+    """The section with every optional field at its default (required ones kept, and those of
+    ``keep``: what makes a band the band it is, its asset or its expression and own scale)."""
     cls = type(section)
     required = {
-        name: getattr(section, name) for name, f in cls.model_fields.items() if f.is_required()
+        name: getattr(section, name)
+        for name, f in cls.model_fields.items()
+        if f.is_required() or (name in keep and getattr(section, name) is not None)
     }
     return cls.model_validate(required)
 
@@ -141,7 +168,10 @@ def fingerprint_defaults(recipe: Recipe) -> dict[str, Any]:
         for name in ("filters", "composite", "gap_fill", "grid", "store")
     }
     update["mask"] = None if recipe.mask is None else _at_defaults(recipe.mask)
-    update["bands"] = [_at_defaults(b) for b in recipe.bands]
+    update["bands"] = [
+        _at_defaults(b, ("asset", "expression", "scale") if b.derived else ("asset",))
+        for b in recipe.bands
+    ]
     return recipe_fingerprint(recipe.model_copy(update=update))
 
 
@@ -155,22 +185,43 @@ def compare_with_store(recipe: Recipe, store_provenance: Any) -> provenance.Fing
     )
 
 
-def provenance_block(recipe: Recipe, skipped: Sequence[SkippedAsset]) -> dict[str, Any]:
-    """The root's ``chronozarr.provenance`` (spec 3.8): small, whatever the number of items."""
+def _mask_notes(mask: Any) -> str:
+    """The provenance's default notes: the classes kept (``SCL classes 4, 5 kept``, as stores have
+    always said) and the bit flags that reject."""
+    parts = []
+    if mask.keep is not None:
+        parts.append(f"SCL classes {', '.join(str(k) for k in mask.keep)} kept")
+    if mask.bits:
+        flags = ", ".join(f"{k} in {v}" for k, v in mask.bits.items())
+        parts.append(f"{'|'.join(mask.asset)} bits rejected: {flags}")
+    return "; ".join(parts)
+
+
+def provenance_block(
+    recipe: Recipe, skipped: Sequence[SkippedAsset], plan: Plan | None = None
+) -> dict[str, Any]:
+    """The root's ``chronozarr.provenance`` (spec 3.8): small, whatever the number of items;
+    with a period other than the month, the period and each timestep's bounds (``periods``)."""
     gap = recipe.gap_fill
-    keep = None if recipe.mask is None else ", ".join(str(k) for k in recipe.mask.keep)
     notes = recipe.provenance.notes
-    if notes is None and keep is not None:
-        notes = f"SCL classes {keep} kept"
+    if notes is None and recipe.mask is not None:
+        notes = _mask_notes(recipe.mask)
     catalog = recipe.catalog.url or f"local file {Path(str(recipe.catalog.path)).name}"
     out: dict[str, Any] = {
         "sources": [recipe.catalog.collection],
-        **provenance.composite_fields(recipe.composite.method, composite_parameters(recipe)),
+        **provenance.composite_fields(
+            recipe.composite.method,
+            composite_parameters(recipe),
+            period=period_adjective(recipe.composite.period.rule()),
+        ),
+        **period_entries(recipe, plan),
+        **_derived_entries(recipe),
+        **({"mask_bits": dict(recipe.mask.bits)} if recipe.mask and recipe.mask.bits else {}),
         **mask_rules(recipe),
         "gap_fill": gap.method,
         "notes": notes,
     }
-    if gap.method == "carry-forward":
+    if gap.method != "none":
         out["gap_fill_max_age"] = gap.max_age
     out["catalog"] = catalog
     if recipe.name:
@@ -180,6 +231,30 @@ def provenance_block(recipe: Recipe, skipped: Sequence[SkippedAsset]) -> dict[st
     out["fingerprint"] = provenance.fingerprint_entry(recipe_fingerprint(recipe))
     out["skipped_items"] = provenance.skipped_entries(skipped)
     return out
+
+
+def _derived_entries(recipe: Recipe) -> dict[str, Any]:
+    """``derived_bands`` of the provenance: each derived band's expression and when it is
+    computed (none without derived bands: the block stays as it was)."""
+    derived = {
+        b.name: {"expression": b.expression, "when": b.when or "observation"}
+        for b in recipe.bands
+        if b.derived
+    }
+    return {"derived_bands": derived} if derived else {}
+
+
+def period_entries(recipe: Recipe, plan: Plan | None) -> dict[str, Any]:
+    """``period`` and ``periods`` of the provenance (none for calendar months)."""
+    bounds = period_bounds(plan) if plan is not None else []
+    return provenance.period_fields(
+        recipe.composite.period.model_dump(mode="json", exclude_none=True), bounds
+    )
+
+
+def period_bounds(plan: Plan) -> list[tuple[str, str]]:
+    """Each timestep's ``[start, end)`` of a plan (what an append adds to ``periods``)."""
+    return [(m.time, m.end or m.time) for m in plan.months]
 
 
 def month_document(month: MonthPlan, skipped: Sequence[SkippedAsset]) -> str:
@@ -195,7 +270,14 @@ def month_document(month: MonthPlan, skipped: Sequence[SkippedAsset]) -> str:
 
 
 def carry_forward_months(recipe: Recipe) -> int:
-    """Months a value may be carried forward (0: no gap-fill)."""
-    if recipe.gap_fill.method != "carry-forward":
+    """Periods gap-fill reaches (0: no gap-fill): back for carry-forward, back and ahead for
+    linear."""
+    if recipe.gap_fill.method == "none":
         return 0
     return int(recipe.gap_fill.max_age or 0)
+
+
+def gap_method(recipe: Recipe) -> str:
+    """How gaps are filled inside the reach: carry-forward (also with none: nothing to reach) or
+    linear (cz.composite.gapfill)."""
+    return "linear" if recipe.gap_fill.method == "linear" else "carry-forward"

@@ -9,6 +9,8 @@ import numpy as np
 
 from cz.build.options import BuildOptions
 from cz.composite import BandTerms, CompositeRules, composite_block, grow_window
+from cz.composite.bits import BitRule
+from cz.composite.derived import DerivedBand
 from cz.composite.methods import require_geomad
 from cz.load import BandLoad, ItemRef, LoadSpec, SkippedAsset, gdal_options, load_block
 from cz.plan import Plan
@@ -100,8 +102,11 @@ def composite_context(recipe: Recipe, plan: Plan, options: BuildOptions) -> Comp
     spec = LoadSpec(
         crs=grid.crs,
         transform=tuple(float(v) for v in grid.transform),  # type: ignore[arg-type]
-        bands=tuple(BandLoad(b.name, b.resampling, b.harmonize) for b in recipe.bands),
-        mask_keep=None if recipe.mask is None else tuple(recipe.mask.keep),
+        bands=tuple(
+            BandLoad(b.name, b.resampling, bool(b.harmonize)) for b in recipe.bands if not b.derived
+        ),
+        # () for a mask of bit flags alone: the asset is read, no class is kept (cz.load)
+        mask_keep=None if recipe.mask is None else tuple(recipe.mask.keep or ()),
         attempts=options.read_attempts,
         retry_delay=options.retry_delay,
         skip_failed=options.skip_failed,
@@ -112,26 +117,59 @@ def composite_context(recipe: Recipe, plan: Plan, options: BuildOptions) -> Comp
         load=spec,
         dtype=recipe.store.dtype,
         nodata=recipe.store.effective_nodata,
-        keep=spec.mask_keep,
-        harmonized=tuple(b.harmonize for b in recipe.bands),
-        rules=composite_rules(recipe),
+        keep=None if recipe.mask is None or recipe.mask.keep is None else spec.mask_keep,
+        harmonized=tuple(bool(b.harmonize) for b in recipe.bands if not b.derived),
+        rules=composite_rules(recipe, plan),
     )
 
 
-def composite_rules(recipe: Recipe) -> CompositeRules:
-    """The recipe's mask cleaning and composite method for :func:`cz.composite.composite_block`."""
+def composite_rules(recipe: Recipe, plan: Plan | None = None) -> CompositeRules:
+    """The recipe's mask cleaning and composite method for :func:`cz.composite.composite_block`;
+    the bit-flag rules as the plan resolved them against its items (cz.plan.bitfields)."""
     mask = recipe.mask
     comp = recipe.composite
     if comp.method == "geomedian":
         require_geomad()
+    # the bands as a block holds them: read, then derived per observation, then from the
+    # composite (cz.composite.derived); store_order puts them back in the recipe's order
+    internal = sorted(
+        range(len(recipe.bands)),
+        key=lambda i: (
+            (0 if not recipe.bands[i].derived else 2 if recipe.bands[i].when == "composite" else 1),
+            i,
+        ),
+    )
+    ordered = [recipe.bands[i] for i in internal]
     return CompositeRules(
         method=comp.method,
         q=comp.q,
         index=comp.index,
-        bands=tuple(
-            BandTerms(b.name, b.common_name, b.scale, b.physical_offset) for b in recipe.bands
+        bands=tuple(BandTerms(b.name, b.common_name, b.scale, b.physical_offset) for b in ordered),
+        derived=tuple(
+            DerivedBand(
+                b.name,
+                str(b.expression),
+                b.scale,
+                b.physical_offset,
+                after=b.when == "composite",
+            )
+            for b in ordered
+            if b.derived
         ),
+        store_order=tuple(internal.index(i) for i in range(len(internal)))
+        if internal != sorted(internal)
+        else (),
         open_radius=0 if mask is None else mask.open,
         dilate_radius=0 if mask is None else mask.dilate,
         cloud_max=None if mask is None else mask.cloud_probability_max,
+        clean=() if mask is None else tuple(c for c in mask.clean or () if isinstance(c, int)),
+        bits=_bit_rules(plan),
+    )
+
+
+def _bit_rules(plan: Plan | None) -> tuple[BitRule, ...]:
+    entries = [] if plan is None or plan.mask is None else plan.mask.get("bits") or []
+    return tuple(
+        BitRule(e["name"], e["offset"], e["length"], tuple(e["values"]), e["cloud"])
+        for e in entries
     )

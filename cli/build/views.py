@@ -9,6 +9,7 @@ import numpy as np
 
 from cz.build.options import Progress
 from cz.build.spill import Spill, SpillPlanes
+from cz.build.store_args import gap_method
 from cz.plan import GridPlan
 
 
@@ -102,6 +103,7 @@ def spill_planes(
         nodata=recipe.store.effective_nodata,
         on_data=CellCounter(len(plan.months), grid, progress),
         readers=options.threads(),
+        gap=gap_method(recipe),
         **extra,
     )
 

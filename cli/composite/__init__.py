@@ -6,16 +6,17 @@ is one rule of the recipe reference, so the rules are tested exhaustively on sma
 
 1. Validity of an observation (:func:`observation_validity`, :mod:`cz.composite.masks`): *every*
    band differs from its source nodata and the mask rules do not reject the pixel (the SCL class
-   is in the recipe's keep-set, the cloud probability is at most its maximum), after the
-   rejected set is opened and dilated (``mask.open``, ``mask.dilate``). One rule for all bands,
-   so one coverage plane describes every band and the mask alone decides validity (spec 2.3,
-   2.5).
+   is in the recipe's keep-set, the cloud probability is at most its maximum). One rule for all
+   bands, so one coverage plane describes every band and the mask alone decides validity (spec
+   2.3, 2.5). The cloud the rules reject (``mask.clean``, a probability above the maximum) is
+   opened and dilated on each solar day's mosaic (``mask.open``, ``mask.dilate``); nothing
+   else rejected is ever re-admitted (decision 0043).
 2. Digital-number correction per item (:func:`correct_values`): the plan's ``correction`` is
    added to the harmonised bands of valid pixels, and every valid number is clipped to the
    store's valid range (:func:`value_bounds`), so a valid pixel never becomes nodata.
 3. One observation per solar day (:func:`mosaic_solar_days`): items of one solar day
-   (overlapping MGRS tiles of one overpass) give the first valid pixel in plan order, so an
-   overlap never counts twice.
+   (overlapping MGRS tiles of one overpass) give the first valid pixel in plan order (with a
+   cleaning: the first clear, else the first cloudy one), so an overlap never counts twice.
 4. The composite of valid observations, by ``composite.method`` (:func:`reduce_observations`):
    the per-pixel median (:func:`median_composite`, the default: with an even count the mean of
    the two middle values, rounded half to even in an integer store, exact integer arithmetic;

@@ -1,29 +1,36 @@
-"""Which pixels the mask rules reject, and the morphological cleaning of that set (docs/recipes.md,
-"mask").
+"""Which pixels the mask rules reject, and the morphological cleaning of the cloud they reject
+(docs/recipes.md, "mask").
 
 An observation is valid where every band holds data and the mask rules do not reject it
 (spec 2.3: one rule for all bands). The rules that reject a pixel:
 
-- the SCL class is not in ``mask.keep``;
+- the mask class is not in ``mask.keep``;
 - ``mask.cloud_probability_max``: the collection's cloud-probability asset (0..100 %) says more
   than the maximum.
 
-The rejected set is then cleaned, per observation and before compositing: a morphological
-*opening* of radius ``mask.open`` (erosion then dilation: removes rejected specks smaller than the
+Two kinds of rejection (:func:`rejection_sets`). *Cloud* is what the cleaning applies to: the
+classes of ``mask.clean`` (Sentinel-2 SCL 3 cloud shadow, 8 and 9 cloud, 10 thin cirrus by
+default: the cloud mask Digital Earth Australia cleans) and a cloud probability above the
+maximum. Everything else rejected (saturated or defective, dark, nodata, any class outside the
+keep set and the cleaned set) is *hard*: no cleaning ever makes it an observation, and it is
+never grown into its neighbours.
+
+The cleaning runs on the solar day's observation (the mosaic of the day's items), not on each
+item: a cloud cut by one tile's edge continues in the neighbouring tile of the same overpass,
+so the opening sees it whole (:func:`cleaned_validity`). In this order: a morphological
+*opening* of radius ``mask.open`` (erosion then dilation: removes cloud specks smaller than the
 disk, e.g. bright roofs SCL calls cloud), then a *dilation* of radius ``mask.dilate`` (alias
-``mask.buffer``: grows the rejected set into cloud edges and thin cloud SCL misses). Opening then
-dilation is Digital Earth Australia's order (their geomedian: a 3-pixel opening, a 6-pixel
-dilation; odc-algo ``mask_cleanup``). The structuring element is a Euclidean disk (offsets with
-``dy² + dx² <= r²``), as odc-algo's isotropic operations use, so a buffer has the same width in
-every direction; radii are pixels of the store's grid (the resolution the bands are read at).
+``mask.buffer``: grows the cloud into its edges and the thin cloud SCL misses). Opening then
+dilation of the cloud mask alone is Digital Earth Australia's order (their geomedian: a 3-pixel
+opening, a 6-pixel dilation; odc-algo ``mask_cleanup``). The structuring element is a Euclidean
+disk (offsets with ``dy² + dx² <= r²``), as odc-algo's isotropic operations use, so a buffer has
+the same width in every direction; radii are pixels of the store's grid (the resolution the
+bands are read at).
 
-Only pixels that hold data are grown: a swath edge or a tile's nodata border is invalid but is no
-cloud, so it is never buffered into its neighbours.
-
-Block edges. A pixel's cleaned value depends on the rejected set up to ``2 open + dilate`` pixels
+Block edges. A pixel's cleaned value depends on the cloud up to ``2 open + dilate`` pixels
 away (:func:`halo_pixels`), so a block is read with that many extra pixels on every side and
 cropped after cleaning: the result is the same whether a region is built as one block or many.
-Beyond the window read, nothing is assumed rejected (dilation) and everything is assumed rejected
+Beyond the window read, nothing is assumed cloud (dilation) and everything is assumed cloud
 (erosion), which the halo keeps from reaching the block.
 """
 
@@ -33,15 +40,23 @@ import math
 
 import numpy as np
 
+from cz.composite.bits import BitRule, bit_hits
+
 __all__ = [
-    "clean_rejected",
+    "SCL_CLOUD_CLASSES",
+    "cleaned_validity",
     "dilate",
     "disk_half_widths",
     "erode",
     "halo_pixels",
     "open_",
-    "rejected_by_rules",
+    "rejection_sets",
 ]
+
+#: Sentinel-2 SCL classes the cleaning applies to by default: 3 cloud shadows, 8 cloud medium
+#: probability, 9 cloud high probability, 10 thin cirrus (odc-stats' Sentinel-2 geomedian
+#: cleans these and leaves 0 nodata and 1 saturated or defective alone; decision 0043).
+SCL_CLOUD_CLASSES: tuple[int, ...] = (3, 8, 9, 10)
 
 
 def halo_pixels(open_radius: int, dilate_radius: int) -> int:
@@ -101,35 +116,49 @@ def open_(mask: np.ndarray, radius: int) -> np.ndarray:
     return dilate(erode(mask, radius), radius)
 
 
-def rejected_by_rules(
-    scl: np.ndarray | None,
+def rejection_sets(
+    mask: np.ndarray | None,
     keep: tuple[int, ...] | None,
+    clean: tuple[int, ...],
     cloud: np.ndarray | None,
     cloud_max: float | None,
-    shape: tuple[int, ...],
-) -> np.ndarray:
-    """(n, h, w) bool: pixels an SCL keep-set or a cloud probability above the maximum rejects.
+    has_data: np.ndarray,
+    bits: tuple[BitRule, ...] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(hard, cloud)``, each (n, h, w) bool over pixels with data: what the rules reject.
 
-    A NaN probability (an asset without a declared type, where its file says nodata) rejects
-    nothing: the probability is unknown there, and SCL still decides.
-    """
-    rejected = np.zeros(shape, dtype=bool)
-    if scl is not None and keep is not None:
-        rejected |= ~np.isin(scl, np.asarray(list(keep), dtype=scl.dtype))
+    ``cloud``: rejected by a class of ``clean`` (outside ``keep``), a bit rule marked cloud
+    (:mod:`cz.composite.bits`) or a cloud probability above ``cloud_max``, and by nothing else;
+    the cleaning may re-admit it. ``hard``: rejected by any other class outside ``keep`` or any
+    other bit rule; never re-admitted (docs/recipes.md, "mask")."""
+    shape = has_data.shape
+    hard = np.zeros(shape, dtype=bool)
+    cloudy = np.zeros(shape, dtype=bool)
+    if mask is not None and keep is not None:
+        out = ~np.isin(mask, np.asarray(list(keep), dtype=np.int64))
+        cleanable = np.isin(mask, np.asarray(list(clean), dtype=np.int64))
+        hard |= out & ~cleanable
+        cloudy |= out & cleanable
+    if mask is not None and bits:
+        bit_hard, bit_cloud = bit_hits(mask, bits)
+        hard |= bit_hard
+        cloudy |= bit_cloud
     if cloud is not None and cloud_max is not None:
         with np.errstate(invalid="ignore"):
-            rejected |= cloud > cloud_max
-    return rejected
+            cloudy |= cloud > cloud_max
+    hard &= has_data
+    cloudy &= has_data & ~hard
+    return hard, cloudy
 
 
-def clean_rejected(
-    rejected: np.ndarray, has_data: np.ndarray, open_radius: int, dilate_radius: int
+def cleaned_validity(
+    clear: np.ndarray, cloudy: np.ndarray, open_radius: int, dilate_radius: int
 ) -> np.ndarray:
-    """The rejected set of each observation (n, h, w), restricted to pixels with data, opened by
-    ``open_radius`` and dilated by ``dilate_radius`` (in that order; see the module docstring)."""
-    out = rejected & has_data
-    if open_radius > 0:
-        out = open_(out, open_radius)
-    if dilate_radius > 0:
-        out = dilate(out, dilate_radius)
-    return out
+    """Which pixels of each observation (n, h, w) are valid after the cleaning: the clear ones
+    and the cloud the opening removed, less the remaining cloud dilated.
+
+    ``clear`` and ``cloudy`` are disjoint; a pixel in neither (hard-rejected, no data) stays
+    invalid whatever the cleaning does. Without cleaning the valid pixels are the clear ones."""
+    remaining = open_(cloudy, open_radius) if open_radius > 0 else cloudy
+    grown = dilate(remaining, dilate_radius) if dilate_radius > 0 else remaining
+    return (clear | cloudy) & ~grown

@@ -241,15 +241,18 @@ def medoid_composite(
     obs_valid: np.ndarray,
     dtype: str | np.dtype,
     fill: int | float,
+    *,
+    metric_bands: int | None = None,
 ) -> np.ndarray:
     """All bands from the observation nearest (squared Euclidean distance in stored numbers, over
-    every band) to the per-band median of the valid observations; the earliest on a tie."""
-    ranked, count = _sorted_with_count(obs_values, obs_valid)
+    every band, or the first ``metric_bands``: derived bands do not vote) to the per-band median
+    of the valid observations; the earliest on a tie."""
+    ranked, count = _sorted_with_count(obs_values[:, :metric_bands], obs_valid)
     c = np.maximum(count, 1)
     median = (_order_statistic(ranked, (c - 1) // 2) + _order_statistic(ranked, c // 2)) / 2.0
     distance = np.empty((obs_values.shape[0], *median.shape[1:]), dtype=np.float64)
     for g in range(obs_values.shape[0]):  # one observation at a time: no (n, nb, h, w) float64
-        diff = obs_values[g] - median
+        diff = obs_values[g, :metric_bands] - median
         distance[g] = (diff * diff).sum(axis=0)  # exact for 16-bit numbers
     choice = _first_best(-distance, obs_valid)
     return _finish_pick(obs_values, choice, dtype, fill)

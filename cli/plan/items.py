@@ -133,17 +133,40 @@ def item_footprint(item: dict[str, Any]) -> Any | None:
     return None
 
 
-def _raster_offsets(asset: dict[str, Any]) -> tuple[float, float] | None:
-    """(scale, offset) of the first band of an asset, from raster:bands or STAC 1.1 bands."""
+def _declared_scale_offset(asset: dict[str, Any]) -> tuple[Any, Any] | None:
+    """The ``(scale, offset)`` entries of the asset's first band as declared (``raster:bands``
+    or STAC 1.1 ``bands``; either may be ``None``), ``None`` without such a band."""
     for key in ("raster:bands", "bands"):
         bands = asset.get(key)
         if isinstance(bands, list) and bands and isinstance(bands[0], dict):
             first = bands[0]
-            scale = first.get("scale", first.get("raster:scale"))
-            offset = first.get("offset", first.get("raster:offset"))
-            if offset is not None:
-                return float(scale if scale is not None else 1.0), float(offset)
+            return (
+                first.get("scale", first.get("raster:scale")),
+                first.get("offset", first.get("raster:offset")),
+            )
     return None
+
+
+def _raster_offsets(asset: dict[str, Any]) -> tuple[float, float] | None:
+    """(scale, offset) of the first band of an asset, when it declares an offset."""
+    declared = _declared_scale_offset(asset)
+    if declared is None or declared[1] is None:
+        return None
+    scale, offset = declared
+    return float(scale if scale is not None else 1.0), float(offset)
+
+
+def raster_scale_offset(asset: dict[str, Any]) -> tuple[float, float] | None:
+    """(scale, offset) the asset's first band declares (``raster:bands`` or STAC 1.1 ``bands``),
+    a missing one being 1 or 0; ``None`` when it declares neither."""
+    declared = _declared_scale_offset(asset)
+    if declared is None or declared == (None, None):
+        return None
+    scale, offset = declared
+    try:
+        return float(1.0 if scale is None else scale), float(offset or 0.0)
+    except (TypeError, ValueError):  # a malformed declaration: say nothing
+        return None
 
 
 class DnDecision(NamedTuple):

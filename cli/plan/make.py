@@ -1,7 +1,9 @@
-"""Making a plan: checks, de-duplication, DN corrections, months, grid, estimate, warnings."""
+"""Making a plan: checks, de-duplication, DN corrections, periods, grid, estimate, warnings."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -12,15 +14,25 @@ from typing import Any
 from shapely.geometry import shape
 
 from chronozarr.io import is_url
+from cz.composite.bits import BitRule
 from cz.errors import RecipeError
-from cz.months import iso_utc, month_bounds, month_of, month_range
+from cz.months import iso_utc
+from cz.periods import Period, period_adjective
 from cz.plan.assets import AssetCensus
+from cz.plan.bitfields import plan_bit_rules
 from cz.plan.estimate import estimate_store
 from cz.plan.grid import GridPlan, grid_for, utm_epsg
-from cz.plan.items import baseline_of, dn_offset_of, mgrs_tile
+from cz.plan.items import (
+    DnDecision,
+    baseline_of,
+    dn_offset_of,
+    mgrs_tile,
+    raster_scale_offset,
+)
 from cz.plan.model import DroppedItem, DropReason, MonthPlan, Plan, PlannedItem, Totals
 from cz.plan.rules import Candidate, Checks, asset_needs, deduplicate, solar_day
 from cz.recipe import Recipe
+from cz.recipe.collections import harmonised_by_default
 from cz.stac import PageCallback, Resolution, RetryPolicy, resolve_items, signing_available
 
 _DTYPE_MAX = {"uint8": 255, "uint16": 65535}
@@ -28,17 +40,23 @@ _DTYPE_MAX = {"uint8": 255, "uint16": 65535}
 
 def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None) -> Plan:
     """Decide the plan of ``recipe`` from the candidate items in ``resolution`` (no I/O)."""
-    months = month_range(recipe.time.start, recipe.time.end)
-    candidates, dropped, drop, census = _screen(recipe, months, resolution.items)
+    periods = recipe.periods()
+    candidates, dropped, drop, census = _screen(recipe, periods, resolution.items)
     _refuse_absent_assets(recipe, census)
     kept = deduplicate(candidates, drop)
+    bit_rules = plan_bit_rules(
+        recipe,
+        [(str(c.item["id"]), c.item["assets"][c.assets["mask"]], c.assets["mask"]) for c in kept]
+        if recipe.mask is not None
+        else [],
+    )
     planned = [_planned_item(recipe, cand) for cand in kept]
-    month_plans, outside = _month_plans(months, planned, dropped)
+    month_plans, outside = _month_plans(periods, planned, dropped)
     grid = grid_for(recipe)
     store = recipe.store
     estimate = estimate_store(
         grid,
-        len(months),
+        len(periods),
         len(recipe.bands),
         store.dtype,
         shard=store.shard,
@@ -61,11 +79,11 @@ def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None)
         source=resolution.source,
         signing=recipe.catalog.sign,
         grid=grid,
-        **_recipe_sections(recipe, len(months), store_path),
+        **_recipe_sections(recipe, len(periods), store_path, bit_rules),
         months=month_plans,
         outside=outside,
         totals=Totals(
-            months=len(months),
+            months=len(periods),
             empty_months=sum(1 for m in month_plans if not m.items),
             items_found=len(resolution.items),
             items_kept=len(planned),
@@ -82,12 +100,13 @@ DropFn = Callable[..., None]
 
 
 def _screen(
-    recipe: Recipe, months: list[str], items: Sequence[dict[str, Any]]
+    recipe: Recipe, periods: list[Period], items: Sequence[dict[str, Any]]
 ) -> tuple[list[Candidate], list[DroppedItem], DropFn, AssetCensus]:
     """Rule 1 on every item: the candidates, the items dropped so far, the function that
     records a drop (de-duplication drops more through it) and what the items' assets were."""
     dropped: list[DroppedItem] = []
     candidates: list[Candidate] = []
+    checks = Checks(recipe, periods)
 
     def drop(
         item: dict[str, Any],
@@ -100,14 +119,13 @@ def _screen(
             DroppedItem(
                 id=str(item.get("id", "?")),
                 datetime=iso_utc(moment) if moment else None,
-                month=month_of(moment) if moment else None,
+                month=checks.period_of(moment) if moment else None,
                 reason=reason,
                 detail=detail,
                 duplicate_of=duplicate_of,
             )
         )
 
-    checks = Checks(recipe, months)
     for item in items:
         outcome = checks.check(item)
         if isinstance(outcome, Candidate):
@@ -136,26 +154,27 @@ def _refuse_absent_assets(recipe: Recipe, census: AssetCensus) -> None:
 
 
 def _month_plans(
-    months: list[str], planned: list[PlannedItem], dropped: list[DroppedItem]
+    periods: list[Period], planned: list[PlannedItem], dropped: list[DroppedItem]
 ) -> tuple[list[MonthPlan], list[DroppedItem]]:
-    """Rule 4: the items of each UTC month (empty months kept), and the drops outside them."""
-    month_set = set(months)
-    by_month: dict[str, list[PlannedItem]] = {m: [] for m in months}
+    """Rule 4: the items of each period (empty ones kept), and the drops outside them."""
+    labels = [p.label for p in periods]
+    by_period: dict[str, list[PlannedItem]] = {m: [] for m in labels}
     for p in planned:
-        by_month[p.month].append(p)
-    dropped_by_month: dict[str, list[DroppedItem]] = {m: [] for m in months}
+        by_period[p.month].append(p)
+    dropped_by: dict[str, list[DroppedItem]] = {m: [] for m in labels}
     outside: list[DroppedItem] = []
     for d in dropped:
-        (dropped_by_month[d.month] if d.month in month_set else outside).append(d)
+        dropped_by.get(d.month or "", outside).append(d)
     month_plans = []
-    for m in months:
-        items = sorted(by_month[m], key=lambda p: (p.datetime, p.id))
+    for period in periods:
+        items = sorted(by_period[period.label], key=lambda p: (p.datetime, p.id))
         month_plans.append(
             MonthPlan(
-                month=m,
-                time=iso_utc(month_bounds(m)[0]),
+                month=period.label,
+                time=period.time,
+                end=period.bounds[1],
                 items=items,
-                dropped=sorted(dropped_by_month[m], key=lambda d: (d.datetime or "", d.id)),
+                dropped=sorted(dropped_by[period.label], key=lambda d: (d.datetime or "", d.id)),
                 solar_days=sorted({p.solar_day for p in items}),
             )
         )
@@ -198,18 +217,52 @@ def _plan_warnings(
     empty = [m.month for m in month_plans if not m.items]
     if empty:
         warnings.append(
-            f"{len(empty)} of {len(month_plans)} month(s) have no items: "
+            f"{len(empty)} of {len(month_plans)} {_unit(recipe)}(s) have no items: "
             + ", ".join(empty[:6])
             + (" ..." if len(empty) > 6 else "")
         )
     if store_path is None:
         warnings.append("store.path is not set: give --out when building")
-    return warnings
+    return warnings + _scale_warnings(recipe, planned)
 
 
-def _recipe_sections(recipe: Recipe, n_months: int, store_path: str | None) -> dict[str, Any]:
+def _scale_warnings(recipe: Recipe, planned: list[PlannedItem]) -> list[str]:
+    """A band stored as the items give it (not harmonised) whose recipe scale or offset differs
+    from the items' ``raster:bands``: its stored numbers would read as other physical values
+    (a Landsat recipe left at the Sentinel-2 default 0.0001, say)."""
+    out = []
+    for band in recipe.bands:
+        if band.harmonize or band.derived:
+            continue
+        seen: dict[tuple[float, float], int] = {}
+        for p in planned:
+            asset = ((p.stac or {}).get("assets") or {}).get(p.assets.get(band.name, ""), {})
+            declared = raster_scale_offset(asset)
+            if declared is not None:
+                seen[declared] = seen.get(declared, 0) + 1
+        for (scale, offset), count in sorted(seen.items()):
+            if math.isclose(scale, band.scale, rel_tol=1e-9) and math.isclose(
+                offset, band.physical_offset, rel_tol=1e-9, abs_tol=1e-12
+            ):
+                continue
+            out.append(
+                f"band {band.name}: {count} item(s) declare scale {scale:g} and offset "
+                f"{offset:g} (raster:bands), the recipe stores their numbers with scale "
+                f"{band.scale:g} and offset {band.physical_offset:g}: set the band's scale and "
+                "offset to the items' so the stored numbers mean the same reflectance"
+            )
+    return out
+
+
+def _recipe_sections(
+    recipe: Recipe,
+    n_months: int,
+    store_path: str | None,
+    bit_rules: Sequence[BitRule] | None = None,
+) -> dict[str, Any]:
     """The recipe's choices as the plan records them, defaults resolved."""
     store = recipe.store
+    rule = recipe.composite.period.rule()
     harmonised = [b.name for b in recipe.bands if b.harmonize]
     codec = {
         "name": store.codec.name,
@@ -221,27 +274,34 @@ def _recipe_sections(recipe: Recipe, n_months: int, store_path: str | None) -> d
         "bands": [
             {
                 "name": b.name,
-                "asset": list(b.asset),
+                "asset": list(b.asset or ()),
                 "common_name": b.common_name,
                 "scale": b.scale,
                 "offset": b.physical_offset,
                 "units": b.units,
                 "resampling": b.resampling,
                 "harmonize": b.harmonize,
+                **(
+                    {"expression": b.expression, "when": b.when or "observation"}
+                    if b.derived
+                    else {}
+                ),
             }
             for b in recipe.bands
         ],
         "mask": (
             {
                 "asset": list(recipe.mask.asset),
-                "keep": list(recipe.mask.keep),
+                "keep": None if recipe.mask.keep is None else list(recipe.mask.keep),
                 "resampling": "nearest",
                 **_mask_extras(recipe),
+                **_bits_entry(bit_rules),
             }
             if recipe.mask is not None
             else None
         ),
         "composite": _composite_entry(recipe),
+        "period": recipe.composite.period.model_dump(mode="json", exclude_none=True),
         "gap_fill": recipe.gap_fill.model_dump(mode="json"),
         "store": {
             "path": store_path,
@@ -256,7 +316,7 @@ def _recipe_sections(recipe: Recipe, n_months: int, store_path: str | None) -> d
         },
         "provenance": {
             "sources": [recipe.catalog.collection],
-            "composite": f"monthly {recipe.composite.method}",
+            "composite": f"{period_adjective(rule)} {recipe.composite.method}",
             "gap_fill": recipe.gap_fill.method,
             "notes": recipe.provenance.notes,
         },
@@ -286,10 +346,30 @@ def _mask_extras(recipe: Recipe) -> dict[str, Any]:
         out["open"] = mask.open
     if mask.dilate:
         out["dilate"] = mask.dilate
+    if mask.open or mask.dilate:
+        out["clean"] = list(mask.clean or ())
     if mask.cloud_probability_max is not None:
         out["cloud_probability_max"] = mask.cloud_probability_max
         out["cloud_probability_asset"] = list(mask.cloud_probability_asset)
     return out
+
+
+def _unit(recipe: Recipe) -> str:
+    """The period in words, for warnings (``month``, ``dekad``, ``5-day``...)."""
+    return recipe.composite.period.rule().describe()
+
+
+def _label_of(recipe: Recipe, moment: datetime) -> str:
+    period = recipe.composite.period.rule().containing(moment)
+    assert period is not None  # only items inside a period of the plan are planned
+    return period.label
+
+
+def _bits_entry(rules: Sequence[BitRule] | None) -> dict[str, Any]:
+    """The plan's resolved bit-flag rules (cz.plan.bitfields), only with ``mask.bits``."""
+    if rules is None:
+        return {}
+    return {"bits": [{**dataclasses.asdict(r), "values": list(r.values)} for r in rules]}
 
 
 def _composite_entry(recipe: Recipe) -> dict[str, Any]:
@@ -315,13 +395,24 @@ def _planned_item(recipe: Recipe, cand: Candidate) -> PlannedItem:
     item = cand.item
     props = item.get("properties") or {}
     harmonised = [cand.assets[b.name] for b in recipe.bands if b.harmonize]
-    decision = dn_offset_of(item, harmonised)
+    if harmonised or harmonised_by_default(recipe.catalog.collection):
+        decision = dn_offset_of(item, harmonised)
+    else:  # Landsat, HLS, ...: no Sentinel-2 offset to decide (cz.recipe.collections)
+        decision = DnDecision(
+            0,
+            "not-applied",
+            f"no Sentinel-2 digital-number offset in collection {recipe.catalog.collection}: "
+            "numbers stored as the item gives them",
+            [],
+        )
     dn_offset, source, notes = decision.offset, decision.source, list(decision.notes)
     if harmonised:
         correction = recipe.store_dn_offset - dn_offset
-    else:
+    elif decision.rule != "not-applied":
         correction = 0
         source = f"not applied (no harmonised band); {source}"
+    else:
+        correction = 0
     lossless = correction >= 0 or recipe.store.dtype in ("int16", "float32")
     if correction < 0 and not lossless:
         notes.append(f"numbers 1..{-correction} clip to 1 (lossy)")
@@ -333,7 +424,7 @@ def _planned_item(recipe: Recipe, cand: Candidate) -> PlannedItem:
         id=str(item["id"]),
         collection=item.get("collection"),
         datetime=iso_utc(cand.moment),
-        month=month_of(cand.moment),
+        month=_label_of(recipe, cand.moment),
         solar_day=solar_day(item, cand.moment, cand.footprint),
         platform=props.get("platform"),
         mgrs_tile=mgrs_tile(item),

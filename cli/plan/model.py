@@ -59,10 +59,13 @@ class DroppedItem(BaseModel):
 
 
 class MonthPlan(BaseModel):
-    """One timestep of the store: a UTC calendar month, its items and the items dropped."""
+    """One timestep of the store: a period (a UTC calendar month by default; ``month`` is its
+    label, cz.periods), its items and the items dropped. ``time`` is the period's start, ``end``
+    its end (exclusive)."""
 
     month: str
     time: str
+    end: str | None = None
     items: list[PlannedItem]
     dropped: list[DroppedItem]
     solar_days: list[str]
@@ -81,7 +84,7 @@ class Totals(BaseModel):
 
 
 class Plan(BaseModel):
-    """The checked monthly plan of a recipe (what ``cz build --dry-run`` prints)."""
+    """The checked plan of a recipe, one entry per period (what ``cz build --dry-run`` prints)."""
 
     plan_version: str = PLAN_VERSION
     recipe: str
@@ -93,6 +96,7 @@ class Plan(BaseModel):
     bands: list[dict[str, Any]]
     mask: dict[str, Any] | None
     composite: dict[str, Any]
+    period: dict[str, Any] = Field(default_factory=lambda: {"kind": "month"})
     gap_fill: dict[str, Any]
     store: dict[str, Any]
     provenance: dict[str, Any]
@@ -116,7 +120,7 @@ class Plan(BaseModel):
         return cls.model_validate(data)
 
     def month(self, month: str) -> MonthPlan:
-        """The plan of one ``YYYY-MM`` month."""
+        """The plan of one period, by its label (``YYYY-MM`` for a month)."""
         for entry in self.months:
             if entry.month == month:
                 return entry

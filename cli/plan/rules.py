@@ -10,7 +10,8 @@ from shapely import prepared
 from shapely.geometry import shape
 from shapely.ops import unary_union
 
-from cz.months import iso_utc, month_of
+from cz.months import iso_utc
+from cz.periods import Period
 from cz.plan.assets import AssetCensus
 from cz.plan.assets import resolve_asset as _resolve
 from cz.plan.items import item_datetime, item_footprint, scene_key, version_order
@@ -62,7 +63,9 @@ def asset_needs(recipe: Recipe) -> dict[str, tuple[tuple[str | int, ...], list[s
     One place, so an asset a new recipe rule reads is resolved, dropped and refused like the
     others once it is listed here."""
     needs: dict[str, tuple[tuple[str | int, ...], list[str]]] = {
-        b.name: (("bands", i, "asset"), list(b.asset)) for i, b in enumerate(recipe.bands)
+        b.name: (("bands", i, "asset"), list(b.asset))
+        for i, b in enumerate(recipe.bands)
+        if b.asset is not None  # a derived band reads no asset
     }
     if recipe.mask is not None:
         needs["mask"] = (("mask", "asset"), list(recipe.mask.asset))
@@ -89,10 +92,11 @@ class Candidate:
 class Checks:
     """The client-side checks of rule 1, prepared once per plan."""
 
-    def __init__(self, recipe: Recipe, months: list[str]) -> None:
+    def __init__(self, recipe: Recipe, periods: list[Period]) -> None:
         self.recipe = recipe
-        self.months = months
-        self.month_set = set(months)
+        self.periods = periods
+        self.labels = {p.label for p in periods}
+        self.rule = recipe.composite.period.rule()
         self.aoi = shape(recipe.aoi.geojson())
         self.aoi_prepared = prepared.prep(self.aoi)
         self.max_cloud = recipe.filters.max_cloud_cover
@@ -101,6 +105,11 @@ class Checks:
         #: the needs of every item: each band's aliases, and the mask's
         self.needs = {need: aliases for need, (_f, aliases) in asset_needs(recipe).items()}
         self.census = AssetCensus()
+
+    def period_of(self, moment: datetime) -> str | None:
+        """The label of the plan's period holding ``moment``, or ``None``."""
+        period = self.rule.containing(moment)
+        return period.label if period is not None and period.label in self.labels else None
 
     def check(
         self, item: dict[str, Any]
@@ -116,8 +125,8 @@ class Checks:
         collection = item.get("collection")
         if collection is not None and collection != self.recipe.catalog.collection:
             return moment, "collection", f"collection {collection!r}", None
-        if month_of(moment) not in self.month_set:
-            span = f"{self.months[0]}..{self.months[-1]}"
+        if self.period_of(moment) is None:
+            span = f"{self.periods[0].label}..{self.periods[-1].label}"
             return moment, "time", f"acquired {iso_utc(moment)}, outside {span}", None
         footprint = item_footprint(item)
         if footprint is None or footprint.is_empty:

@@ -7,7 +7,8 @@ names the file, the line and column, the field path (``bands[1].resampling``) an
 expected; a misspelt key or value gets a "did you mean" suggestion. All problems of a recipe are
 reported together.
 
-Modules: :mod:`~cz.recipe.sections` (the models), :mod:`~cz.recipe.normalise` (value
+Modules: :mod:`~cz.recipe.sections` (the models; the mask's in :mod:`~cz.recipe.mask`, their
+base in :mod:`~cz.recipe.base`), :mod:`~cz.recipe.normalise` (value
 shorthands), :mod:`~cz.recipe.geojson` (the AOI), :mod:`~cz.recipe.positions` (YAML with line
 and column), :mod:`~cz.recipe.problems` (phrasing errors), :mod:`~cz.recipe.semantic` (checks
 across fields), :mod:`~cz.recipe.loading` (the entry points).
@@ -18,8 +19,8 @@ like ``--out``.
 """
 
 from cz.recipe.loading import load_recipe, parse_recipe
+from cz.recipe.mask import DEFAULT_SCL_KEEP, MaskSpec
 from cz.recipe.sections import (
-    DEFAULT_SCL_KEEP,
     RESAMPLING,
     AoiSpec,
     BandSpec,
@@ -30,7 +31,6 @@ from cz.recipe.sections import (
     FiltersSpec,
     GapFillSpec,
     GridSpec,
-    MaskSpec,
     ProvenanceSpec,
     Recipe,
     StoreSpec,

@@ -46,6 +46,22 @@ def as_month(value: Any) -> Any:
     return value.strip() if isinstance(value, str) else value
 
 
+def as_time_bound(value: Any) -> Any:
+    """A bound of the time range: a month ``YYYY-MM`` (as :func:`as_month`) or, for periods
+    shorter than a month, a day ``YYYY-MM-DD`` (whether a day fits the period is checked with
+    the period: cz.recipe.semantic)."""
+    if isinstance(value, str) and re.match(r"^\d{4}-\d{2}-\d{2}$", value.strip()):
+        text = value.strip()
+        try:
+            date.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"expected a date YYYY-MM-DD, got {text!r}") from None
+        if not 1900 <= int(text[:4]) <= 2999:
+            raise ValueError(f"the year of {text!r} is out of range (1900 .. 2999)")
+        return text
+    return as_month(value)
+
+
 def as_crs(value: Any) -> Any:
     """``32633`` and ``epsg:32633`` become ``EPSG:32633``; ``UTM`` becomes ``utm``."""
     if isinstance(value, bool):
@@ -77,3 +93,17 @@ def resolve_input(value: str | Path, info: ValidationInfo) -> Path:
     if not path.is_absolute() and base is not None:
         path = Path(base) / path
     return path.resolve()
+
+
+def band_math(value: str | None) -> str | None:
+    """Band math as ``cz quicklook --expr`` parses it (numbers, band names, ``+ - * / **``,
+    parentheses: cz.look.expr), or a ValueError saying what is refused (without the CLI flag)."""
+    if value is None:
+        return None
+    from cz.look.expr import ExpressionError, names_in
+
+    try:
+        names_in(value)
+    except ExpressionError as exc:  # band math we refuse: say why, without the CLI flag
+        raise ValueError(str(exc).split(": ", 1)[-1]) from None
+    return value

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AliasChoices,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationInfo,
@@ -23,19 +21,21 @@ from chronozarr.errors import EncodeError
 from chronozarr.format import Codec, StoreLayout, codec_from
 from chronozarr.io import is_url
 from cz.errors import RecipeProblem
+from cz.periods import Period
+from cz.recipe.base import SectionModel
+from cz.recipe.collections import harmonised_by_default
 from cz.recipe.geojson import check_geojson_geometry, read_geojson_file
-from cz.recipe.normalise import as_codec, as_crs, as_list_of_str, as_month, resolve_input
+from cz.recipe.mask import MaskSpec
+from cz.recipe.normalise import (
+    as_codec,
+    as_crs,
+    as_list_of_str,
+    as_time_bound,
+    band_math,
+    resolve_input,
+)
+from cz.recipe.period import PeriodSpec, as_period
 from cz.recipe.positions import Marks, field_path, locate
-
-#: SCL classes kept by default: vegetation, not vegetated, water, unclassified, snow/ice.
-DEFAULT_SCL_KEEP: tuple[int, ...] = (4, 5, 6, 7, 11)
-
-#: Cloud-probability assets (0..100 %) of the collections we know: Earth Search's
-#: sentinel-2-c1-l2a ``cloud``, the L2A product's ``MSK_CLDPRB`` (20 m) as some catalogs name it.
-CLOUD_PROBABILITY_ASSETS: tuple[str, ...] = ("cloud", "MSK_CLDPRB_20m", "MSK_CLDPRB")
-
-#: The largest opening or dilation radius, in pixels (each is read as a halo around every block).
-MAX_MASK_RADIUS = 64
 
 #: Resampling methods understood by odc-stac / rasterio.
 RESAMPLING = (
@@ -59,12 +59,6 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 MAX_CHUNK_SIZE = 8192
 
 NODATA_RANGE = {"uint8": (0, 255), "uint16": (0, 65535), "int16": (-32768, 32767)}
-
-
-class SectionModel(BaseModel):
-    """Base of every recipe section: unknown keys are errors, defaults are validated too."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True, populate_by_name=True)
 
 
 class CatalogSpec(SectionModel):
@@ -208,25 +202,60 @@ class GridSpec(SectionModel):
 
 
 class TimeSpec(SectionModel):
-    """The time range, whole UTC calendar months, both ends included."""
+    """The time range, both ends included: whole UTC calendar months, or days (``YYYY-MM-DD``)
+    with a period other than the month. The store's periods are those starting in it."""
 
-    start: Annotated[str, BeforeValidator(as_month)] = Field(description="first month, YYYY-MM")
-    end: Annotated[str, BeforeValidator(as_month)] = Field(description="last month, YYYY-MM")
+    start: Annotated[str, BeforeValidator(as_time_bound)] = Field(
+        description="first month, YYYY-MM (or first day, YYYY-MM-DD)"
+    )
+    end: Annotated[str, BeforeValidator(as_time_bound)] = Field(
+        description="last month, YYYY-MM (or last day, YYYY-MM-DD)"
+    )
+
+    @property
+    def first_day(self) -> date:
+        """The first day of the range (a month's first day)."""
+        return date.fromisoformat(self.start if len(self.start) == 10 else self.start + "-01")
+
+    @property
+    def last_day(self) -> date:
+        """The last day of the range, included (a month's last day)."""
+        if len(self.end) == 10:
+            return date.fromisoformat(self.end)
+        year, month = int(self.end[:4]), int(self.end[5:7])
+        return date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
 
 
 class BandSpec(SectionModel):
-    """One band of the store: where it comes from (asset aliases) and what its numbers mean."""
+    """One band of the store: where it comes from (asset aliases, or an ``expression`` over the
+    other bands: a derived band, cz.composite.derived) and what its numbers mean."""
 
     name: str = Field(min_length=1, max_length=64, description="the band name in the store")
-    asset: Annotated[list[str], BeforeValidator(as_list_of_str)] = Field(
-        min_length=1, description="an asset key or a list of aliases, e.g. [red, B04]"
+    asset: Annotated[list[str], BeforeValidator(as_list_of_str), Field(min_length=1)] | None = (
+        Field(default=None, description="an asset key or a list of aliases, e.g. [red, B04]")
+    )
+    expression: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=500,
+        description="a derived band: band math over the other bands, e.g. (nir - red) / (nir + red)",
+    )
+    when: Literal["observation", "composite"] | None = Field(
+        default=None,
+        description="a derived band: per observation before the reduction (default) or from the "
+        "composite",
+    )
+    dtype: Literal["uint8", "uint16", "int16", "float32"] | None = Field(
+        default=None, description="a derived band: its stored type (the store's dtype)"
     )
     common_name: str | None = None
     scale: float = 0.0001
     offset: float | None = None
     units: str | None = None
     resampling: Literal[RESAMPLING] = "nearest"  # type: ignore[valid-type]
-    harmonize: bool = True
+    #: the Sentinel-2 digital-number correction; unset: whether the collection is Sentinel-2 L2A
+    #: (cz.recipe.collections), resolved when the recipe is loaded
+    harmonize: bool | None = None
 
     @field_validator("name")
     @classmethod
@@ -238,9 +267,40 @@ class BandSpec(SectionModel):
             )
         return value
 
+    _expression_parses = field_validator("expression")(band_math)
+
+    @model_validator(mode="after")
+    def _read_or_derived(self) -> BandSpec:
+        if (self.asset is None) == (self.expression is None):
+            raise ValueError(
+                "a band needs asset (read from the items) or expression (derived from the other "
+                "bands), one of them"
+            )
+        if self.expression is None:
+            for key in ("when", "dtype"):
+                if getattr(self, key) is not None:
+                    raise ValueError(f"{key} goes with a derived band (expression)")
+            return self
+        if "scale" not in self.model_fields_set:
+            raise ValueError(
+                "a derived band needs its own scale (stored = (value - offset) / scale), e.g. "
+                "scale: 0.0001 and offset: 0 for NDVI in int16, offset: -1 in uint16"
+            )
+        for key in ("resampling", "harmonize"):
+            if key in self.model_fields_set and (key != "harmonize" or self.harmonize):
+                raise ValueError(f"{key} applies to bands read from assets, not derived ones")
+        return self
+
+    @property
+    def derived(self) -> bool:
+        """Whether the band is computed from the other bands (``expression``)."""
+        return self.expression is not None
+
     @field_validator("asset")
     @classmethod
-    def _aliases(cls, value: list[str]) -> list[str]:
+    def _aliases(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
         if any(not isinstance(v, str) or not v.strip() for v in value):
             raise ValueError("expected asset keys (non-empty strings)")
         if len(set(value)) != len(value):
@@ -301,62 +361,13 @@ class FiltersSpec(SectionModel):
     properties: dict[str, Condition] = Field(default_factory=dict)
 
 
-class MaskSpec(SectionModel):
-    """Which observations count: the scene classification classes kept (Sentinel-2 SCL by
-    default), an optional cloud-probability ceiling, and the cleaning of the rejected set
-    (opening, then dilation; pixels of the store's grid). Reference: docs/recipes.md, "mask"."""
-
-    asset: Annotated[list[str], BeforeValidator(as_list_of_str)] = Field(
-        default_factory=lambda: ["scl", "SCL"], min_length=1
-    )
-    keep: list[Annotated[int, Field(ge=0, le=255)]] = Field(
-        default_factory=lambda: list(DEFAULT_SCL_KEEP), min_length=1, max_length=256
-    )
-    open: int = Field(
-        default=0, ge=0, le=MAX_MASK_RADIUS, description="opening radius of the rejected set"
-    )
-    dilate: int = Field(
-        default=0,
-        ge=0,
-        le=MAX_MASK_RADIUS,
-        validation_alias=AliasChoices("dilate", "buffer"),
-        description="dilation (buffer) radius of the rejected set, after the opening",
-    )
-    cloud_probability_max: float | None = Field(default=None, ge=0, le=100)
-    cloud_probability_asset: Annotated[list[str], BeforeValidator(as_list_of_str)] = Field(
-        default_factory=lambda: list(CLOUD_PROBABILITY_ASSETS), min_length=1
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_buffer_name(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "dilate" in data and "buffer" in data:
-            raise ValueError("give mask.dilate or mask.buffer (the same setting), not both")
-        return data
-
-    @field_validator("keep")
-    @classmethod
-    def _unique(cls, value: list[int]) -> list[int]:
-        if len(set(value)) != len(value):
-            raise ValueError(f"a class is listed twice: {value}")
-        return sorted(value)
-
-    @field_validator("cloud_probability_asset")
-    @classmethod
-    def _cloud_aliases(cls, value: list[str]) -> list[str]:
-        if any(not v.strip() for v in value):
-            raise ValueError("expected asset keys (non-empty strings)")
-        if len(set(value)) != len(value):
-            raise ValueError(f"an asset alias is listed twice: {value}")
-        return value
-
-
 #: ``composite.method`` values (docs/recipes.md, "composite"; cz.composite.METHODS).
 COMPOSITE_METHODS = ("median", "mean", "min", "max", "percentile", "medoid", "geomedian", "best")
 
 
 class CompositeSpec(SectionModel):
-    """The monthly composite: the method and its parameters (rounding rules in docs/recipes.md).
+    """The composite of each period: the method and its parameters (rounding rules in
+    docs/recipes.md) and the period (a calendar month by default).
 
     ``q`` (0..100) goes with ``percentile`` only, ``index`` (an expression over band names or
     common names, e.g. ``(nir - red) / (nir + red)``) with ``best`` only."""
@@ -364,19 +375,11 @@ class CompositeSpec(SectionModel):
     method: Literal[COMPOSITE_METHODS] = "median"  # type: ignore[valid-type]
     q: float | None = Field(default=None, ge=0, le=100)
     index: str | None = Field(default=None, min_length=1, max_length=500)
+    period: Annotated[PeriodSpec, BeforeValidator(as_period)] = Field(
+        default_factory=PeriodSpec, description="what one timestep stands for; default month"
+    )
 
-    @field_validator("index")
-    @classmethod
-    def _index_parses(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        from cz.look.expr import ExpressionError, names_in
-
-        try:
-            names_in(value)
-        except ExpressionError as exc:  # band math we refuse: say why, without the CLI flag
-            raise ValueError(str(exc).split(": ", 1)[-1]) from None
-        return value
+    _index_parses = field_validator("index")(band_math)
 
     @model_validator(mode="after")
     def _parameters_fit_the_method(self) -> CompositeSpec:
@@ -401,9 +404,11 @@ class CompositeSpec(SectionModel):
 
 
 class GapFillSpec(SectionModel):
-    """Gap-fill: none, or carry the last composite value forward for at most ``max_age`` months."""
+    """Gap-fill: none, carry the last composite value forward for at most ``max_age`` periods,
+    or interpolate linearly between the nearest observed periods within ``max_age`` on each
+    side."""
 
-    method: Literal["none", "carry-forward"] = "none"
+    method: Literal["none", "carry-forward", "linear"] = "none"
     max_age: int | None = Field(default=None, ge=1, le=1200)
 
 
@@ -517,6 +522,20 @@ class Recipe(SectionModel):
         """A located problem for ``field`` (for checks made after loading, e.g. a missing file)."""
         line, column = locate(self._marks, field, key=False)
         return RecipeProblem(self._source, line, column, field_path(field), message)
+
+    @model_validator(mode="after")
+    def _harmonise_by_collection(self) -> Recipe:
+        """``bands[].harmonize`` left unset: the Sentinel-2 correction for Sentinel-2 L2A
+        collections only (Landsat and HLS numbers carry no processing-baseline offset)."""
+        default = harmonised_by_default(self.catalog.collection)
+        for band in self.bands:
+            if band.harmonize is None:
+                band.harmonize = default and not band.derived
+        return self
+
+    def periods(self) -> list[Period]:
+        """The store's periods: those of ``composite.period`` starting in the time range."""
+        return self.composite.period.rule().between(self.time.first_day, self.time.last_day)
 
     @property
     def store_dn_offset(self) -> int:

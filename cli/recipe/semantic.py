@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from cz.recipe.collections import collection_facts
 from cz.recipe.sections import NODATA_RANGE, Recipe
 
 Found = list[tuple[tuple[str | int, ...], str]]
@@ -17,6 +18,7 @@ def semantic_problems(recipe: Recipe) -> Found:
         + _store_problems(recipe)
         + _gap_fill_and_mask_problems(recipe)
         + _composite_problems(recipe)
+        + _derived_problems(recipe)
     )
 
 
@@ -33,11 +35,35 @@ def _source_problems(recipe: Recipe) -> Found:
     if len(given) != 1:
         which = f"got {', '.join(given)}" if given else "got none"
         found.append((("aoi",), f"expected exactly one of 'bbox', 'geometry' or 'file'; {which}"))
-    if recipe.time.start > recipe.time.end:
-        found.append(
-            (("time", "end"), f"end {recipe.time.end} is before start {recipe.time.start}")
-        )
-    return found
+    return found + _time_problems(recipe)
+
+
+def _time_problems(recipe: Recipe) -> Found:
+    """Months for a monthly store; an ordered range holding at least one period."""
+    time = recipe.time
+    rule = recipe.composite.period.rule()
+    if rule.kind == "month":
+        for key in ("start", "end"):
+            value = getattr(time, key)
+            if len(value) == 10:
+                return [
+                    (
+                        ("time", key),
+                        f"expected a month as YYYY-MM (e.g. {value[:7]}), got the date {value}; "
+                        "the time range is whole calendar months (days go with a period "
+                        "shorter than a month, composite.period)",
+                    )
+                ]
+    if time.first_day > time.last_day:
+        return [(("time", "end"), f"end {time.end} is before start {time.start}")]
+    if not recipe.periods():
+        return [
+            (
+                ("time",),
+                f"no {rule.describe()} period starts between {time.first_day} and {time.last_day}",
+            )
+        ]
+    return []
 
 
 def _band_problems(recipe: Recipe) -> Found:
@@ -53,6 +79,20 @@ def _band_problems(recipe: Recipe) -> Found:
                 )
             )
         names.setdefault(band.name, i)
+    facts = collection_facts(recipe.catalog.collection)
+    if facts is not None and not facts.sentinel2_offset:
+        for i, band in enumerate(recipe.bands):
+            if band.harmonize and "harmonize" in band.model_fields_set:
+                found.append(
+                    (
+                        ("bands", i, "harmonize"),
+                        f"collection {recipe.catalog.collection} is {facts.title}: its numbers "
+                        "carry no Sentinel-2 processing-baseline offset, so there is nothing to "
+                        f"harmonise; store them as they are with their scale ({facts.scale:g}) "
+                        f"and offset ({facts.offset:g}) and leave harmonize unset",
+                    )
+                )
+        return found
     harmonised = [(i, b) for i, b in enumerate(recipe.bands) if b.harmonize]
     first_offset: tuple[int, float] | None = None
     for i, band in harmonised:
@@ -130,12 +170,14 @@ def _gap_fill_and_mask_problems(recipe: Recipe) -> Found:
     """carry-forward needs max_age and only it uses one; the mask asset is not a band's."""
     found: Found = []
     gap = recipe.gap_fill
-    if gap.method == "carry-forward" and gap.max_age is None:
+    if gap.method != "none" and gap.max_age is None:
         found.append(
-            (("gap_fill", "max_age"), "carry-forward needs max_age (months), e.g. max_age: 2")
+            (("gap_fill", "max_age"), f"{gap.method} needs max_age (periods), e.g. max_age: 2")
         )
     if gap.method == "none" and gap.max_age is not None:
-        found.append((("gap_fill", "max_age"), "max_age is only used with method: carry-forward"))
+        found.append(
+            (("gap_fill", "max_age"), "max_age is only used with method: carry-forward or linear")
+        )
     if recipe.mask is not None:
         for i, band in enumerate(recipe.bands):
             if band.name == "mask":  # the plan keys each item's mask asset by this name
@@ -154,7 +196,7 @@ def _gap_fill_and_mask_problems(recipe: Recipe) -> Found:
                         "mask.cloud_probability_max is set; name the band otherwise",
                     )
                 )
-        band_assets = {a for b in recipe.bands for a in b.asset}
+        band_assets = {a for b in recipe.bands for a in b.asset or ()}
         clash = band_assets & set(recipe.mask.asset)
         if clash:
             found.append(
@@ -172,15 +214,56 @@ def _gap_fill_and_mask_problems(recipe: Recipe) -> Found:
     return found
 
 
+def _derived_problems(recipe: Recipe) -> Found:
+    """A derived band names bands read from assets, is stored in the store's dtype, and is
+    computed per observation only when the method keeps observations."""
+    from cz.look.expr import names_in
+
+    found: Found = []
+    read = [b for b in recipe.bands if not b.derived]
+    known = {b.name for b in read} | {b.common_name for b in read if b.common_name}
+    for i, band in enumerate(recipe.bands):
+        if band.expression is None:
+            continue
+        unknown = [n for n in names_in(band.expression) if n not in known]
+        if unknown:
+            found.append(
+                (
+                    ("bands", i, "expression"),
+                    f"{band.expression!r} names {', '.join(repr(u) for u in unknown)}, which is "
+                    f"no band read from an asset (known: {', '.join(sorted(known)) or 'none'})",
+                )
+            )
+        if band.dtype is not None and band.dtype != recipe.store.dtype:
+            found.append(
+                (
+                    ("bands", i, "dtype"),
+                    f"the store holds one dtype, {recipe.store.dtype}; store the band in it (with "
+                    "a scale and offset its values fit, e.g. offset -1 for NDVI in uint16)",
+                )
+            )
+        if recipe.composite.method == "geomedian" and band.when != "composite":
+            found.append(
+                (
+                    ("bands", i, "when"),
+                    "the geometric median is no observation: compute derived bands from the "
+                    "composite (when: composite)",
+                )
+            )
+    return found
+
+
 def _composite_problems(recipe: Recipe) -> Found:
-    """``best``'s index names bands (by name or common name)."""
+    """``best``'s index names bands (by name or common name) it can rank observations by: those
+    read from assets and those derived per observation."""
     found: Found = []
     index = recipe.composite.index
     if index is None:
         return found
     from cz.look.expr import names_in
 
-    known = {b.name for b in recipe.bands} | {b.common_name for b in recipe.bands if b.common_name}
+    ranked = [b for b in recipe.bands if b.when != "composite"]
+    known = {b.name for b in ranked} | {b.common_name for b in ranked if b.common_name}
     unknown = [name for name in names_in(index) if name not in known]
     if unknown:
         found.append(

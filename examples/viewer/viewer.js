@@ -9,20 +9,67 @@ import { COLORMAPS, gradientCss, ticks } from "../../js/chronozarr/map/colormaps
 import { ExpressionError, PRESETS } from "../../js/chronozarr/map/expression.js";
 import { DecodePool } from "../../js/chronozarr/map/decode-pool.js";
 import { ChronozarrLayer } from "../../js/chronozarr/map/layer.js";
+import { graticule } from "./graticule.js";
 
 /** Public basemap used when neither ?style= nor the page config names one. */
 export const DEFAULT_STYLE = "https://demotiles.maplibre.org/style.json";
 
 const marks = { codeStart: performance.now() }; // first-frame split (bench/js/viewer.mjs)
 const $ = (id) => document.getElementById(id);
+/** The page's elements by camel-cased id (inputs, selects and containers alike). @type {Record<string, any>} */
 const el = Object.fromEntries(
   [
-    "map", "landing", "error", "error-title", "error-message", "loading", "loading-text", "store-chips", "store-url",
-    "mode", "band", "band-field", "formula", "formula-field", "formula-error", "stretch-min", "stretch-max",
-    "stretch-units", "colormap", "colormap-field", "colorbar", "colorbar-ticks", "colorbar-units", "opacity", "level",
-    "level-badge", "cursor-readout", "time", "time-label", "time-index", "time-ticks", "buffer", "play", "speed", "fps",
-    "inspector-empty", "inspector-body", "px-rc", "px-xy", "px-ll", "px-time", "px-mask", "px-coverage", "px-valid",
-    "px-index", "px-index-value", "chart", "chart-legend", "chart-units", "about", "about-list",
+    "map",
+    "landing",
+    "error",
+    "error-title",
+    "error-message",
+    "loading",
+    "loading-text",
+    "store-chips",
+    "store-url",
+    "mode",
+    "band",
+    "band-field",
+    "formula",
+    "formula-field",
+    "formula-error",
+    "stretch-min",
+    "stretch-max",
+    "stretch-units",
+    "colormap",
+    "colormap-field",
+    "colorbar",
+    "colorbar-ticks",
+    "colorbar-units",
+    "opacity",
+    "level",
+    "level-badge",
+    "cursor-readout",
+    "time",
+    "time-label",
+    "time-index",
+    "time-ticks",
+    "buffer",
+    "play",
+    "speed",
+    "fps",
+    "inspector-empty",
+    "inspector-body",
+    "px-rc",
+    "px-xy",
+    "px-ll",
+    "px-time",
+    "px-mask",
+    "px-coverage",
+    "px-valid",
+    "px-index",
+    "px-index-value",
+    "chart",
+    "chart-legend",
+    "chart-units",
+    "about",
+    "about-list",
   ].map((id) => [id.replace(/-(\w)/g, (_, c) => c.toUpperCase()), $(id)]),
 );
 el.values = $("values").querySelector("tbody");
@@ -92,7 +139,11 @@ function formatStored(v, dtype) {
   return String(v);
 }
 const formatPhysical = (v) =>
-  v === null || Number.isNaN(v) ? "—" : Math.abs(v) >= 1e6 || (v !== 0 && Math.abs(v) < 1e-4) ? v.toExponential(4) : String(Number(v.toPrecision(6)));
+  v === null || Number.isNaN(v)
+    ? "—"
+    : Math.abs(v) >= 1e6 || (v !== 0 && Math.abs(v) < 1e-4)
+      ? v.toExponential(4)
+      : String(Number(v.toPrecision(6)));
 const formatCoord = (v) => (Math.abs(v) >= 1000 ? v.toFixed(1) : v.toPrecision(7));
 const formatTick = (v) => String(Number(v.toPrecision(4)));
 function formatAxis(v, span) {
@@ -150,7 +201,11 @@ async function explainOpenError(err, url) {
 // --- URL state -----------------------------------------------------------------------------------
 
 let urlTimer = null;
-/** Write store, time, centre, zoom, mode, band (and formula, stretch, colormap, opacity) into the URL. */
+/**
+ * Write the view into the URL: store, time, centre, zoom, mode, stretch, and what the mode uses
+ * (band in band mode, formula in formula mode, the colour map unless RGB) and opacity when not 1;
+ * a parameter the mode does not use is removed, so a copied link holds only what it shows.
+ */
 function saveUrlState() {
   clearTimeout(urlTimer);
   urlTimer = setTimeout(() => {
@@ -171,6 +226,7 @@ function saveUrlState() {
     else q.delete("formula");
     if (layer.stretch) q.set("stretch", `${formatTick(layer.stretch.min)},${formatTick(layer.stretch.max)}`);
     if (layer.mode !== "rgb") q.set("cmap", layer.colormap);
+    else q.delete("cmap");
     if (layer.opacity !== 1) q.set("opacity", String(layer.opacity));
     else q.delete("opacity");
     history.replaceState(null, "", u);
@@ -267,7 +323,14 @@ async function changeDisplay(options) {
   el.formulaError.textContent = "";
   try {
     const mode = options.mode ?? layer.mode;
-    const colormap = mode === "ndvi" ? "rdylgn" : mode === "rgb" ? layer.colormap : layer.colormap === "rdylgn" && layer.mode === "ndvi" ? "viridis" : layer.colormap;
+    const colormap =
+      mode === "ndvi"
+        ? "rdylgn"
+        : mode === "rgb"
+          ? layer.colormap
+          : layer.colormap === "rdylgn" && layer.mode === "ndvi"
+            ? "viridis"
+            : layer.colormap;
     layer.setColormap(colormap);
     const drawn = layer.setDisplay({ ...options, stretch: null });
     syncControls();
@@ -287,7 +350,11 @@ async function changeDisplay(options) {
 
 function describeStore(s, url, layer) {
   const L0 = s.levels[0];
-  const codec = L0.data.compressors.filter((c) => c.name !== "crc32c").map((c) => (c.name === "blosc" ? `blosc/${c.configuration.cname}` : c.name)).join("+") || "none";
+  const codec =
+    L0.data.compressors
+      .filter((c) => c.name !== "crc32c")
+      .map((c) => (c.name === "blosc" ? `blosc/${c.configuration.cname}` : c.name))
+      .join("+") || "none";
   const chip = (value) => {
     const span = document.createElement("span");
     span.className = "chip";
@@ -328,13 +395,25 @@ function describeStore(s, url, layer) {
   );
   el.about.hidden = false;
   el.band.replaceChildren(
-    ...s.bands.map((b, i) => Object.assign(document.createElement("option"), { value: String(i), textContent: b.common_name ? `${b.name} · ${b.common_name}` : b.name })),
+    ...s.bands.map((b, i) =>
+      Object.assign(document.createElement("option"), {
+        value: String(i),
+        textContent: b.common_name ? `${b.name} · ${b.common_name}` : b.name,
+      }),
+    ),
   );
   el.level.replaceChildren(
     Object.assign(document.createElement("option"), { value: "auto", textContent: "Auto (by zoom)" }),
-    ...s.levels.map((l) => Object.assign(document.createElement("option"), { value: String(l.index), textContent: `${l.index} · ${l.resolution} · ${l.height} × ${l.width}` })),
+    ...s.levels.map((l) =>
+      Object.assign(document.createElement("option"), {
+        value: String(l.index),
+        textContent: `${l.index} · ${l.resolution} · ${l.height} × ${l.width}`,
+      }),
+    ),
   );
-  el.colormap.replaceChildren(...Object.entries(COLORMAPS).map(([k, v]) => Object.assign(document.createElement("option"), { value: k, textContent: v.label })));
+  el.colormap.replaceChildren(
+    ...Object.entries(COLORMAPS).map(([k, v]) => Object.assign(document.createElement("option"), { value: k, textContent: v.label })),
+  );
   const hasNdvi = bandIndex(s, "red") >= 0 && bandIndex(s, "nir") >= 0;
   el.mode.querySelector('option[value="ndvi"]').disabled = !hasNdvi;
   el.mode.querySelector('option[value="rgb"]').disabled = s.nBands < 3;
@@ -504,27 +583,53 @@ function pixelFootprint({ row, col }) {
   return { type: "Feature", properties: {}, geometry: { type: "Polygon", coordinates: [ring] } };
 }
 
-// The selected pixel's outline is an SVG polygon over the map and the layer (the layer's overlay
-// canvas is above every map layer, so a map line layer would be hidden under it), placed again
-// after every map frame.
-let outline = null;
+// The selected pixel is marked in an SVG over the map and the layer (the layer's overlay canvas
+// is above every map layer, so a map line layer would be hidden under it), placed again after
+// every map frame: its footprint's outline, and, where the footprint is smaller than
+// MARKER_MIN_PX on screen (zoomed out, a pixel is a screen pixel or less), a square of that size
+// around it, so the selection stays visible at any zoom. Each line has a dark halo under it, to
+// show on light and dark pixels alike.
+const MARKER_MIN_PX = 14;
+let selection = null;
 function drawSelection() {
   if (!state.selected || !state.map) return;
-  if (!outline) {
+  if (!selection) {
     const ns = "http://www.w3.org/2000/svg";
     const svg = document.createElementNS(ns, "svg");
     svg.setAttribute("class", "cz-selected");
     svg.style.cssText = "position:absolute;inset:0;width:100%;height:100%;pointer-events:none;overflow:visible";
-    const poly = document.createElementNS(ns, "polygon");
-    poly.setAttribute("fill", "none");
-    poly.setAttribute("stroke", "#fbbf24");
-    poly.setAttribute("stroke-width", "2");
-    svg.append(poly);
+    const shape = (tag, cls, stroke, width) => {
+      const node = document.createElementNS(ns, tag);
+      node.setAttribute("class", cls);
+      node.setAttribute("fill", "none");
+      node.setAttribute("stroke", stroke);
+      node.setAttribute("stroke-width", width);
+      svg.append(node);
+      return node;
+    };
+    selection = {
+      footprint: [shape("polygon", "halo", "#0b1118", "4"), shape("polygon", "footprint", "#fbbf24", "2")],
+      marker: [shape("rect", "halo", "#0b1118", "4"), shape("rect", "marker", "#fbbf24", "2")],
+    };
     state.map.getCanvasContainer().append(svg);
-    outline = poly;
   }
-  const ring = pixelFootprint(state.selected).geometry.coordinates[0].slice(0, 4);
-  outline.setAttribute("points", ring.map((ll) => state.map.project(ll)).map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" "));
+  const corners = pixelFootprint(state.selected)
+    .geometry.coordinates[0].slice(0, 4)
+    .map((ll) => state.map.project(ll));
+  const points = corners.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" ");
+  for (const node of selection.footprint) node.setAttribute("points", points);
+  const xs = corners.map((p) => p.x);
+  const ys = corners.map((p) => p.y);
+  const small = Math.max(...xs) - Math.min(...xs) < MARKER_MIN_PX && Math.max(...ys) - Math.min(...ys) < MARKER_MIN_PX;
+  const cx = (Math.min(...xs) + Math.max(...xs)) / 2;
+  const cy = (Math.min(...ys) + Math.max(...ys)) / 2;
+  for (const node of selection.marker) {
+    node.setAttribute("visibility", small ? "visible" : "hidden");
+    node.setAttribute("x", (cx - MARKER_MIN_PX / 2).toFixed(1));
+    node.setAttribute("y", (cy - MARKER_MIN_PX / 2).toFixed(1));
+    node.setAttribute("width", String(MARKER_MIN_PX));
+    node.setAttribute("height", String(MARKER_MIN_PX));
+  }
 }
 
 function select(row, col) {
@@ -691,7 +796,8 @@ function drawChart() {
   const nt = Math.min(tx.length, 4);
   for (let i = 0; i < nt; i++) {
     const k = Math.round((i * (tx.length - 1)) / Math.max(1, nt - 1));
-    svg("text", { x: X(tx[k]), y: H - 5, "text-anchor": i === 0 ? "start" : i === nt - 1 ? "end" : "middle" }, grid).textContent = series.times[k].slice(0, 7);
+    svg("text", { x: X(tx[k]), y: H - 5, "text-anchor": i === 0 ? "start" : i === nt - 1 ? "end" : "middle" }, grid).textContent =
+      series.times[k].slice(0, 7);
   }
   svg("line", { class: "now", x1: X(tx[layer.t]), x2: X(tx[layer.t]), y1: pad.t, y2: H - pad.b }, chart);
   let points = 0;
@@ -870,6 +976,22 @@ function earlyFetch() {
   }
 }
 
+/**
+ * The offline basemap's graticule at a step for the view on screen (graticule.js): a style with a
+ * "graticule" GeoJSON source (the offline one) gets lines wherever the map is, at any zoom.
+ */
+function updateGraticule() {
+  const source = state.map?.getSource("graticule");
+  if (typeof source?.setData !== "function") return;
+  const b = state.map.getBounds();
+  source.setData(
+    graticule([
+      [b.getWest(), b.getSouth()],
+      [b.getEast(), b.getNorth()],
+    ]),
+  );
+}
+
 /** The basemap style: the early-fetched JSON, or a URL MapLibre fetches itself. */
 async function resolveStyle() {
   if (early.style) return early.style;
@@ -979,7 +1101,10 @@ async function open(url) {
   // The view: from the URL, else the store's bounds from its metadata alone (fitBounds with 40
   // px padding, computed here so the frame drawn before the map and the map are one camera).
   const size = { width: el.map.clientWidth, height: el.map.clientHeight };
-  const camera = center?.length === 2 && center.every(Number.isFinite) && Number.isFinite(zoom) ? { center, zoom } : fitCamera(layer.lngLatBounds(), size, 40);
+  const camera =
+    center?.length === 2 && center.every(Number.isFinite) && Number.isFinite(zoom)
+      ? { center, zoom }
+      : fitCamera(layer.lngLatBounds(), size, 40);
   // The first frame, drawn by the layer in its own canvas before MapLibre is loaded (decision
   // 0027); the map adopts that canvas. "ready" (body[data-state]) is the map's frame.
   let onMap = false;
@@ -989,7 +1114,9 @@ async function open(url) {
     marks.mapFrame = performance.now();
     prefetchView();
   };
-  const drawn = layer.drawBeforeMap(cameraMap({ ...camera, ...size, dpr: window.devicePixelRatio || 1 }), el.map, { preserveDrawingBuffer: params.get("capture") === "1" });
+  const drawn = layer.drawBeforeMap(cameraMap({ ...camera, ...size, dpr: window.devicePixelRatio || 1 }), el.map, {
+    preserveDrawingBuffer: params.get("capture") === "1",
+  });
   await Promise.race([drawn.catch(() => false), new Promise((r) => setTimeout(r, MAP_DEADLINE_MS))]);
   let maplibregl;
   try {
@@ -1009,7 +1136,8 @@ async function open(url) {
     if (!state.styleFallback && e?.error && /style|Failed to fetch|NetworkError/i.test(String(e.error.message ?? e.error))) {
       state.styleFallback = true;
       console.warn("basemap failed, using the offline style", e.error);
-      map.setStyle(new URL("style.json", location.href).href);
+      // The offline style is in the built page (no request); style.json is the same JSON.
+      map.setStyle(window.CHRONOZARR_OFFLINE_STYLE?.() ?? new URL("style.json", location.href).href);
     }
   });
   let bound = false;
@@ -1020,9 +1148,11 @@ async function open(url) {
       onMap = true;
       map.once("render", mapReady); // the layer's frame on the map (drawn before it, or now)
     }
+    updateGraticule(); // the offline style's (again after a style fallback)
     if (bound) return;
     bound = true;
     map.on("render", drawSelection);
+    map.on("moveend", updateGraticule);
     describeStore(store, url, layer);
     paintTimeline();
     updateTimeUi();

@@ -75,7 +75,7 @@ export class ChunkReader {
   async chunkBytes(array, coords, signal, cache, first) {
     const loc = locateChunk(array, coords);
     // The decoder (its codec's WebAssembly compiled on first use) is built while the GET is in
-    // flight, not after the bytes arrive (the first frame's path, decision 0023). Its failure (an
+    // flight, not after the bytes arrive (decision 0023: the first frame's path). Its failure (an
     // unsupported codec) is still raised by decode(), only for a chunk that has bytes.
     Promise.resolve(this.decoder(array)).catch(() => {});
     const { url } = this.source;
@@ -176,7 +176,11 @@ export class ChunkReader {
     const serves = (g) => !g.partial || (want !== null && (zstdPrefixEnd(g.bytes, want)?.end ?? -1) > 0);
     if (got !== undefined && serves(got)) return got;
     const whole = got !== undefined || want === null;
-    got = await this.inflight.run(`raw${whole ? "" : "-first"}:${key}`, (sig) => this._deltaBytes(array, coords, sig, whole ? null : want), signal);
+    got = await this.inflight.run(
+      `raw${whole ? "" : "-first"}:${key}`,
+      (sig) => this._deltaBytes(array, coords, sig, whole ? null : want),
+      signal,
+    );
     // A concurrent read of fewer bands may have shared its first part with this one: read on.
     if (!serves(got)) got = await this.inflight.run(`raw:${key}`, (sig) => this._deltaBytes(array, coords, sig, null), signal);
     this.rawCache.set(key, got, (got.bytes?.byteLength ?? 0) + 64);

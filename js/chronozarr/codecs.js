@@ -44,9 +44,11 @@ async function codecStep(array, c, expected) {
   }
   let codec;
   try {
-    codec = Codec.fromConfig(conf, { dataType: array.dtype, shape: array.innerShape, codecs: [] });
+    codec = Codec.fromConfig(conf, /** @type {any} */ ({ dataType: array.dtype, shape: array.innerShape, codecs: [] }));
   } catch (err) {
-    throw new CorruptStoreError(`${array.path}/zarr.json: ${c.name} configuration ${JSON.stringify(c.configuration)}: ${err?.message ?? err}`);
+    throw new CorruptStoreError(
+      `${array.path}/zarr.json: ${c.name} configuration ${JSON.stringify(c.configuration)}: ${err?.message ?? err}`,
+    );
   }
   const check = c.name === "zstd" ? checkZstd : c.name === "blosc" ? checkBlosc : null;
   return {

@@ -14,7 +14,12 @@ const TABLE = (() => {
   return table;
 })();
 
-/** CRC-32C of `bytes` (a Uint8Array) as an unsigned 32-bit integer. */
+/**
+ * CRC-32C of `bytes` (a Uint8Array) as an unsigned 32-bit integer.
+ * @param {Uint8Array} bytes
+ * @param {number} [crc] the CRC so far, to continue it
+ * @returns {number}
+ */
 export function crc32c(bytes, crc = 0) {
   let c = ~crc >>> 0;
   for (let i = 0; i < bytes.length; i++) c = TABLE[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);

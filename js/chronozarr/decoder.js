@@ -18,7 +18,26 @@
 //   store-adapter.js  chronozarrStore: a zarrita store of true values for other Zarr readers
 //
 // It uses fetch and nothing else from its host, so it runs unchanged in Node, a browser page
-// and a Web Worker.
+// and a Web Worker. Its types are the JSDoc of these modules (types.js holds the shapes), from
+// which `npm pack` writes the package's .d.ts files.
+
+/** @typedef {import("./types.js").Band} Band */
+/** @typedef {import("./types.js").BandValue} BandValue */
+/** @typedef {import("./types.js").Cell} Cell */
+/** @typedef {import("./types.js").CellRequest} CellRequest */
+/** @typedef {import("./types.js").CrsInfo} CrsInfo */
+/** @typedef {import("./types.js").DType} DType */
+/** @typedef {import("./types.js").Encoding} Encoding */
+/** @typedef {import("./types.js").Level} Level */
+/** @typedef {import("./types.js").OpenOptions} OpenOptions */
+/** @typedef {import("./types.js").PixelRef} PixelRef */
+/** @typedef {import("./types.js").PrefetchResult} PrefetchResult */
+/** @typedef {import("./types.js").Series} Series */
+/** @typedef {import("./types.js").Stats} Stats */
+/** @typedef {import("./types.js").StoredArray} StoredArray */
+/** @typedef {import("./types.js").Temporal} Temporal */
+/** @typedef {import("./types.js").Transform} Transform */
+/** @typedef {import("./types.js").ValueAt} ValueAt */
 
 export { crc32c } from "./crc32c.js";
 export {
@@ -30,6 +49,7 @@ export {
   UnsupportedError,
 } from "./errors.js";
 export { LRUCache } from "./lru.js";
+export { physical } from "./physical.js";
 export { addWrappedInPlace, reconstruct } from "./reconstruct.js";
 export { CellData, ChronozarrStore, DEFAULTS, openStore } from "./store.js";
 export { isValid, validityOf } from "./validity.js";

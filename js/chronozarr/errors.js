@@ -5,6 +5,10 @@
 
 /** Base class of every error the reader raises (aborts keep the signal's own reason). */
 export class ChronozarrError extends Error {
+  /**
+   * @param {string} [message]
+   * @param {ErrorOptions} [options]
+   */
   constructor(message, options) {
     super(message, options);
     this.name = new.target.name;
@@ -25,9 +29,15 @@ export class CorruptStoreError extends ChronozarrError {}
 
 /** An HTTP request failed: a status other than 2xx/404, a network error or a timeout. */
 export class FetchError extends ChronozarrError {
+  /**
+   * @param {string} message
+   * @param {{url?: string, status?: number | null, cause?: unknown}} [options]
+   */
   constructor(message, { url, status = null, cause } = {}) {
     super(message, cause === undefined ? undefined : { cause });
+    /** The URL requested. @type {string | undefined} */
     this.url = url;
+    /** The HTTP status, or null for a network error or a timeout. @type {number | null} */
     this.status = status;
   }
 }

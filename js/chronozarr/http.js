@@ -74,6 +74,9 @@ export class HttpSource {
    * maxBytes: the most a whole-object answer may hold (Content-Length checked before the body
    * is read, the byte count while it is read); a 206 answer may hold exactly its range.
    * cache: the request's RequestInit.cache mode (e.g. "no-store"); absent, the fetch default.
+   * @param {string} key
+   * @param {{method?: string, range?: any, signal?: AbortSignal, maxBytes?: number, cache?: RequestCache}} [options]
+   * @returns {Promise<any>}
    */
   async request(key, { method = "GET", range = null, signal, maxBytes = Infinity, cache } = {}) {
     // Decision 0016: the URL is built so that no key can leave the store's prefix (names.js).
@@ -87,7 +90,11 @@ export class HttpSource {
       if (!ok) throw new CorruptStoreError(`${url}: byte range ${JSON.stringify(range)} is not a valid range (a corrupt shard index?)`);
     }
     if (range) {
-      headers.Range = range.prefix ? `bytes=0-${range.prefix - 1}` : range.suffix ? `bytes=-${range.suffix}` : `bytes=${range[0]}-${range[1]}`;
+      headers.Range = range.prefix
+        ? `bytes=0-${range.prefix - 1}`
+        : range.suffix
+          ? `bytes=-${range.suffix}`
+          : `bytes=${range[0]}-${range[1]}`;
     }
     signal?.throwIfAborted();
     const ctrl = new AbortController();
@@ -134,14 +141,9 @@ export class HttpSource {
       }
       let limit = maxBytes;
       if (range && res.status === 206) limit = range.prefix ?? range.suffix ?? range[1] - range[0] + 1;
-      const declared = res.headers?.get?.("content-length");
-      if (declared != null && Number(declared) > limit) {
-        res.body?.cancel?.().catch(() => {});
-        throw new CorruptStoreError(`${url}: ${declared} bytes (Content-Length) is more than the ${limit} bytes this object may hold`);
-      }
       let bytes;
       try {
-        bytes = await readBounded(res, limit, url, declared == null ? null : Number(declared));
+        bytes = await readBody(res, limit, url);
       } catch (err) {
         if (err instanceof CorruptStoreError) throw err;
         if (signal?.aborted) throw abortError(signal);
@@ -165,6 +167,25 @@ export class HttpSource {
     }
     return parseJson(bytes, `${this.url}${key}`);
   }
+}
+
+/**
+ * The body of `res` as a Uint8Array of at most `limit` bytes, else CorruptStoreError: a declared
+ * length (Content-Length) over the limit is refused before anything is read, a body that passes
+ * it while it is read is cancelled there (decision 0016). The viewer's early chunk fetcher reads
+ * the first view's chunks with it too (examples/viewer/early-fetcher.js).
+ * @param {Response} res
+ * @param {number} limit
+ * @param {string} url named in the error
+ * @returns {Promise<Uint8Array>}
+ */
+export async function readBody(res, limit, url) {
+  const declared = res.headers?.get?.("content-length");
+  if (declared != null && Number(declared) > limit) {
+    res.body?.cancel?.().catch(() => {});
+    throw new CorruptStoreError(`${url}: ${declared} bytes (Content-Length) is more than the ${limit} bytes this object may hold`);
+  }
+  return readBounded(res, limit, url, declared == null ? null : Number(declared));
 }
 
 /**

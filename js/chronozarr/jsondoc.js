@@ -25,7 +25,8 @@ export function nestingDepth(bytes) {
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i];
     if (inString) {
-      if (b === 0x5c) i++; // backslash: skip the escaped character
+      if (b === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (b === 0x22) inString = false;
     } else if (b === 0x22) {
       inString = true;

@@ -57,7 +57,9 @@ function checkMirror(mirror, arr, index) {
   }
   const grid = [Math.ceil(h / cs), Math.ceil(w / cs)];
   if (mirror.grid[0] !== grid[0] || mirror.grid[1] !== grid[1]) {
-    throw new CorruptStoreError(`${where}.grid ${shown(mirror.grid)} does not match shape ${shown(arr.shape)} in cells of ${cs} (expected ${shown(grid)}, spec 3.7)`);
+    throw new CorruptStoreError(
+      `${where}.grid ${shown(mirror.grid)} does not match shape ${shown(arr.shape)} in cells of ${cs} (expected ${shown(grid)}, spec 3.7)`,
+    );
   }
 }
 

@@ -2,6 +2,7 @@
 // shard indices for the session"). A Map keeps insertion order, so the first key is the least
 // recently used one; `get` re-inserts to mark use.
 
+/** @template [V=any] */
 export class LRUCache {
   /** @param {number} maxBytes budget; an entry larger than the whole budget is not kept */
   constructor(maxBytes) {
@@ -9,6 +10,7 @@ export class LRUCache {
     this.bytes = 0;
     this.hits = 0;
     this.misses = 0;
+    /** @internal @type {Map<string, {value: V, bytes: number}>} */
     this._map = new Map();
   }
 
@@ -16,11 +18,16 @@ export class LRUCache {
     return this._map.size;
   }
 
+  /** @param {string} key */
   has(key) {
     return this._map.has(key);
   }
 
-  /** The value under `key`, or undefined. Marks the entry as most recently used. */
+  /**
+   * The value under `key`, or undefined. Marks the entry as most recently used.
+   * @param {string} key
+   * @returns {V | undefined}
+   */
   get(key) {
     const entry = this._map.get(key);
     if (entry === undefined) {
@@ -33,7 +40,13 @@ export class LRUCache {
     return entry.value;
   }
 
-  /** Store `value` costing `bytes`; evicts least recently used entries to stay in budget. */
+  /**
+   * Store `value` costing `bytes`; evicts least recently used entries to stay in budget.
+   * @param {string} key
+   * @param {V} value
+   * @param {number} bytes
+   * @returns {boolean} false when the entry is larger than the whole budget (not kept)
+   */
   set(key, value, bytes) {
     this.delete(key);
     if (bytes > this.maxBytes) return false;
@@ -47,6 +60,7 @@ export class LRUCache {
     return true;
   }
 
+  /** @param {string} key */
   delete(key) {
     const entry = this._map.get(key);
     if (entry === undefined) return false;

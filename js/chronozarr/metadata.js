@@ -57,9 +57,7 @@ const isCount = (n, min = 0) => Number.isSafeInteger(n) && n >= min && n <= LIMI
 export function parseRoot(doc, where = "zarr.json") {
   if (!isObject(doc)) throw new NotAChronozarrStoreError(`${where}: not a JSON object`);
   if (doc.zarr_format !== 3) {
-    throw new NotAChronozarrStoreError(
-      `${where}: zarr_format is ${shown(doc.zarr_format)}, a chronozarr store is Zarr v3`,
-    );
+    throw new NotAChronozarrStoreError(`${where}: zarr_format is ${shown(doc.zarr_format)}, a chronozarr store is Zarr v3`);
   }
   if (doc.node_type !== "group") {
     throw new NotAChronozarrStoreError(`${where}: the root is a ${shown(doc.node_type)}, not a group`);
@@ -67,18 +65,14 @@ export function parseRoot(doc, where = "zarr.json") {
   const attrs = isObject(doc.attributes) ? doc.attributes : {};
   const cz = attrs.chronozarr;
   if (!isObject(cz)) {
-    throw new NotAChronozarrStoreError(
-      `${where}: no "chronozarr" attribute block: this is a Zarr group, not a chronozarr store`,
-    );
+    throw new NotAChronozarrStoreError(`${where}: no "chronozarr" attribute block: this is a Zarr group, not a chronozarr store`);
   }
 
   // 10.1: accept 0.1.x and 0.2.x only.
   const version = cz.spec_version;
   const m = typeof version === "string" ? /^0\.([12])\.\d+/.exec(version) : null;
   if (!m) {
-    throw new UnsupportedError(
-      `chronozarr.spec_version ${shown(version)} is not supported: this reader reads 0.1.x and 0.2.x stores`,
-    );
+    throw new UnsupportedError(`chronozarr.spec_version ${shown(version)} is not supported: this reader reads 0.1.x and 0.2.x stores`);
   }
   const isV01 = m[1] === "1";
 
@@ -216,9 +210,7 @@ export function parseTemporal(raw, nTime) {
   if (!isObject(raw)) throw new CorruptStoreError("chronozarr.temporal: expected an object");
   const encoding = raw.encoding ?? "star-delta";
   if (encoding !== "none" && encoding !== "star-delta") {
-    throw new UnsupportedError(
-      `chronozarr.temporal.encoding ${shown(encoding)} is not supported (expected "none" or "star-delta")`,
-    );
+    throw new UnsupportedError(`chronozarr.temporal.encoding ${shown(encoding)} is not supported (expected "none" or "star-delta")`);
   }
   if (encoding === "none") {
     return {
@@ -335,7 +327,8 @@ function codecName(c) {
 function codecConfiguration(c, where) {
   const conf = own(c, "configuration");
   if (conf == null) return {};
-  if (!isObject(conf)) throw new CorruptStoreError(`${where}: codec ${shown(codecName(c))} configuration must be an object, got ${shown(conf)}`);
+  if (!isObject(conf))
+    throw new CorruptStoreError(`${where}: codec ${shown(codecName(c))} configuration must be an object, got ${shown(conf)}`);
   return conf;
 }
 
@@ -430,9 +423,7 @@ export function parseArray(doc, path, allowed = Object.keys(DTYPES)) {
   }
   const dtype = doc.data_type;
   if (typeof dtype !== "string" || !allowed.includes(dtype)) {
-    throw new UnsupportedError(
-      `${where}: unsupported data_type ${shown(dtype)} (this reader supports ${allowed.join(", ")}; spec 2.3)`,
-    );
+    throw new UnsupportedError(`${where}: unsupported data_type ${shown(dtype)} (this reader supports ${allowed.join(", ")}; spec 2.3)`);
   }
   const shape = doc.shape;
   if (!Array.isArray(shape) || shape.length === 0 || shape.length > LIMITS.maxRank || !shape.every((n) => isCount(n))) {
@@ -449,7 +440,8 @@ export function parseArray(doc, path, allowed = Object.keys(DTYPES)) {
   }
 
   const kenc = doc.chunk_key_encoding ?? { name: "default" };
-  if (!isObject(kenc)) throw new CorruptStoreError(`${where}: chunk_key_encoding must be an object {name, configuration}, got ${shown(kenc)}`);
+  if (!isObject(kenc))
+    throw new CorruptStoreError(`${where}: chunk_key_encoding must be an object {name, configuration}, got ${shown(kenc)}`);
   const kname = own(kenc, "name");
   const kconf = own(kenc, "configuration") ?? {};
   if (!isObject(kconf)) throw new CorruptStoreError(`${where}: chunk_key_encoding.configuration must be an object`);
@@ -589,7 +581,7 @@ export function decodeShardIndex(bytes, nEntries, crcFn, where) {
     out[i] = hi === 0xffffffff && lo === 0xffffffff ? -1 : hi * 4294967296 + lo;
   }
   for (let i = 0; i < nEntries; i++) {
-    if ((out[2 * i] < 0) !== (out[2 * i + 1] < 0)) {
+    if (out[2 * i] < 0 !== out[2 * i + 1] < 0) {
       throw new CorruptStoreError(`${where}: shard index entry ${i} is half empty`);
     }
   }

@@ -1,4 +1,4 @@
-// Names a store's metadata gives to its nodes, checked before they become URLs (decision 0016).
+// Names a store's metadata gives to its nodes, checked before they become URL paths (decision 0016).
 //
 // The chronozarr block names the data variable, the mask, coverage and volatility arrays and the
 // level groups (spec 3.2, 3.7; multiscales datasets, 3.3). The reader joins them to the store's

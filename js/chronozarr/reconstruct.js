@@ -1,7 +1,17 @@
 // Star-delta reconstruction (spec 4.2, 10.5) and trimming to the array shape (2.1). Pure
 // functions over typed arrays: no I/O, no caches.
 
-/** Copy a full chunk's bands, trimmed to h x w of the array (2.1: discard beyond shape). */
+/** @import {StoredArray} from "./types.js" */
+
+/**
+ * Copy a full chunk's bands, trimmed to h x w of the array (2.1: discard beyond shape).
+ * @param {StoredArray} src
+ * @param {number} nb
+ * @param {number} cs
+ * @param {number} h
+ * @param {number} w
+ * @param {{new (n: number): any}} T
+ */
 export function trimCopy(src, nb, cs, h, w, T) {
   if (h === cs && w === cs) return src.slice(0, nb * cs * cs);
   const out = new T(nb * h * w);
@@ -23,18 +33,16 @@ export function trimCopy(src, nb, cs, h, w, T) {
  * is exactly the unsigned modular add; the fast path adds two uint16 (or four uint8) lanes per
  * 32-bit word (SWAR): the low bits of each lane are added without crossing into the next lane,
  * and the lane's top bit is restored by XOR, which drops the carry out of the lane (mod 2^bits).
+ * @template {StoredArray} T
+ * @param {T} anchor
+ * @param {T} delta
+ * @returns {T} delta
  */
 export function addWrappedInPlace(anchor, delta) {
   const n = delta.length;
   const bpe = delta.BYTES_PER_ELEMENT;
   const words = (n * bpe) >> 2;
-  if (
-    bpe <= 2 &&
-    (n * bpe) % 4 === 0 &&
-    anchor.length >= n &&
-    anchor.byteOffset % 4 === 0 &&
-    delta.byteOffset % 4 === 0
-  ) {
+  if (bpe <= 2 && (n * bpe) % 4 === 0 && anchor.length >= n && anchor.byteOffset % 4 === 0 && delta.byteOffset % 4 === 0) {
     const a32 = new Uint32Array(anchor.buffer, anchor.byteOffset, words);
     const d32 = new Uint32Array(delta.buffer, delta.byteOffset, words);
     const low = bpe === 2 ? 0x7fff7fff : 0x7f7f7f7f;
@@ -50,9 +58,20 @@ export function addWrappedInPlace(anchor, delta) {
   return delta;
 }
 
-/** Star-delta reconstruction into a new array trimmed to h x w (anchor and delta untouched). */
+/**
+ * Star-delta reconstruction into a new array trimmed to h x w (anchor and delta untouched).
+ * @template {StoredArray} A
+ * @param {A} anchor
+ * @param {A} delta
+ * @param {number} nb bands
+ * @param {number} cs cell size
+ * @param {number} h trimmed height
+ * @param {number} w trimmed width
+ * @param {{new (n: number): A}} T the stored dtype's typed array
+ * @returns {A}
+ */
 export function reconstruct(anchor, delta, nb, cs, h, w, T) {
-  const full = addWrappedInPlace(anchor, delta.slice(0, nb * cs * cs));
+  const full = addWrappedInPlace(anchor, /** @type {A} */ (delta.slice(0, nb * cs * cs)));
   return h === cs && w === cs ? full : trimCopy(full, nb, cs, h, w, T);
 }
 
@@ -66,4 +85,3 @@ export function trueValues(chunks, fill) {
   const [anchor, delta] = chunks;
   return addWrappedInPlace(anchor, delta === fill ? delta.slice() : delta);
 }
-

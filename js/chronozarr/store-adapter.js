@@ -24,13 +24,34 @@
 import { UnsupportedError } from "./errors.js";
 import { openStore } from "./store.js";
 
+/**
+ * @import {ChronozarrStore} from "./store.js"
+ * @import {OpenOptions} from "./types.js"
+ */
+
+/**
+ * Options for @carbonplan/zarr-layer's ZarrLayer, taken from the store (zarrLayerOptions).
+ * @typedef {object} ZarrLayerStoreOptions
+ * @property {TrueValueStore} store
+ * @property {string} variable
+ * @property {[number, number, number, number]} bounds
+ * @property {{time: string, band: string}} selector
+ * @property {"EPSG:4326" | "EPSG:3857"} [crs]
+ * @property {string | object} [proj4]
+ * @property {number} [fillValue]
+ */
+
 const ENC = new TextEncoder();
 const BYTES_LE = Object.freeze([{ name: "bytes", configuration: { endian: "little" } }]);
 const V2_METADATA = /(^|\/)\.z(array|group|attrs|metadata)$/;
 const clone = (v) => (v === undefined ? undefined : JSON.parse(JSON.stringify(v)));
 const jsonBytes = (doc) => ENC.encode(JSON.stringify(doc));
 
-/** The vlen-utf8 encoding of a list of strings (count, then length-prefixed UTF-8 items). */
+/**
+ * The vlen-utf8 encoding of a list of strings (count, then length-prefixed UTF-8 items).
+ * @param {string[]} strings
+ * @returns {Uint8Array}
+ */
 export function vlenUtf8(strings) {
   const items = strings.map((s) => ENC.encode(s));
   const out = new Uint8Array(4 + items.reduce((n, b) => n + 4 + b.byteLength, 0));
@@ -48,13 +69,20 @@ export function vlenUtf8(strings) {
 /**
  * The time coordinate as strings: "YYYY-MM-DD" when every timestep is at 00:00:00 UTC (monthly
  * composites are), else chronozarr.times as written (spec 3.9 form).
+ * @param {string[]} times
+ * @param {number[]} timesMs
+ * @returns {string[]}
  */
 export function timeLabels(times, timesMs) {
   const midnight = timesMs.every((ms) => ms % 86_400_000 === 0);
   return midnight ? timesMs.map((ms) => new Date(ms).toISOString().slice(0, 10)) : times.slice();
 }
 
-/** proj4 definition of EPSG:4326, EPSG:3857 and the WGS 84 UTM zones (326zz, 327zz), else null. */
+/**
+ * proj4 definition of EPSG:4326, EPSG:3857 and the WGS 84 UTM zones (326zz, 327zz), else null.
+ * @param {string | null | undefined} crs
+ * @returns {string | null}
+ */
 export function proj4ForEpsg(crs) {
   const m = /^EPSG:(\d+)$/i.exec(String(crs ?? "").trim());
   if (!m) return null;
@@ -110,33 +138,52 @@ function ownBytes(typed, copy) {
  * Use chronozarrStore(url) to open one.
  */
 export class TrueValueStore {
-  /** reader: an opened ChronozarrStore. */
+  /** @param {ChronozarrStore} reader an opened store */
   constructor(reader) {
+    /** @readonly */
     this.reader = reader;
+    /** @readonly */
     this.url = reader.url;
+    /** The time coordinate as served: dates ("2024-04-01") when every timestep is at 00:00 UTC. @readonly */
     this.times = timeLabels(reader.times, reader.timesMs);
     this.stats = { served: 0, chunks: 0, reconstructed: 0, passthrough: 0 };
-    this._arrays = new Map(); // served path -> {kind, level, array}
-    this._docs = new Map(); // served path of a zarr.json -> bytes
-    this._objects = new Map(); // served path of a synthesized chunk -> bytes
+    /** @internal @type {Map<string, {kind: string, level: number, array: any}>} served path -> array */
+    this._arrays = new Map();
+    /** @internal @type {Map<string, Uint8Array>} served path of a zarr.json -> bytes */
+    this._docs = new Map();
+    /** @internal @type {Map<string, Uint8Array>} served path of a synthesized chunk -> bytes */
+    this._objects = new Map();
+    /** The root document the view serves. @type {Record<string, any>} */
+    this.rootDocument = {};
     this._build();
   }
 
-  /** The store's CRS (chronozarr.crs) and its proj4 definition when the adapter knows one. */
+  /**
+   * The store's CRS (chronozarr.crs).
+   * @returns {string | null}
+   */
   get crs() {
     return this.reader.crs;
   }
 
+  /**
+   * proj4 definition of the store's CRS when the adapter knows one (EPSG:4326, EPSG:3857, WGS 84 / UTM), else null.
+   * @returns {string | null}
+   */
   get proj4() {
     return proj4ForEpsg(this.reader.crs);
   }
 
-  /** Level-0 bounds [xMin, yMin, xMax, yMax] in the store's CRS (outer pixel edges, spec 3.3). */
+  /**
+   * Level-0 bounds [xMin, yMin, xMax, yMax] in the store's CRS (outer pixel edges, spec 3.3).
+   * @returns {[number, number, number, number]}
+   */
   get bounds() {
     const b = this.reader.bounds(0);
     return [b.x0, b.y0, b.x1, b.y1];
   }
 
+  /** @internal */
   _build() {
     const r = this.reader;
     const root = clone(r.rootDocument);
@@ -149,8 +196,7 @@ export class TrueValueStore {
       consolidated[path] = doc;
       this._docs.set(`${path}/zarr.json`, jsonBytes(doc));
     };
-    const timeDoc = () =>
-      stringArrayDoc(r.nTime, "time", { description: "chronozarr.times, as served by the chronozarr store adapter" });
+    const timeDoc = () => stringArrayDoc(r.nTime, "time", { description: "chronozarr.times, as served by the chronozarr store adapter" });
     const bandLabels = vlenUtf8(r.bandNames);
     const timeBytes = vlenUtf8(this.times);
 
@@ -181,6 +227,7 @@ export class TrueValueStore {
     this._docs.set("zarr.json", jsonBytes(root));
   }
 
+  /** @internal */
   _rawDoc(arr) {
     // A store without consolidated metadata: rebuild the array document from the parse.
     return {
@@ -196,7 +243,10 @@ export class TrueValueStore {
     };
   }
 
-  /** The root document the view serves (parsed), e.g. to inspect what other readers see. */
+  /**
+   * The root document the view serves (parsed), e.g. to inspect what other readers see.
+   * @returns {Record<string, any>}
+   */
   describe() {
     return clone(this.rootDocument);
   }
@@ -204,6 +254,9 @@ export class TrueValueStore {
   /**
    * zarrita's Readable: the bytes of `key` ("/zarr.json", "/0/data/c/3/0/1/2", ...), or undefined
    * when the view has no such object.
+   * @param {string} key
+   * @param {{signal?: AbortSignal}} [options]
+   * @returns {Promise<Uint8Array | undefined>}
    */
   async get(key, options = {}) {
     const path = String(key).replace(/^\/+/, "");
@@ -223,6 +276,7 @@ export class TrueValueStore {
     return bytes === null ? undefined : bytes;
   }
 
+  /** @internal */
   _parseChunkKey(path) {
     const i = path.indexOf("/c/");
     if (i < 0) return null;
@@ -238,6 +292,7 @@ export class TrueValueStore {
     return { entry, coords };
   }
 
+  /** @internal */
   async _chunk({ entry, coords }, signal) {
     if (coords === null) return undefined; // not a chunk of this array: absent
     this.stats.chunks++;
@@ -260,6 +315,10 @@ export class TrueValueStore {
  *
  *   const store = await chronozarrStore("https://bucket.example/ucayali.zarr");
  *   const arr = await zarr.open.v3(zarr.root(store).resolve("0/data"), { kind: "array" });
+ *
+ * @param {string | URL} url
+ * @param {OpenOptions} [options]
+ * @returns {Promise<TrueValueStore>}
  */
 export async function chronozarrStore(url, options = {}) {
   return new TrueValueStore(await openStore(url, options));
@@ -272,9 +331,13 @@ export async function chronozarrStore(url, options = {}) {
  * attribute, so a CRS other than EPSG:4326 / 3857 needs a proj4 definition: derived here for the
  * WGS 84 / UTM zones, else give `proj4` (a proj4 string or PROJJSON, e.g. from chronozarr/map's
  * crsDefinition). Without one this throws UnsupportedError rather than misplace the layer.
+ * @param {TrueValueStore} store
+ * @param {{proj4?: string | object | null}} [options]
+ * @returns {ZarrLayerStoreOptions}
  */
 export function zarrLayerOptions(store, { proj4 = null } = {}) {
   const r = store.reader;
+  /** @type {ZarrLayerStoreOptions} */
   const opts = {
     store,
     variable: r.variable,

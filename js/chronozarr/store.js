@@ -11,7 +11,14 @@ import { loadLevels } from "./levels.js";
 import { DTYPES, V01_DEFAULT_SCALE, levelForResolution, parseArray, parseBands, parseRoot, pixelCentre, pixelOf } from "./metadata.js";
 import { anchorsFirst, cellVolatility, planPrefetch, pool } from "./prefetch.js";
 import { trimCopy, trueValues } from "./reconstruct.js";
+import { physical } from "./physical.js";
 import { isValid, validityOf } from "./validity.js";
+
+/**
+ * @import {Band, Cell, CellRequest, CrsInfo, DType, Encoding, Level, OpenOptions, PixelRef, PrefetchResult, Series, Stats,
+ *   StoredArray, Temporal, ValueAt, BandValue} from "./types.js"
+ * @import {LRUCache} from "./lru.js"
+ */
 
 const MiB = 1024 * 1024;
 
@@ -26,11 +33,30 @@ export const DEFAULTS = Object.freeze({
 
 /** One timestep of one cell: every band, trimmed to the array shape, in the stored dtype. */
 export class CellData {
+  /**
+   * @param {{t: number, level: number, row: number, col: number, y0: number, x0: number, height: number,
+   *   width: number, nBands: number, dtype: DType, data: StoredArray}} init
+   */
   constructor(init) {
-    Object.assign(this, init);
+    /** @type {number} */ this.t = init.t;
+    /** @type {number} */ this.level = init.level;
+    /** @type {number} */ this.row = init.row;
+    /** @type {number} */ this.col = init.col;
+    /** @type {number} */ this.y0 = init.y0;
+    /** @type {number} */ this.x0 = init.x0;
+    /** @type {number} */ this.height = init.height;
+    /** @type {number} */ this.width = init.width;
+    /** @type {number} */ this.nBands = init.nBands;
+    /** @type {DType} */ this.dtype = init.dtype;
+    /** (band, height, width), exact stored values, trimmed to the array. @type {StoredArray} */
+    this.data = init.data;
   }
 
-  /** Band `i` as a (height * width) view of `data`. */
+  /**
+   * Band `i` as a (height * width) view of `data`.
+   * @param {number} i
+   * @returns {StoredArray}
+   */
   band(i) {
     const n = this.height * this.width;
     return this.data.subarray(i * n, (i + 1) * n);
@@ -49,6 +75,10 @@ export class CellData {
  * deltaCache (the RequestInit.cache mode of delta chunk GETs, e.g. "no-store": a delta is read
  * once per session into rawCacheBytes, and a map that streams them can skip the browser's HTTP
  * cache, whose writes cost CPU per byte; default: the fetch default).
+ *
+ * @param {string | URL} url
+ * @param {OpenOptions} [options]
+ * @returns {Promise<ChronozarrStore>}
  */
 export async function openStore(url, options = {}) {
   const store = new ChronozarrStore(url, options);
@@ -74,45 +104,79 @@ async function readRoot(source, signal) {
 }
 
 export class ChronozarrStore {
+  /**
+   * Use openStore (this does not read anything).
+   * @param {string | URL} url
+   * @param {OpenOptions} [options]
+   */
   constructor(url, options = {}) {
     this.source = new HttpSource(url, {
       fetch: options.fetch,
       headers: options.headers,
       timeout: options.timeout ?? DEFAULTS.timeout,
     });
+    /** The store's URL, ending in "/". @type {string} */
     this.url = this.source.url;
+    /** @type {Stats} */
     this.stats = this.source.stats;
+    /** @internal */
     this._options = options;
+    /** @internal */
     this._concurrency = options.concurrency ?? DEFAULTS.concurrency;
+    /** @internal */
     this._v01Scale = options.v01Scale ?? V01_DEFAULT_SCALE;
+    /** @internal @type {{rows: number, cols: number, data: Float32Array} | null | undefined} */
     this._volatility = undefined;
   }
 
   // --- open (10.1, 10.2) --------------------------------------------------------------------------
 
+  /**
+   * @internal
+   * @param {AbortSignal} [signal]
+   */
   async _open(signal) {
     const doc = await readRoot(this.source, signal);
     const meta = parseRoot(doc, `${this.url}zarr.json`);
     if (meta.isV01) meta.bands = parseBands(doc.attributes.chronozarr.bands, true, this._v01Scale);
+    /** The root zarr.json as read. @type {Record<string, any>} */
     this.rootDocument = doc;
+    /** @internal */
     this.meta = meta;
+    /** @type {string} */
     this.specVersion = meta.specVersion;
+    /** @type {string} */
     this.variable = meta.variable;
+    /** @type {string[]} */
     this.times = meta.times;
+    /** @type {number[]} */
     this.timesMs = meta.timesMs;
+    /** @type {number} */
     this.nTime = meta.times.length;
+    /** @type {Band[]} */
     this.bands = meta.bands;
+    /** @type {string[]} */
     this.bandNames = meta.bands.map((b) => b.name);
+    /** @type {number} */
     this.nBands = meta.bands.length;
+    /** @type {number | null} */
     this.nodata = meta.nodata;
+    /** chronozarr.crs as stored (a string, or a PROJJSON object). @type {any} */
     this.crs = meta.crs;
-    this.crsInfo = meta.crsInfo; // {text, epsg, wkt2, projjson} (docs/spec.md C16)
+    /** The CRS as an EPSG code, or WKT2 and PROJJSON (docs/spec.md C16). @type {CrsInfo | null} */
+    this.crsInfo = meta.crsInfo;
+    /** @type {Temporal} */
     this.temporal = meta.temporal;
+    /** @type {Encoding} */
     this.encoding = meta.temporal.encoding;
+    /** @type {unknown} */
     this.provenance = meta.provenance;
+    /** @type {boolean} */
     this.hasMask = meta.maskVariable != null;
+    /** @type {boolean} */
     this.hasCoverage = meta.coverageVariable != null;
     const o = this._options;
+    /** @internal */
     this.chunks = new ChunkReader(this.source, meta, {
       cacheBytes: o.cacheBytes ?? DEFAULTS.cacheBytes,
       indexCacheBytes: o.indexCacheBytes ?? DEFAULTS.indexCacheBytes,
@@ -120,33 +184,54 @@ export class ChronozarrStore {
       makeDecoder: o.makeDecoder,
       deltaCache: o.deltaCache,
     });
+    /** Decoded anchors (every chunk of a `none` store, mask and coverage planes). @type {LRUCache} */
     this.chunkCache = this.chunks.chunkCache;
+    /** Decoded shard indices. @type {LRUCache} */
     this.indexCache = this.chunks.indexCache;
+    /** Compressed delta chunks. @type {LRUCache} */
     this.rawCache = this.chunks.rawCache;
+    /** @type {Level[]} */
     this.levels = await loadLevels(meta, (key, sig) => this.source.json(key, sig), signal);
     const first = this.levels[0];
+    /** @type {DType} */
     this.dtype = first.data.dtype;
+    /** @internal */
     this.TypedArray = DTYPES[this.dtype];
+    /** Cell size of level 0 (pixels per cell side). @type {number} */
     this.cs = first.cs;
+    /** @type {number[]} */
     this.resolutions = this.levels.map((l) => l.resolution);
+    /** @internal */
     this._volatilityDoc = meta.volatilityPath ? (meta.consolidated?.[meta.volatilityPath] ?? null) : null;
     return this;
   }
 
   // --- geometry -----------------------------------------------------------------------------------
 
-  /** Level index for an output ground sample distance (10.3). */
+  /**
+   * Level index for an output ground sample distance (10.3).
+   * @param {number} gsd store-CRS units per output pixel
+   * @returns {number}
+   */
   levelFor(gsd) {
     return levelForResolution(this.resolutions, gsd);
   }
 
+  /**
+   * @param {number} [k]
+   * @returns {Level}
+   */
   level(k = 0) {
     const L = this.levels[k];
     if (!L) throw new RangeError(`level ${k} does not exist (the store has levels 0..${this.levels.length - 1})`);
     return L;
   }
 
-  /** Pixel (row, col) at level k containing projected (x, y), or null outside the array. */
+  /**
+   * Pixel (row, col) at level k containing projected (x, y), or null outside the array.
+   * @param {{x: number, y: number, level?: number}} p
+   * @returns {Cell | null}
+   */
   pixelAt({ x, y, level = 0 }) {
     const L = this.level(level);
     const p = pixelOf(L.transform, x, y);
@@ -154,12 +239,20 @@ export class ChronozarrStore {
     return p;
   }
 
-  /** Projected centre of pixel (row, col) at level k. */
+  /**
+   * Projected centre of pixel (row, col) at level k.
+   * @param {{row: number, col: number, level?: number}} p
+   * @returns {{x: number, y: number}}
+   */
   pixelCentre({ row, col, level = 0 }) {
     return pixelCentre(this.level(level).transform, row, col);
   }
 
-  /** Projected bounds {x0, y0, x1, y1} of a level (north-up). */
+  /**
+   * Projected bounds {x0, y0, x1, y1} of a level (north-up).
+   * @param {number} [level]
+   * @returns {{x0: number, y0: number, x1: number, y1: number}}
+   */
   bounds(level = 0) {
     const L = this.level(level);
     const [a, , c, , e, f] = L.transform;
@@ -168,7 +261,11 @@ export class ChronozarrStore {
     return { x0: Math.min(...xs), x1: Math.max(...xs), y0: Math.min(...ys), y1: Math.max(...ys) };
   }
 
-  /** Cells of level k that intersect the pixel window [row0, row1) x [col0, col1). */
+  /**
+   * Cells of level k that intersect the pixel window [row0, row1) x [col0, col1).
+   * @param {{level?: number, row0: number, col0: number, row1: number, col1: number}} w
+   * @returns {Cell[]}
+   */
   cellsInWindow({ level = 0, row0, col0, row1, col1 }) {
     const L = this.level(level);
     const r0 = Math.max(0, Math.floor(row0 / L.cs));
@@ -180,7 +277,13 @@ export class ChronozarrStore {
     return cells;
   }
 
-  /** Size (height, width) and origin of cell (row, col), trimmed to the array (2.1). */
+  /**
+   * Size (height, width) and origin of cell (row, col), trimmed to the array (2.1).
+   * @param {number} level
+   * @param {number} row
+   * @param {number} col
+   * @returns {{y0: number, x0: number, height: number, width: number}}
+   */
   cellWindow(level, row, col) {
     const L = this.level(level);
     if (!Number.isInteger(row) || !Number.isInteger(col) || row < 0 || col < 0 || row >= L.grid[0] || col >= L.grid[1]) {
@@ -191,6 +294,10 @@ export class ChronozarrStore {
     return { y0, x0, height: Math.min(L.cs, L.height - y0), width: Math.min(L.cs, L.width - x0) };
   }
 
+  /**
+   * @internal
+   * @param {number} t
+   */
   _checkT(t) {
     if (!Number.isInteger(t) || t < 0 || t >= this.nTime) {
       throw new RangeError(`timestep ${t} is outside 0..${this.nTime - 1}`);
@@ -199,12 +306,12 @@ export class ChronozarrStore {
 
   // --- chunk access (10.4) ------------------------------------------------------------------------
 
-  /** Compressed bytes of an inner chunk (bench/js/bench.js times the decode alone with these). */
+  /** Compressed bytes of an inner chunk (bench/js/bench.js times the decode alone with these). @internal */
   _chunkBytes(array, coords, signal) {
     return this.chunks.chunkBytes(array, coords, signal);
   }
 
-  /** The decoder of an array (bench/js/bench.js). */
+  /** The decoder of an array (bench/js/bench.js). @internal */
   _decoder(array) {
     return this.chunks.decoder(array);
   }
@@ -212,6 +319,7 @@ export class ChronozarrStore {
   /**
    * The full decoded chunk(s) for timestep t of a cell: [chunk] or [anchor, delta] (10.4). With
    * `prefix` (elements from the chunk's start) a delta may be decoded only that far.
+   * @internal
    */
   async _chunksFor(L, t, row, col, signal, prefix) {
     const ref = this.temporal.reference(t);
@@ -226,8 +334,10 @@ export class ChronozarrStore {
    * The full (cs x cs, untrimmed) true chunk of timestep t of cell (row, col) at `level`: a
    * decoded anchor or none chunk is the cached instance (do not modify it), a reconstructed
    * delta is the caller's own. This is what a Zarr reader of true values expects (store-adapter.js).
+   * @param {CellRequest} req
+   * @returns {Promise<StoredArray>}
    */
-  async trueChunk({ t, level = 0, row, col, signal } = {}) {
+  async trueChunk({ t, level = 0, row, col, signal }) {
     this._checkT(t);
     const L = this.level(level);
     this.cellWindow(level, row, col);
@@ -244,11 +354,14 @@ export class ChronozarrStore {
    * `bands` (1..nBands, default all): only the first `bands` bands are read, so `nBands` and
    * `data` hold those. A chunk is C order, so they are a prefix of it, and a zstd delta is then
    * decoded only as far as they go (zstd-prefix.js): a map drawing one band of two decodes half.
+   * @param {CellRequest & {bands?: number}} req
+   * @returns {Promise<CellData>}
    */
-  async readCell({ t, level = 0, row, col, signal, bands } = {}) {
+  async readCell({ t, level = 0, row, col, signal, bands }) {
     this._checkT(t);
     const nb = bands ?? this.nBands;
-    if (!Number.isInteger(nb) || nb < 1 || nb > this.nBands) throw new RangeError(`bands must be an integer in 1..${this.nBands}, not ${bands}`);
+    if (!Number.isInteger(nb) || nb < 1 || nb > this.nBands)
+      throw new RangeError(`bands must be an integer in 1..${this.nBands}, not ${bands}`);
     const L = this.level(level);
     const win = this.cellWindow(level, row, col);
     const prefix = nb * L.cs * L.cs;
@@ -266,8 +379,11 @@ export class ChronozarrStore {
   /**
    * The mask or coverage plane ("mask" | "coverage") of timestep t of a cell, trimmed, as a
    * Uint8Array(height * width); null when the store has no such variable (10.7).
+   * @param {"mask" | "coverage"} variable
+   * @param {CellRequest} req
+   * @returns {Promise<Uint8Array | null>}
    */
-  async readPlane(variable, { t, level = 0, row, col, signal } = {}) {
+  async readPlane(variable, { t, level = 0, row, col, signal }) {
     this._checkT(t);
     const L = this.level(level);
     const arr = variable === "mask" ? L.mask : variable === "coverage" ? L.coverage : undefined;
@@ -282,14 +398,16 @@ export class ChronozarrStore {
    * Validity of every band and pixel of a cell (spec 2.3) as Uint8Array(nBands * h * w), 1 valid:
    * the mask when the store has one (never also nodata), else value != nodata, else all valid.
    * Pass `cell` (a CellData) to reuse values already read.
+   * @param {CellRequest & {cell?: CellData}} req
+   * @returns {Promise<Uint8Array>}
    */
-  async validity({ t, level = 0, row, col, signal, cell } = {}) {
+  async validity({ t, level = 0, row, col, signal, cell }) {
     const data = cell ?? (await this.readCell({ t, level, row, col, signal }));
     const mask = this.hasMask ? await this.readPlane("mask", { t, level, row, col, signal }) : null;
     return validityOf(data.data, mask, this.nodata, this.nBands, data.height * data.width);
   }
 
-  /** Stored values of every band at pixel (iy, ix) of a cell: TypedArray(nBands). */
+  /** Stored values of every band at pixel (iy, ix) of a cell: TypedArray(nBands). @internal */
   async _pixel(L, t, row, col, iy, ix, signal) {
     const chunks = await this._chunksFor(L, t, row, col, signal);
     const out = new this.TypedArray(this.nBands);
@@ -302,12 +420,17 @@ export class ChronozarrStore {
     return out;
   }
 
+  /** @internal */
   async _planeValue(arr, t, row, col, iy, ix, cs, signal) {
     if (!arr) return null;
     const chunk = await this.chunks.trueChunk(arr, [t, row, col], signal);
     return chunk[iy * cs + ix];
   }
 
+  /**
+   * @internal
+   * @param {PixelRef} p
+   */
   _locate({ x, y, row, col, level = 0 }) {
     const L = this.level(level);
     let p;
@@ -323,7 +446,7 @@ export class ChronozarrStore {
     return { L, ...p, cellRow: cr, cellCol: cc, iy: p.row - cr * L.cs, ix: p.col - cc * L.cs };
   }
 
-  /** Stored, mask and coverage values of one pixel at timestep t. */
+  /** Stored, mask and coverage values of one pixel at timestep t. @internal */
   _pixelValues(p, t, signal) {
     const { L } = p;
     return Promise.all([
@@ -333,6 +456,10 @@ export class ChronozarrStore {
     ]);
   }
 
+  /**
+   * @internal
+   * @returns {BandValue[]}
+   */
   _describe(stored, maskValue) {
     return this.bands.map((band, b) => {
       const value = stored[b];
@@ -344,7 +471,7 @@ export class ChronozarrStore {
         scale: band.scale,
         offset: band.offset,
         stored: value,
-        physical: valid ? value * band.scale + band.offset : null,
+        physical: valid ? physical(value, band) : null,
         valid,
       };
     });
@@ -353,8 +480,10 @@ export class ChronozarrStore {
   /**
    * The exact stored and physical value of every band at projected (x, y) (or pixel {row, col})
    * of timestep t (10.5, 10.7, 10.8), with validity, mask and coverage. null outside the array.
+   * @param {PixelRef & {t: number}} req
+   * @returns {Promise<ValueAt | null>}
    */
-  async valueAt({ x, y, row, col, t, level = 0, signal } = {}) {
+  async valueAt({ x, y, row, col, t, level = 0, signal }) {
     this._checkT(t);
     const p = this._locate({ x, y, row, col, level });
     if (!p) return null;
@@ -379,8 +508,10 @@ export class ChronozarrStore {
   /**
    * Every timestep at one pixel (projected {x, y} or pixel {row, col}): per band the stored values
    * (TypedArray), physical values (Float64Array, NaN where invalid) and validity (Uint8Array).
+   * @param {PixelRef & {onProgress?: (done: number, total: number) => void}} req
+   * @returns {Promise<Series | null>}
    */
-  async series({ x, y, row, col, level = 0, signal, onProgress } = {}) {
+  async series({ x, y, row, col, level = 0, signal, onProgress }) {
     const p = this._locate({ x, y, row, col, level });
     if (!p) return null;
     const { L } = p;
@@ -403,13 +534,13 @@ export class ChronozarrStore {
     );
     const bands = this.bands.map((band, b) => {
       const valid = new Uint8Array(nT);
-      const physical = new Float64Array(nT);
+      const values = new Float64Array(nT);
       for (let t = 0; t < nT; t++) {
         const v = stored[b][t];
         valid[t] = isValid(v, mask ? mask[t] : null, this.nodata) ? 1 : 0;
-        physical[t] = valid[t] ? v * band.scale + band.offset : NaN;
+        values[t] = valid[t] ? physical(v, band) : NaN;
       }
-      return { ...band, stored: stored[b], physical, valid };
+      return { ...band, stored: stored[b], physical: values, valid };
     });
     const centre = pixelCentre(L.transform, p.row, p.col);
     return { level, row: p.row, col: p.col, x: centre.x, y: centre.y, times: this.times, timesMs: this.timesMs, bands, mask, coverage };
@@ -418,6 +549,8 @@ export class ChronozarrStore {
   /**
    * The volatility array (spec 5) as {rows, cols, data: Float32Array}, or null when absent.
    * Read once per session.
+   * @param {{signal?: AbortSignal}} [o]
+   * @returns {Promise<{rows: number, cols: number, data: Float32Array} | null>}
    */
   async volatility({ signal } = {}) {
     if (this._volatility !== undefined) return this._volatility;
@@ -426,7 +559,7 @@ export class ChronozarrStore {
     const doc = this._volatilityDoc ?? (await this.source.json(`${path}/zarr.json`, signal, { required: false }));
     if (!doc) return (this._volatility = null);
     const arr = parseArray(doc, path, ["float32"]);
-    // Spec 5: shape (grid_rows_0, grid_cols_0); checked before the plane is allocated (0016).
+    // Spec 5: shape (grid_rows_0, grid_cols_0); checked before the plane is allocated (decision 0016).
     const grid = this.levels[0].grid;
     if (arr.shape.length !== 2 || arr.shape[0] !== grid[0] || arr.shape[1] !== grid[1]) {
       throw new CorruptStoreError(
@@ -447,10 +580,16 @@ export class ChronozarrStore {
     return (this._volatility = { rows, cols, data });
   }
 
-  /** Cells of a level ordered by volatility, most volatile first (level k takes the max of its level-0 cells). */
+  /**
+   * Cells of a level ordered by volatility, most volatile first (level k takes the max of its level-0 cells).
+   * @param {{level?: number, cells?: Cell[] | null, signal?: AbortSignal}} [o]
+   * @returns {Promise<Array<Cell & {volatility?: number}>>}
+   */
   async cellsByVolatility({ level = 0, cells = null, signal } = {}) {
     const L = this.level(level);
-    const list = cells ? cells.map((c) => ({ row: c.row, col: c.col })) : this.cellsInWindow({ level, row0: 0, col0: 0, row1: L.height, col1: L.width });
+    const list = cells
+      ? cells.map((c) => ({ row: c.row, col: c.col }))
+      : this.cellsInWindow({ level, row0: 0, col0: 0, row1: L.height, col1: L.width });
     const vol = await this.volatility({ signal });
     if (!vol) return list;
     return list.map((c) => ({ ...c, volatility: cellVolatility(vol, level, c) })).sort((a, b) => b.volatility - a.volatility);
@@ -461,6 +600,9 @@ export class ChronozarrStore {
    * the anchor cache, cells ordered by volatility), then, with deltas (default), the compressed
    * delta chunks into the raw cache. Under none every chunk is a true chunk and is decoded.
    * times: priority order (default all, in order). Returns {anchors, deltas, bytes, ms}.
+   * @param {{level?: number, cells?: Cell[] | null, times?: number[] | null, deltas?: boolean, signal?: AbortSignal,
+   *   concurrency?: number, onProgress?: (done: number, total: number, task: {kind: "anchor" | "delta", t: number, row: number, col: number}) => void}} [o]
+   * @returns {Promise<PrefetchResult>}
    */
   async prefetch({ level = 0, cells = null, times = null, deltas = true, signal, onProgress, concurrency } = {}) {
     const started = Date.now();
@@ -495,6 +637,8 @@ export class ChronozarrStore {
   /**
    * True when timestep t of these cells needs no request: its anchor (or true chunk) is decoded in
    * the cache and, for a delta, its compressed bytes are in the raw cache (after prefetch).
+   * @param {{level?: number, cells: Cell[], t: number}} o
+   * @returns {boolean}
    */
   isResident({ level = 0, cells, t }) {
     const { data } = this.level(level);
@@ -504,7 +648,11 @@ export class ChronozarrStore {
     );
   }
 
-  /** True when the anchor (or true chunk) timestep t of these cells needs is decoded in the cache. */
+  /**
+   * True when the anchor (or true chunk) timestep t of these cells needs is decoded in the cache.
+   * @param {{level?: number, cells: Cell[], t: number}} o
+   * @returns {boolean}
+   */
   isAnchorResident({ level = 0, cells, t }) {
     const { data } = this.level(level);
     const a = this.temporal.reference(t) ?? t;

@@ -1,4 +1,4 @@
-// The first bytes of a zstd frame's content without decoding the rest (spec 8; 0025, 0030).
+// The first bytes of a zstd frame's content without decoding the rest (spec 8; decisions 0025, 0030).
 //
 // A chunk of a data array is (1, n_band, cs, cs) in C order, so its first k bands are a prefix
 // of its bytes. A map that draws one band of two needs half of each chunk, and zstd decoding is

@@ -21,7 +21,10 @@ const CASES = manifest.stores
 
 describe("chronozarrStore under stock zarrita", () => {
   test("the fixture matrix offers what this test needs", () => {
-    assert.ok(CASES.some((n) => n.includes("star-delta") && n.includes("shard4")), CASES.join(", "));
+    assert.ok(
+      CASES.some((n) => n.includes("star-delta") && n.includes("shard4")),
+      CASES.join(", "),
+    );
     assert.ok(CASES.some((n) => byName[n].has_mask) && CASES.some((n) => !byName[n].has_mask));
   });
 
@@ -61,7 +64,10 @@ describe("chronozarrStore under stock zarrita", () => {
         const tarr = await zarr.open.v3(root.resolve(p), { kind: "array" });
         const { data } = await zarr.get(tarr);
         // The fixtures' times are first-of-month midnights: served as their dates.
-        assert.deepEqual(data, store.reader.times.map((s) => s.replace(/T00:00:00Z$/, "")));
+        assert.deepEqual(
+          data,
+          store.reader.times.map((s) => s.replace(/T00:00:00Z$/, "")),
+        );
         assert.match(data[0], /^\d{4}-\d{2}-\d{2}$/);
       }
       const band = await zarr.get(await zarr.open.v3(root.resolve("band"), { kind: "array" }));

@@ -5,38 +5,16 @@
 // CI=true, where a missing browser is a failure (scripts/apt-packages.txt installs it).
 
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { digestOfExpected } from "./digest-node.js";
 import { HERE, REPO, fixtures, loadExpected } from "./fixtures.js";
+import { CHROMIUM, CHROMIUM_ARGS, chromiumSkip } from "./chromium.js";
 import { startServer } from "./server.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-const available = existsSync(CHROMIUM);
-const ci = process.env.CI === "true";
-let skip = false;
-if (!available) {
-  skip = `${CHROMIUM} is not installed (apt-get install -y chromium); browser tests skipped`;
-  if (ci) {
-    test("Chromium is installed under CI", () => {
-      assert.fail(`CI=true but ${CHROMIUM} is missing: scripts/test.sh installs it from scripts/apt-packages.txt`);
-    });
-  } else {
-    console.log(`# SKIP browser tests: ${skip}`);
-  }
-}
+const skip = chromiumSkip("browser");
 
 describe("in headless Chromium", { skip, timeout: 170_000 }, () => {
   const { dir, manifest } = fixtures();
@@ -124,7 +102,7 @@ describe("in headless Chromium", { skip, timeout: 170_000 }, () => {
     assert.deepEqual(pageErrors, []);
   });
 
-  // The viewer (a MapLibre map since decision 0009) is tested in map.test.js: values on click
+  // The viewer (a MapLibre map, decision 0009) is tested in map.test.js: values on click
   // through every timestep, playback without chunk requests once prefetched, levels by zoom,
   // georegistration, seams, URL state and the error banners.
 });

@@ -6,22 +6,16 @@
 // Without /usr/bin/chromium these tests are skipped with the reason printed (a failure under CI=true).
 
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { digestOfExpected } from "./digest-node.js";
 import { HERE, cellOf, fixtures, loadExpected } from "./fixtures.js";
+import { CHROMIUM, CHROMIUM_ARGS, chromiumSkip } from "./chromium.js";
 import { startServer } from "./server.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-let skip = false;
-if (!existsSync(CHROMIUM)) {
-  skip = `${CHROMIUM} is not installed (apt-get install -y chromium); decode pool tests skipped`;
-  if (process.env.CI === "true") test("Chromium is installed under CI", () => assert.fail(`CI=true but ${CHROMIUM} is missing`));
-  else console.log(`# SKIP decode pool tests: ${skip}`);
-}
+const skip = chromiumSkip("decode pool");
 
 const { buildViewer } = await import("../tools/build-viewer.mjs");
 
@@ -104,7 +98,7 @@ describe("chunks decoded in a Worker pool", { skip, timeout: 170_000 }, () => {
     });
     writeFileSync(path.join(bundleDir, "index.html"), `<!doctype html><meta charset="utf-8"><script type="module" src="page.js"></script>`);
     server = await startServer({ mounts: { "/fixtures/": dir, "/pool/": bundleDir } });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
     page = await browser.newPage();
     page.on("pageerror", (err) => pageErrors.push(err.message));
     await page.goto(`${server.url}/pool/index.html`);

@@ -8,13 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import {
-  CorruptStoreError,
-  NotAChronozarrStoreError,
-  StoreNotFoundError,
-  UnsupportedError,
-  openStore,
-} from "../chronozarr/decoder.js";
+import { CorruptStoreError, NotAChronozarrStoreError, StoreNotFoundError, UnsupportedError, openStore } from "../chronozarr/decoder.js";
 import { parseArray, parseRoot } from "../chronozarr/metadata.js";
 import { fixtures } from "./fixtures.js";
 import { startServer } from "./server.js";
@@ -206,7 +200,13 @@ describe("metadata parser (I/O-free)", () => {
       fill_value: 0,
       codecs,
     });
-    const a = parseArray(doc([{ name: "bytes", configuration: { endian: "little" } }, { name: "gzip", configuration: { level: 5 } }]), "0/data");
+    const a = parseArray(
+      doc([
+        { name: "bytes", configuration: { endian: "little" } },
+        { name: "gzip", configuration: { level: 5 } },
+      ]),
+      "0/data",
+    );
     assert.equal(a.compressors[0].name, "gzip");
     assert.throws(() => parseArray(doc([{ name: "bytes" }, { name: "lzma" }]), "0/data"), { message: /unsupported codec "lzma"/ });
     assert.throws(() => parseArray(doc([{ name: "bytes" }], "float64"), "0/data"), { message: /unsupported data_type "float64"/ });

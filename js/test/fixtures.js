@@ -66,7 +66,15 @@ export function servedFixtures() {
   after(async () => {
     await running?.close();
   });
-  return { dir, manifest, server: { get url() { return running.url; } } };
+  return {
+    dir,
+    manifest,
+    server: {
+      get url() {
+        return running.url;
+      },
+    },
+  };
 }
 
 const TYPED = { uint8: Uint8Array, uint16: Uint16Array, int16: Int16Array, float32: Float32Array };

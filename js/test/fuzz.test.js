@@ -18,14 +18,18 @@ const skip = linux ? false : "the harness polls /proc for each child's RSS (Linu
 if (skip) console.log(`# skipped: ${skip}`);
 
 describe("fuzz slice", { skip }, () => {
-  test(`${N} mutated stores (seed 0): no untyped error, escape, wrong read, memory blow-up, hang or crash`, { timeout: 30 * 60_000 }, async () => {
-    const { summary } = await runFuzz({ n: N, seed: 0, timeout: 30_000 });
-    console.log(`# fuzz slice: ${JSON.stringify(summary.classes)} in ${summary.seconds} s`);
-    assert.equal(summary.stores, N);
-    assert.deepEqual(summary.bad, [], JSON.stringify(summary.bad, null, 1));
-    assert.ok(summary.classes.typed > 0, "mutations do bite");
-    assert.ok(summary.classes["ok-same"] > 0, "and unmutated content still reads as the baseline");
-  });
+  test(
+    `${N} mutated stores (seed 0): no untyped error, escape, wrong read, memory blow-up, hang or crash`,
+    { timeout: 30 * 60_000 },
+    async () => {
+      const { summary } = await runFuzz({ n: N, seed: 0, timeout: 30_000 });
+      console.log(`# fuzz slice: ${JSON.stringify(summary.classes)} in ${summary.seconds} s`);
+      assert.equal(summary.stores, N);
+      assert.deepEqual(summary.bad, [], JSON.stringify(summary.bad, null, 1));
+      assert.ok(summary.classes.typed > 0, "mutations do bite");
+      assert.ok(summary.classes["ok-same"] > 0, "and unmutated content still reads as the baseline");
+    },
+  );
 
   // The harness itself: a canary reader that misbehaves on mutated stores must land in each bad
   // class, else a clean slice above would prove nothing.

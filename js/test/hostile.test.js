@@ -113,23 +113,61 @@ async function outcome(files) {
   return { error, fetch };
 }
 
-const HOSTILE = ["..", "../secret", "../secret/0", "0/../../secret/0", "/etc", "file:///etc", "http://127.0.0.1:9/x", "s3://b/x", "C:\\secret", "%2e%2e", "%2E%2E/x", ".", "", "a\u0000b", "a\\..\\b", "0/", "x".repeat(5000), "a?b", "a#b"];
+const HOSTILE = [
+  "..",
+  "../secret",
+  "../secret/0",
+  "0/../../secret/0",
+  "/etc",
+  "file:///etc",
+  "http://127.0.0.1:9/x",
+  "s3://b/x",
+  "C:\\secret",
+  "%2e%2e",
+  "%2E%2E/x",
+  ".",
+  "",
+  "a\u0000b",
+  "a\\..\\b",
+  "0/",
+  "x".repeat(5000),
+  "a?b",
+  "a#b",
+];
 
 describe("names (names.js, the rule of chronozarr/names.py)", () => {
   test("hostile names are refused and safe ones accepted", () => {
     for (const name of HOSTILE) assert.notEqual(nameProblem(name), null, JSON.stringify(name.slice(0, 40)));
     for (const name of [null, 5, ["0"], { a: 1 }, true]) assert.match(nameProblem(name), /expected a string/);
     for (const name of ["0", "data", "levels/0", "mask_v2", "a-b.c", "0/data"]) assert.equal(nameProblem(name), null, name);
-    assert.throws(() => checkName("../x", "chronozarr.variable"), (err) => {
-      assert.ok(err instanceof CorruptStoreError);
-      assert.match(err.message, /^chronozarr\.variable: "\.\.\/x" is not a safe store name/);
-      return true;
-    });
+    assert.throws(
+      () => checkName("../x", "chronozarr.variable"),
+      (err) => {
+        assert.ok(err instanceof CorruptStoreError);
+        assert.match(err.message, /^chronozarr\.variable: "\.\.\/x" is not a safe store name/);
+        return true;
+      },
+    );
   });
 
   test("joinUrl never leaves the base, whatever the key", () => {
     assert.equal(joinUrl(BASE, "0/data/c/0/0/0/0", "?v=1"), `${BASE}0/data/c/0/0/0/0?v=1`);
-    for (const key of ["../x", "a/../../x", "%2e%2e/x", "a/%2E%2E/%2e%2e/x", "/x", "http://evil.test/x", "//evil.test/x", "\\x", "a\\..\\..\\x", "a\nb", "", "x?y", "./x", 5]) {
+    for (const key of [
+      "../x",
+      "a/../../x",
+      "%2e%2e/x",
+      "a/%2E%2E/%2e%2e/x",
+      "/x",
+      "http://evil.test/x",
+      "//evil.test/x",
+      "\\x",
+      "a\\..\\..\\x",
+      "a\nb",
+      "",
+      "x?y",
+      "./x",
+      5,
+    ]) {
       assert.throws(() => joinUrl(BASE, key), CorruptStoreError, JSON.stringify(key));
     }
   });
@@ -367,7 +405,9 @@ describe("metadata documents and sizes are bounded before use", () => {
   test("a root document without Content-Length is cut at 64 MiB while it is read", async () => {
     let pulled = 0;
     const fetch = async () =>
-      new Response(new ReadableStream({ pull: (c) => (pulled++ < 1000 ? c.enqueue(new Uint8Array(1 << 20).fill(32)) : c.close()) }), { status: 200 });
+      new Response(new ReadableStream({ pull: (c) => (pulled++ < 1000 ? c.enqueue(new Uint8Array(1 << 20).fill(32)) : c.close()) }), {
+        status: 200,
+      });
     await assert.rejects(openStore(BASE, { fetch }), /longer than the 67108864 bytes/);
     assert.ok(pulled < 80, `pulled ${pulled} MiB`);
   });
@@ -406,18 +446,26 @@ const TYPED = [
   ["shape with a string", ZSTD, (r, a) => (a.shape[2] = "40")],
   ["chunk_shape 0", ZSTD, (r, a) => (a.chunk_grid.configuration.chunk_shape[2] = 0)],
   ["chunk_shape a string", ZSTD, (r, a) => (a.chunk_grid.configuration.chunk_shape[3] = "64")],
-  ["chunk_shape absurd (10^6 x 10^6)", ZSTD, (r, a) => {
-    a.shape[2] = a.shape[3] = 10 ** 6;
-    a.chunk_grid.configuration.chunk_shape[2] = a.chunk_grid.configuration.chunk_shape[3] = 10 ** 6;
-  }],
+  [
+    "chunk_shape absurd (10^6 x 10^6)",
+    ZSTD,
+    (r, a) => {
+      a.shape[2] = a.shape[3] = 10 ** 6;
+      a.chunk_grid.configuration.chunk_shape[2] = a.chunk_grid.configuration.chunk_shape[3] = 10 ** 6;
+    },
+  ],
   ["chunk_grid configuration a string", ZSTD, (r, a) => (a.chunk_grid.configuration = "x")],
   ["inner chunk_shape a string", SHARDED, (r, a) => (a.codecs[0].configuration.chunk_shape[2] = "32")],
   ["sharding configuration a number", SHARDED, (r, a) => (a.codecs[0].configuration = 5)],
   ["index_location a list", SHARDED, (r, a) => (a.codecs[0].configuration.index_location = [])],
-  ["10^9 inner chunks per shard", SHARDED, (r, a) => {
-    a.chunk_grid.configuration.chunk_shape[0] = 10 ** 9;
-    a.codecs[0].configuration.chunk_shape[0] = 1;
-  }],
+  [
+    "10^9 inner chunks per shard",
+    SHARDED,
+    (r, a) => {
+      a.chunk_grid.configuration.chunk_shape[0] = 10 ** 9;
+      a.codecs[0].configuration.chunk_shape[0] = 1;
+    },
+  ],
   ["bytes endian a number", ZSTD, (r, a) => (a.codecs[0].configuration = { endian: 5 })],
   ["times empty", ZSTD, (r) => (r.attributes.chronozarr.times = [])],
   ["nodata 1e999", ZSTD, (r) => (r.attributes.chronozarr.nodata = "@1e999@")],
@@ -428,29 +476,45 @@ const TYPED = [
   ["anchor_interval a string", SHARDED, (r) => (r.attributes.chronozarr.temporal.anchor_interval = "2")],
   ["anchor_indices out of range", SHARDED, (r) => (r.attributes.chronozarr.temporal.anchor_indices = [0, 10 ** 12])],
   ["delta_reference an inherited name", SHARDED, (r) => (r.attributes.chronozarr.temporal.delta_reference = { constructor: 0 })],
-  ["shard_bytes lengths as strings", SHARDED, (r) => {
-    const sb = r.attributes.chronozarr.shard_bytes;
-    for (const lvl of Object.values(sb)) for (const k of Object.keys(lvl)) lvl[k] = "12";
-  }],
-  ["shard_bytes lengths 2^64", SHARDED, (r) => {
-    const sb = r.attributes.chronozarr.shard_bytes;
-    for (const lvl of Object.values(sb)) for (const k of Object.keys(lvl)) lvl[k] = 2 ** 64;
-  }],
+  [
+    "shard_bytes lengths as strings",
+    SHARDED,
+    (r) => {
+      const sb = r.attributes.chronozarr.shard_bytes;
+      for (const lvl of Object.values(sb)) for (const k of Object.keys(lvl)) lvl[k] = "12";
+    },
+  ],
+  [
+    "shard_bytes lengths 2^64",
+    SHARDED,
+    (r) => {
+      const sb = r.attributes.chronozarr.shard_bytes;
+      for (const lvl of Object.values(sb)) for (const k of Object.keys(lvl)) lvl[k] = 2 ** 64;
+    },
+  ],
   ["levels mirror shape 10^12", ZSTD, (r) => (r.attributes.chronozarr.levels[0].shape[2] = 10 ** 12)],
   ["levels mirror grid a string", ZSTD, (r) => (r.attributes.chronozarr.levels[0].grid[0] = "2")],
   ["levels mirror transform with a string", ZSTD, (r) => (r.attributes.chronozarr.levels[0].transform[0] = "10")],
   ["level paths not distinct", ZSTD, (r) => (r.attributes.chronozarr.levels[1].path = r.attributes.chronozarr.levels[0].path)],
   ["level path 'constructor' (an inherited property of {})", ZSTD, (r) => (r.attributes.chronozarr.levels[0].path = "constructor")],
-  ["mask of another chunking", SHARDED, (r) => {
-    const m = r.consolidated_metadata.metadata["0/coverage"];
-    m.chunk_grid.configuration.chunk_shape = [1, 8, 8];
-    m.codecs = [{ name: "bytes", configuration: { endian: "little" } }];
-  }],
-  ["volatility of the wrong shape", ZSTD, (r) => {
-    const v = r.consolidated_metadata.metadata[r.attributes.chronozarr.volatility_path];
-    v.shape = [1, 1];
-    v.chunk_grid.configuration.chunk_shape = [1, 1];
-  }],
+  [
+    "mask of another chunking",
+    SHARDED,
+    (r) => {
+      const m = r.consolidated_metadata.metadata["0/coverage"];
+      m.chunk_grid.configuration.chunk_shape = [1, 8, 8];
+      m.codecs = [{ name: "bytes", configuration: { endian: "little" } }];
+    },
+  ],
+  [
+    "volatility of the wrong shape",
+    ZSTD,
+    (r) => {
+      const v = r.consolidated_metadata.metadata[r.attributes.chronozarr.volatility_path];
+      v.shape = [1, 1];
+      v.chunk_grid.configuration.chunk_shape = [1, 1];
+    },
+  ],
 ];
 
 describe("wrong types and values in the metadata are typed errors naming the key", () => {

@@ -63,9 +63,15 @@ test("CRS resolution: code forms, WKT2, array attributes, and a typed error", ()
   assert.equal(epsgDefinition("urn:ogc:def:crs:EPSG::32631"), EPSG[32631]);
   assert.equal(epsgDefinition("http://www.opengis.net/def/crs/EPSG/0/3035"), EPSG[3035]);
   assert.equal(epsgDefinition("EPSG:2193"), null); // not in the table
-  const store = (crs, attrs = {}) => ({ crs, variable: "data", levels: [{ path: "0" }], meta: { consolidated: { "0/data": { attributes: attrs } } } });
+  const store = (crs, attrs = {}) => ({
+    crs,
+    variable: "data",
+    levels: [{ path: "0" }],
+    meta: { consolidated: { "0/data": { attributes: attrs } } },
+  });
   assert.deepEqual(crsDefinition(store("EPSG:32631")), { definition: EPSG[32631], source: "chronozarr.crs" });
-  const wkt = 'PROJCRS["x",BASEGEOGCRS["WGS 84",DATUM["World Geodetic System 1984",ELLIPSOID["WGS 84",6378137,298.257223563]]],CONVERSION["UTM zone 31N",METHOD["Transverse Mercator"],PARAMETER["Latitude of natural origin",0,ANGLEUNIT["degree",0.0174532925199433]],PARAMETER["Longitude of natural origin",3,ANGLEUNIT["degree",0.0174532925199433]],PARAMETER["Scale factor at natural origin",0.9996,SCALEUNIT["unity",1]],PARAMETER["False easting",500000,LENGTHUNIT["metre",1]],PARAMETER["False northing",0,LENGTHUNIT["metre",1]]],CS[Cartesian,2],AXIS["easting",east],AXIS["northing",north],LENGTHUNIT["metre",1]]';
+  const wkt =
+    'PROJCRS["x",BASEGEOGCRS["WGS 84",DATUM["World Geodetic System 1984",ELLIPSOID["WGS 84",6378137,298.257223563]]],CONVERSION["UTM zone 31N",METHOD["Transverse Mercator"],PARAMETER["Latitude of natural origin",0,ANGLEUNIT["degree",0.0174532925199433]],PARAMETER["Longitude of natural origin",3,ANGLEUNIT["degree",0.0174532925199433]],PARAMETER["Scale factor at natural origin",0.9996,SCALEUNIT["unity",1]],PARAMETER["False easting",500000,LENGTHUNIT["metre",1]],PARAMETER["False northing",0,LENGTHUNIT["metre",1]]],CS[Cartesian,2],AXIS["easting",east],AXIS["northing",north],LENGTHUNIT["metre",1]]';
   assert.equal(crsDefinition(store(wkt)).definition, wkt);
   // A code outside the table falls back to the array's WKT (spec 3.3 attributes).
   const r = crsDefinition(store("EPSG:2193", { _CRS: { url: "x", wkt } }));
@@ -74,10 +80,21 @@ test("CRS resolution: code forms, WKT2, array attributes, and a typed error", ()
   const a = storeProjection(store(wkt)).forward([600000, 5000000]);
   const b = storeProjection(store("EPSG:32631")).forward([600000, 5000000]);
   assert.ok(Math.abs(a[0] - b[0]) < 1e-9 && Math.abs(a[1] - b[1]) < 1e-9, `${a} vs ${b}`);
-  assert.throws(() => crsDefinition(store("EPSG:2193")), (e) => e instanceof UnsupportedError && /EPSG:2193/.test(e.message));
-  assert.throws(() => crsDefinition(store(null)), (e) => e instanceof UnsupportedError && /no CRS/.test(e.message));
+  assert.throws(
+    () => crsDefinition(store("EPSG:2193")),
+    (e) => e instanceof UnsupportedError && /EPSG:2193/.test(e.message),
+  );
+  assert.throws(
+    () => crsDefinition(store(null)),
+    (e) => e instanceof UnsupportedError && /no CRS/.test(e.message),
+  );
   // Mercator helpers invert each other.
-  for (const [lon, lat] of [[0, 0], [4.3, 45.1], [-179.9, -84], [120, 60]]) {
+  for (const [lon, lat] of [
+    [0, 0],
+    [4.3, 45.1],
+    [-179.9, -84],
+    [120, 60],
+  ]) {
     const [x, y] = lonLatOfMercator(...mercatorOf(lon, lat));
     assert.ok(Math.abs(x - lon) < 1e-9 && Math.abs(y - lat) < 1e-9);
   }
@@ -88,7 +105,10 @@ test("band math: NDVI, precedence, functions, names, and errors naming the probl
   assert.deepEqual(ndvi.bands, [3, 2]);
   const f = toFunction(ndvi.tree);
   assert.equal(f([0, 0, 0.1, 0.5]), (0.5 - 0.1) / (0.5 + 0.1));
-  assert.equal(toGlsl(ndvi.tree, (b) => `p${b}`), "((p3 - p2) / (p3 + p2))");
+  assert.equal(
+    toGlsl(ndvi.tree, (b) => `p${b}`),
+    "((p3 - p2) / (p3 + p2))",
+  );
   const g = (text, p) => toFunction(parseExpression(text, BANDS).tree)(p);
   const p = [0.1, 0.2, 0.3, 0.4];
   assert.equal(g("red + nir * 2", p), 0.3 + 0.4 * 2);
@@ -108,26 +128,94 @@ test("band math: NDVI, precedence, functions, names, and errors naming the probl
     ["max(red)", /takes 2 argument/],
     ["red red", /unexpected "red"/],
   ]) {
-    assert.throws(() => parseExpression(bad, BANDS), (e) => e instanceof ExpressionError && msg.test(e.message), bad);
+    assert.throws(
+      () => parseExpression(bad, BANDS),
+      (e) => e instanceof ExpressionError && msg.test(e.message),
+      bad,
+    );
   }
 });
 
 test("colour-bar ticks are nice steps inside the range", () => {
   assert.deepEqual(ticks(0, 1, 5), [0, 0.2, 0.4, 0.6, 0.8, 1]);
-  for (const [lo, hi] of [[0, 1], [-0.2, 0.9], [0.0123, 0.1327], [100, 4500], [-3, -1]]) {
+  for (const [lo, hi] of [
+    [0, 1],
+    [-0.2, 0.9],
+    [0.0123, 0.1327],
+    [100, 4500],
+    [-3, -1],
+  ]) {
     const t = ticks(lo, hi, 5);
     assert.ok(t.length >= 2 && t.length <= 11, `${lo}..${hi}: ${t}`);
     for (const v of t) assert.ok(v >= lo - 1e-12 && v <= hi + 1e-12, `${v} outside ${lo}..${hi}`);
     const steps = t.slice(1).map((v, i) => v - t[i]);
     for (const s of steps) assert.ok(Math.abs(s - steps[0]) < 1e-9 * Math.abs(steps[0]) + 1e-12, "even steps");
     const m = steps[0] / 10 ** Math.floor(Math.log10(steps[0]));
-    assert.ok([1, 2, 5].some((k) => Math.abs(m - k) < 1e-9), `step ${steps[0]} is 1, 2 or 5 x 10^k`);
+    assert.ok(
+      [1, 2, 5].some((k) => Math.abs(m - k) < 1e-9),
+      `step ${steps[0]} is 1, 2 or 5 x 10^k`,
+    );
   }
 });
 
-test("decode-ahead: after a frame the layer reads the next timestep in the direction of travel, and a frame takes that read", async () => {
-  const { ChronozarrLayer } = await import("../chronozarr/map/layer.js");
+test("decode-ahead: after a frame the reader reads the next timesteps in the direction of travel, and a frame takes that read", async () => {
+  const { FrameReader } = await import("../chronozarr/map/frames.js");
   const reads = [];
+  const store = {
+    nTime: 6,
+    hasMask: false,
+    readCell: async ({ t, row, col }) => {
+      reads.push(t);
+      return { t, row, col, data: new Uint16Array([t]) };
+    },
+  };
+  const frames = new FrameReader(store, { aheadSteps: 1, frameCacheBytes: 0 });
+  const cells = [{ row: 0, col: 0 }];
+  const settle = () => new Promise((r) => setTimeout(r, 0));
+  frames.readAhead(0, cells, 2, undefined, 1); // no previous frame: nothing to infer a direction from
+  frames.readAhead(0, cells, 3, 2, 1); // 2 -> 3: forward, reads 4
+  await settle();
+  assert.deepEqual(reads, [4]);
+  const got = await frames.read(0, 4, cells[0], 1);
+  assert.equal(got.data.data[0], 4);
+  assert.deepEqual(reads, [4], "the frame for t=4 used the read-ahead, no second read");
+  frames.readAhead(0, cells, 5, 0, 1); // 0 -> 5 wraps backwards: reads 4 again (taken above), not 0
+  await settle();
+  assert.deepEqual(reads, [4, 4]);
+  // The default reads 5 timesteps ahead (overlapping fetches when deltas are not resident),
+  // wrapping around the series in the direction of travel, each once.
+  reads.length = 0;
+  const deep = new FrameReader(store, { frameCacheBytes: 0 });
+  assert.equal(deep.aheadSteps, 5);
+  const three = new FrameReader(store, { aheadSteps: 3, frameCacheBytes: 0 });
+  three.readAhead(0, cells, 5, 4, 1); // forward from 5: 0, 1, 2
+  three.readAhead(0, cells, 5, 4, 1);
+  await settle();
+  assert.deepEqual(reads, [0, 1, 2]);
+  three.readAhead(0, cells, 0, 1, 1); // backwards from 0: 5, 4, 3
+  await settle();
+  assert.deepEqual(reads, [0, 1, 2, 5, 4, 3]);
+  // Never more than the series minus the timestep shown: 6 timesteps, 5 ahead reads the 5 others.
+  reads.length = 0;
+  deep.readAhead(0, cells, 3, 2, 1);
+  await settle();
+  assert.deepEqual(reads, [4, 5, 0, 1, 2]);
+  // The frame cache (default budget): a decoded cell-timestep is read once, however often a
+  // frame or a read-ahead asks for it again; over budget, the least recently used goes.
+  reads.length = 0;
+  const kept = new FrameReader(store);
+  await kept.read(0, 1, cells[0], 1);
+  await kept.read(0, 1, cells[0], 1);
+  kept.readAhead(0, cells, 0, 0, 1); // same t: no direction, nothing read
+  await settle();
+  assert.deepEqual(reads, [1]);
+  const small = new FrameReader(store, { frameCacheBytes: 4 }); // two 1-value uint16 frames
+  for (const t of [1, 2, 3, 1]) await small.read(0, t, cells[0], 1);
+  assert.deepEqual(reads, [1, 1, 2, 3, 1], "t=1 was evicted by 2 and 3");
+});
+
+test("the layer hands its options to the reader: readAhead, aheadSteps, frameCacheBytes", async () => {
+  const { ChronozarrLayer } = await import("../chronozarr/map/layer.js");
   const store = {
     crs: "EPSG:32631",
     levels: [{ path: "0" }],
@@ -136,68 +224,24 @@ test("decode-ahead: after a frame the layer reads the next timestep in the direc
     bands: [{ name: "B04", common_name: "red", scale: 1, offset: 0 }],
     hasMask: false,
     bounds: () => ({ x0: 500000, x1: 510000, y0: 4640000, y1: 4650000 }),
-    readCell: async ({ t, row, col }) => {
-      reads.push(t);
-      return { t, row, col, data: new Uint16Array([t]) };
-    },
   };
-  const layer = new ChronozarrLayer(store, { mode: "band", band: 0, aheadSteps: 1, frameCacheBytes: 0 });
-  const cells = [{ row: 0, col: 0 }];
-  const settle = () => new Promise((r) => setTimeout(r, 0));
-  layer._readAhead(0, cells, 2); // no previous frame: nothing to infer a direction from
-  layer._lastT = 2;
-  layer._readAhead(0, cells, 3); // 2 -> 3: forward, reads 4
-  await settle();
-  assert.deepEqual(reads, [4]);
-  const got = await layer._cellData(0, 4, cells[0]);
-  assert.equal(got.data.data[0], 4);
-  assert.deepEqual(reads, [4], "the frame for t=4 used the read-ahead, no second read");
-  layer._lastT = 0;
-  layer._readAhead(0, cells, 5); // 0 -> 5 wraps backwards: reads 4 again (taken above), not 0
-  await settle();
-  assert.deepEqual(reads, [4, 4]);
   assert.equal(new ChronozarrLayer(store, { mode: "band", band: 0, readAhead: false }).readAhead, false);
-  // The default reads 5 timesteps ahead (overlapping fetches when deltas are not resident),
-  // wrapping around the series in the direction of travel, each once.
-  reads.length = 0;
-  const deep = new ChronozarrLayer(store, { mode: "band", band: 0, frameCacheBytes: 0 });
-  assert.equal(deep.aheadSteps, 5);
-  const three = new ChronozarrLayer(store, { mode: "band", band: 0, aheadSteps: 3, frameCacheBytes: 0 });
-  three._lastT = 4;
-  three._readAhead(0, cells, 5); // forward from 5: 0, 1, 2
-  three._readAhead(0, cells, 5);
-  await settle();
-  assert.deepEqual(reads, [0, 1, 2]);
-  three._lastT = 1;
-  three._readAhead(0, cells, 0); // backwards from 0: 5, 4, 3
-  await settle();
-  assert.deepEqual(reads, [0, 1, 2, 5, 4, 3]);
-  // Never more than the series minus the timestep shown: 6 timesteps, 5 ahead reads the 5 others.
-  reads.length = 0;
-  deep._lastT = 2;
-  deep._readAhead(0, cells, 3);
-  await settle();
-  assert.deepEqual(reads, [4, 5, 0, 1, 2]);
-  // The frame cache (default budget): a decoded cell-timestep is read once, however often a
-  // frame or a read-ahead asks for it again; over budget, the least recently used goes.
-  reads.length = 0;
-  const kept = new ChronozarrLayer(store, { mode: "band", band: 0 });
-  await kept._cellData(0, 1, cells[0]);
-  await kept._cellData(0, 1, cells[0]);
-  kept._lastT = 0;
-  kept._readAhead(0, cells, 0); // same t: no direction, nothing read
-  await settle();
-  assert.deepEqual(reads, [1]);
-  const small = new ChronozarrLayer(store, { mode: "band", band: 0, frameCacheBytes: 4 }); // two 1-value uint16 frames
-  for (const t of [1, 2, 3, 1]) await small._cellData(0, t, cells[0]);
-  assert.deepEqual(reads, [1, 1, 2, 3, 1], "t=1 was evicted by 2 and 3");
+  const layer = new ChronozarrLayer(store, { mode: "band", band: 0, aheadSteps: 3, frameCacheBytes: 1234 });
+  assert.equal(layer.aheadSteps, 3);
+  assert.equal(layer.frameCache.maxBytes, 1234);
+  assert.equal(new ChronozarrLayer(store, {}).aheadSteps, 5);
 });
 
 test("value table: every stored value's colour is the per-fragment path's (validity, scale, band math, stretch, colour map, opacity)", async () => {
   const { buildValueLut, VALUE_LUT_DTYPES } = await import("../chronozarr/map/value-lut.js");
   const { COLORMAPS } = await import("../chronozarr/map/colormaps.js");
   const cmap = COLORMAPS.viridis.lut;
-  for (const [dtype, nodata, hasMask] of [["uint16", 0, false], ["int16", -9999, false], ["uint8", 255, true], ["uint16", null, false]]) {
+  for (const [dtype, nodata, hasMask] of [
+    ["uint16", 0, false],
+    ["int16", -9999, false],
+    ["uint8", 255, true],
+    ["uint16", null, false],
+  ]) {
     const scale = 0.0001;
     const offset = -0.1;
     const fn = (v) => (v > 0.5 ? Math.sqrt(v) : v * 2); // a formula of one band
@@ -225,8 +269,13 @@ test("value table: every stored value's colour is the per-fragment path's (valid
       assert.equal(got[3], alpha, `${dtype} ${raw}: alpha`);
       if (want.some((w, c) => Math.abs(w - got[c]) > 0)) {
         differ++;
-        const near = [e - 4, e + 4].filter((x) => x >= 0 && x < 1024).map((x) => [0, 1, 2].map((c) => Math.round((cmap[x + c] * alpha) / 255)));
-        assert.ok(near.some((n) => n.every((w, c) => w === got[c])), `${dtype} ${raw}: ${got} vs ${want}`);
+        const near = [e - 4, e + 4]
+          .filter((x) => x >= 0 && x < 1024)
+          .map((x) => [0, 1, 2].map((c) => Math.round((cmap[x + c] * alpha) / 255)));
+        assert.ok(
+          near.some((n) => n.every((w, c) => w === got[c])),
+          `${dtype} ${raw}: ${got} vs ${want}`,
+        );
       }
     }
     assert.ok(differ < size / 1000, `${dtype}: ${differ} values one colour-map entry off`);
@@ -240,7 +289,8 @@ test("value table: every stored value's colour is the per-fragment path's (valid
 });
 
 test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata and masked pixels left out", async () => {
-  const { ChronozarrLayer } = await import("../chronozarr/map/layer.js");
+  const { autoStretch } = await import("../chronozarr/map/stretch.js");
+  const { resolveDisplay } = await import("../chronozarr/map/display.js");
   const store = {
     crs: "EPSG:32631",
     levels: [{ path: "0" }],
@@ -256,7 +306,7 @@ test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata
   };
   // Deterministic pseudo-random cells (LCG), some nodata; one cell with a mask that hides half.
   let seed = 12345;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const cell = (h, w, withMask) => {
     const n = h * w;
     const data = new Uint16Array(2 * n).map(() => (rand() < 0.05 ? 0 : 1 + Math.floor(rand() * 9000)));
@@ -264,7 +314,7 @@ test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata
     return { data: { height: h, width: w, data }, mask };
   };
   const datas = [cell(37, 41, false), cell(50, 30, true)];
-  const layer = new ChronozarrLayer(store, { mode: "band", band: 1 });
+  const { spec } = resolveDisplay(store, { mode: "band", band: 1 });
   // The rule restated (not the layer's code): every pixel when a cell has at most 20000, band 1,
   // leaving out nodata (no mask) and mask != 1; nearest rank at p * (n - 1).
   const want = [];
@@ -278,8 +328,47 @@ test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata
   }
   want.sort((a, b) => a - b);
   const at = (p) => want[Math.round(p * (want.length - 1))];
-  assert.deepEqual(layer._autoStretch(datas), { min: at(0.02), max: at(0.98) });
+  assert.deepEqual(autoStretch(store, spec, datas), { min: at(0.02), max: at(0.98) });
   const flat = [{ data: { height: 2, width: 2, data: new Uint16Array([5, 5, 5, 5, 7, 7, 7, 7]) }, mask: null }];
-  const s = layer._autoStretch(flat);
+  const s = autoStretch(store, spec, flat);
   assert.ok(s.max > s.min && s.min === 7 * 0.0001 - 0.1, `a constant frame still gets a range: ${JSON.stringify(s)}`);
+});
+
+test("pixel helpers round-trip: pixelAt(lngLatOf(pixel)) is the pixel, for [lng, lat] pairs and MapLibre's {lng, lat}", async () => {
+  const { ChronozarrLayer } = await import("../chronozarr/map/layer.js");
+  const { pixelOf } = await import("../chronozarr/metadata.js");
+  // A UTM 31N store of 700 x 900 pixels of 10 m, cells of 256 (as the Python writer lays it out).
+  const L = { path: "0", transform: [10, 0, 500000, 0, -10, 4650000], height: 700, width: 900, cs: 256, grid: [3, 4] };
+  const store = {
+    crs: "EPSG:32631",
+    levels: [L],
+    nTime: 1,
+    nBands: 1,
+    bands: [{ name: "B04", scale: 1, offset: 0 }],
+    hasMask: false,
+    bounds: () => ({ x0: 500000, x1: 509000, y0: 4643000, y1: 4650000 }),
+    pixelAt: ({ x, y }) => {
+      const p = pixelOf(L.transform, x, y);
+      return p.row >= 0 && p.col >= 0 && p.row < L.height && p.col < L.width ? p : null;
+    },
+  };
+  const layer = new ChronozarrLayer(store, { mode: "band", band: 0 });
+  let seed = 7;
+  const rand = (n) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+  const pixels = [
+    { row: 0, col: 0 },
+    { row: L.height - 1, col: L.width - 1 },
+    { row: 255, col: 256 },
+    ...Array.from({ length: 200 }, () => ({ row: rand(L.height), col: rand(L.width) })),
+  ];
+  for (const p of pixels) {
+    const ll = layer.lngLatOf(p);
+    assert.ok(Array.isArray(ll) && ll.length === 2, "lngLatOf gives [lng, lat]");
+    assert.deepEqual(layer.pixelAt(ll), p, `pixel ${p.row}, ${p.col} via [lng, lat]`);
+    assert.deepEqual(layer.pixelAt({ lng: ll[0], lat: ll[1] }), p, `pixel ${p.row}, ${p.col} via {lng, lat}`);
+  }
+  // Outside the store: null, whichever shape.
+  const [[w, s]] = layer.lngLatBounds();
+  assert.equal(layer.pixelAt([w - 0.01, s - 0.01]), null);
+  assert.equal(layer.pixelAt({ lng: w - 0.01, lat: s - 0.01 }), null);
 });

@@ -16,16 +16,10 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { buildViewer } from "../tools/build-viewer.mjs";
 import { HERE, REPO, fixtures, loadExpected, python } from "./fixtures.js";
+import { CHROMIUM, CHROMIUM_ARGS, chromiumSkip } from "./chromium.js";
 import { startServer } from "./server.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-let skip = false;
-if (!existsSync(CHROMIUM)) {
-  skip = `${CHROMIUM} is not installed (apt-get install -y chromium); map tests skipped`;
-  if (process.env.CI === "true") test("Chromium is installed under CI", () => assert.fail(`CI=true but ${CHROMIUM} is missing`));
-  else console.log(`# SKIP map tests: ${skip}`);
-}
+const skip = chromiumSkip("map");
 
 /** Zoom at which one store pixel of `res` metres covers `px` screen pixels at `lat` (MapLibre's 512 px tiles). */
 const zoomFor = (res, lat, px) => Math.log2((40075016.686 * Math.cos((lat * Math.PI) / 180)) / (512 * (res / px)));
@@ -60,7 +54,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     });
     await new Promise((r) => plainServer.listen(0, "127.0.0.1", r));
     const { chromium } = await import("playwright-core");
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   });
 
   after(async () => {
@@ -134,10 +128,13 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
             c.height = src.height;
             const ctx = c.getContext("2d");
             ctx.drawImage(src, 0, 0);
-      if (window.viewer.layer.canvas) ctx.drawImage(window.viewer.layer.canvas, 0, 0); // overlay rendering: the layer's canvas, stacked as on screen
+            if (window.viewer.layer.canvas) ctx.drawImage(window.viewer.layer.canvas, 0, 0); // overlay rendering: the layer's canvas, stacked as on screen
             const cx = Math.round(src.width / 2);
             const cy = Math.round(src.height / 2);
-            return { h: Array.from(ctx.getImageData(cx - n, cy + dy, 2 * n, 1).data), v: Array.from(ctx.getImageData(cx + dx, cy - n, 1, 2 * n).data) };
+            return {
+              h: Array.from(ctx.getImageData(cx - n, cy + dy, 2 * n, 1).data),
+              v: Array.from(ctx.getImageData(cx + dx, cy - n, 1, 2 * n).data),
+            };
           },
           { dx: east ? 3 : -4, dy: south ? 3 : -4, n },
         );
@@ -155,7 +152,14 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
         const at = (dx, dy) => layer.pixelAt(map.unproject([c.clientWidth / 2 + dx, c.clientHeight / 2 + dy]));
         return [at(2, 2), at(-2, -2)];
       });
-      assert.deepEqual(picked, [{ row: s.cs, col: s.cs }, { row: s.cs - 1, col: s.cs - 1 }], `${name}: pixel picking at a cell corner`);
+      assert.deepEqual(
+        picked,
+        [
+          { row: s.cs, col: s.cs },
+          { row: s.cs - 1, col: s.cs - 1 },
+        ],
+        `${name}: pixel picking at a cell corner`,
+      );
       await page.close();
     }
     assert.deepEqual(pageErrors, []);
@@ -169,11 +173,18 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     const levels = new Set();
     for (const px of [11.3, 4, 1.37, 0.71, 0.45]) {
       await jump(page, { center: ll, zoom: zoomFor(s.transform[0], ll[1], px) });
-      levels.add(await page.evaluate(() => window.viewer.layer._shownInfo.level));
+      levels.add(await page.evaluate(() => window.viewer.layer._loader.shownInfo.level));
       const { n, h, v } = await lines(page, 20);
-      for (const [label, rgba] of [["horizontal", h], ["vertical", v]]) {
+      for (const [label, rgba] of [
+        ["horizontal", h],
+        ["vertical", v],
+      ]) {
         const gaps = [...Array(2 * n).keys()].filter((i) => !isStore(rgba, i));
-        assert.deepEqual(gaps, [], `${px} screen px per store pixel: background shows through at ${label} offsets ${gaps.map((i) => i - n)}`);
+        assert.deepEqual(
+          gaps,
+          [],
+          `${px} screen px per store pixel: background shows through at ${label} offsets ${gaps.map((i) => i - n)}`,
+        );
       }
     }
     assert.ok(levels.size >= 2, `checked levels ${[...levels]}`);
@@ -208,7 +219,11 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await page.locator("#time").fill(String(clear));
     await page.evaluate(() => document.activeElement?.blur()); // keys go to the map, not the slider
     await page.keyboard.press("0"); // fit
-    await page.waitForFunction((c) => document.body.dataset.frame === String(c) && document.getElementById("inspector-body").dataset.t === String(c), clear, { timeout: 10000 });
+    await page.waitForFunction(
+      (c) => document.body.dataset.frame === String(c) && document.getElementById("inspector-body").dataset.t === String(c),
+      clear,
+      { timeout: 10000 },
+    );
     await page.waitForFunction(() => Number(document.getElementById("chart").dataset.points) > 0, null, { timeout: 10000 });
     await page.waitForFunction(() => document.getElementById("fps").dataset.value === undefined, null, { timeout: 6000 }); // no stale rate
     await page.evaluate(() => new Promise((r) => (window.viewer.map.loaded() ? r() : window.viewer.map.once("idle", r))));
@@ -222,7 +237,13 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
       await page.waitForFunction(
         ({ t, row, col }) => {
           const b = document.getElementById("inspector-body");
-          return !b.hidden && document.body.dataset.frame === String(t) && b.dataset.t === String(t) && b.dataset.row === String(row) && b.dataset.col === String(col);
+          return (
+            !b.hidden &&
+            document.body.dataset.frame === String(t) &&
+            b.dataset.t === String(t) &&
+            b.dataset.row === String(row) &&
+            b.dataset.col === String(col)
+          );
         },
         { t, ...pick },
         { timeout: 10000 },
@@ -249,14 +270,22 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
         assert.equal(shown.rows[b].band, bands[b].name);
         assert.equal(shown.rows[b].stored, String(stored), `t ${t} ${bands[b].name}: stored`);
         assert.equal(shown.rows[b].valid, valid ? "1" : "0", `t ${t} ${bands[b].name}: validity`);
-        assert.equal(shown.rows[b].physical, valid ? String(stored * bands[b].scale + bands[b].offset) : "", `t ${t} ${bands[b].name}: physical`);
+        assert.equal(
+          shown.rows[b].physical,
+          valid ? String(stored * bands[b].scale + bands[b].offset) : "",
+          `t ${t} ${bands[b].name}: physical`,
+        );
       }
       assert.equal(shown.mask, String(exp.mask[i]), `t ${t}: mask`);
       assert.equal(shown.coverage, String(exp.coverage[i]), `t ${t}: coverage`);
       if (exp.mask[i] === 0) masked++;
     }
     assert.ok(masked > 0 && masked < nt);
-    await page.waitForFunction(() => new URL(location.href).searchParams.get("time") === window.viewer.store.times.at(-1).slice(0, 10), null, { timeout: 5000 });
+    await page.waitForFunction(
+      () => new URL(location.href).searchParams.get("time") === window.viewer.store.times.at(-1).slice(0, 10),
+      null,
+      { timeout: 5000 },
+    );
     let validPoints = 0;
     for (let t = 0; t < nt; t++) for (let b = 0; b < nb; b++) validPoints += expected[0][t].valid[b * h * w + pick.row * w + pick.col];
     await page.waitForFunction((n) => document.getElementById("chart").dataset.points === String(n), validPoints, { timeout: 10000 });
@@ -273,7 +302,13 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
       () => {
         const { layer } = window.viewer;
         const level = layer.currentLevel();
-        return document.body.dataset.prefetched === `${level}|${layer.visibleCells(level).map((c) => `${c.row},${c.col}`).join(";")}`;
+        return (
+          document.body.dataset.prefetched ===
+          `${level}|${layer
+            .visibleCells(level)
+            .map((c) => `${c.row},${c.col}`)
+            .join(";")}`
+        );
       },
       null,
       { timeout: 30000 },
@@ -289,7 +324,11 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     // Paused, with no timestep changing, the rate readout goes blank rather than stay stale.
     await page.waitForFunction(() => document.getElementById("fps").dataset.value === undefined, null, { timeout: 6000 });
     assert.equal(await page.locator("#fps").textContent(), "— fps");
-    assert.deepEqual(requests.filter((r) => r.url.includes("/data/c/")), [], "prefetched playback fetched data chunks");
+    assert.deepEqual(
+      requests.filter((r) => r.url.includes("/data/c/")),
+      [],
+      "prefetched playback fetched data chunks",
+    );
     for (const r of requests) if (r.range) assert.match(r.range, /^bytes=\d+-\d+$/);
     // Zooming out far enough draws a coarser level (spec 10.3).
     await page.evaluate(() => window.viewer.map.zoomOut({ animate: false }));
@@ -344,7 +383,11 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await settle(inter);
     assert.deepEqual(await over.evaluate(() => [window.viewer.layer.rendering, Boolean(window.viewer.layer.canvas)]), ["overlay", true]);
     assert.deepEqual(await inter.evaluate(() => [window.viewer.layer.rendering, window.viewer.layer.canvas]), ["interleaved", null]);
-    assert.equal(await over.evaluate(() => window.viewer.layer._program.valueLut), true, "band mode of a uint16 store draws through the value table");
+    assert.equal(
+      await over.evaluate(() => window.viewer.layer._renderer.program.valueLut),
+      true,
+      "band mode of a uint16 store draws through the value table",
+    );
     const layerOnly = await pixels(over, "layer");
     assert.ok(layerOnly.opaque > (layerOnly.width * layerOnly.height) / 10, `the overlay canvas holds the store: ${layerOnly.opaque} px`);
     // The same view in both modes: the same screen, pixel for pixel (the same fragments, the
@@ -361,11 +404,11 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await over.evaluate(async () => {
       const { layer } = window.viewer;
       layer.valueLut = false;
-      layer._program = null;
+      layer._renderer.displayChanged();
       layer._repaint();
       await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
     });
-    assert.equal(await over.evaluate(() => window.viewer.layer._program.valueLut), undefined, "per-fragment program");
+    assert.equal(await over.evaluate(() => window.viewer.layer._renderer.program.valueLut), undefined, "per-fragment program");
     await pixels(over);
     const lut = await diff(over);
     assert.ok(lut.max <= 8 && lut.mean < 0.01, `value table vs per-fragment colours: max ${lut.max}, mean ${lut.mean}`);
@@ -422,7 +465,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
         c.height = src.height;
         const ctx = c.getContext("2d");
         ctx.drawImage(src, 0, 0);
-      if (window.viewer.layer.canvas) ctx.drawImage(window.viewer.layer.canvas, 0, 0); // overlay rendering: the layer's canvas, stacked as on screen
+        if (window.viewer.layer.canvas) ctx.drawImage(window.viewer.layer.canvas, 0, 0); // overlay rendering: the layer's canvas, stacked as on screen
         // Mean colour of 24 x 24 px blocks: the same view draws the same blocks; a shifted time,
         // band, stretch, colormap or centre does not (sub-pixel rounding of the centre may move
         // single edge pixels, so blocks, not pixels, are compared).
@@ -431,12 +474,24 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
         for (let by = 0; by + 24 <= c.height; by += 24) {
           for (let bx = 0; bx + 24 <= c.width; bx += 24) {
             let sum = 0;
-            for (let y = by; y < by + 24; y++) for (let x = bx; x < bx + 24; x++) for (let k = 0; k < 3; k++) sum += px[(y * c.width + x) * 4 + k];
+            for (let y = by; y < by + 24; y++)
+              for (let x = bx; x < bx + 24; x++) for (let k = 0; k < 3; k++) sum += px[(y * c.width + x) * 4 + k];
             blocks.push(sum / (24 * 24 * 3));
           }
         }
         const c0 = map.getCenter();
-        return { t: layer.t, mode: layer.mode, band: layer.band, stretch: layer.stretch, cmap: layer.colormap, opacity: layer.opacity, lng: c0.lng, lat: c0.lat, zoom: map.getZoom(), blocks };
+        return {
+          t: layer.t,
+          mode: layer.mode,
+          band: layer.band,
+          stretch: layer.stretch,
+          cmap: layer.colormap,
+          opacity: layer.opacity,
+          lng: c0.lng,
+          lat: c0.lat,
+          zoom: map.getZoom(),
+          blocks,
+        };
       });
     const a = await snapshot(page);
     const again = await browser.newPage({ viewport: { width: 1200, height: 760 } });
@@ -449,7 +504,10 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     assert.ok(worst < 1, `the reopened link draws the same picture (largest block difference ${worst.toFixed(2)} of 255)`);
     const spread = Math.max(...a.blocks) - Math.min(...a.blocks);
     assert.ok(spread > 40, "the view shows the store, not an empty map");
-    assert.ok(Math.abs(a.lng - b.lng) < 1e-5 && Math.abs(a.lat - b.lat) < 1e-5 && Math.abs(a.zoom - b.zoom) < 0.006, "same centre and zoom");
+    assert.ok(
+      Math.abs(a.lng - b.lng) < 1e-5 && Math.abs(a.lat - b.lat) < 1e-5 && Math.abs(a.zoom - b.zoom) < 0.006,
+      "same centre and zoom",
+    );
     await page.close();
     await again.close();
   });
@@ -462,7 +520,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
       earlyDecoded: window.viewer.marks.earlyDecoded ?? 0,
       decodedInWorkers: window.viewer.pool?.stats.decoded ?? 0,
       requests: window.viewer.store.stats.requests,
-      // Decision 0021: the page names the first chunks when the root parses; its chunk
+      // Decision 0023: the page names the first chunks when the root parses; its chunk
       // fetcher Worker GETs them (its Resource Timing entries, on its own time origin, come in
       // early.timing). Both timelines are counted, so a chunk fetched twice shows.
       planned: window.CHRONOZARR_VIEWER.early.planned ?? 0,
@@ -476,7 +534,10 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
         return { chunks: all.map((r) => r.name), chunksAt: all.map((r) => r.at), fromWorker: all.filter((r) => r.worker).length };
       })(),
       requestedAt: window.CHRONOZARR_VIEWER.early.marks?.["chunks requested"] ?? null,
-      files: performance.getEntriesByType("resource").map((r) => r.name).filter((u) => !/\/(mapfx|fixtures)\//.test(u)),
+      files: performance
+        .getEntriesByType("resource")
+        .map((r) => r.name)
+        .filter((u) => !/\/(mapfx|fixtures)\//.test(u)),
     }));
     // The early chunks were decoded in the page's decode workers before the bundle asked for
     // them; the stylesheets are inlined (no request) and the main thread never loaded a WASM codec.
@@ -486,8 +547,15 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     assert.equal(got.fromWorker, got.planned, `the early chunks came from the page's chunk fetcher (${JSON.stringify(got)})`);
     assert.ok(got.requestedAt !== null && Math.min(...got.chunksAt) >= got.requestedAt - 1, JSON.stringify(got));
     assert.ok(got.decodedInWorkers + got.earlyDecoded >= got.early, JSON.stringify(got));
-    assert.ok(got.files.some((u) => /\/viewer\.js$/.test(u)), `the page's own files are listed: ${got.files.join(", ")}`);
-    assert.deepEqual(got.files.filter((u) => /\.css$|numcodecs-/.test(u)), [], "no stylesheet or main-thread codec request");
+    assert.ok(
+      got.files.some((u) => /\/viewer\.js$/.test(u)),
+      `the page's own files are listed: ${got.files.join(", ")}`,
+    );
+    assert.deepEqual(
+      got.files.filter((u) => /\.css$|numcodecs-/.test(u)),
+      [],
+      "no stylesheet or main-thread codec request",
+    );
     // Skip-free: the test stores carry the levels mirror and consolidated metadata, so the page
     // must have named the first view's chunks itself and the reader must have taken them.
     assert.ok(got.early > 0, `no early chunk was used (${JSON.stringify(got)})`);
@@ -507,7 +575,9 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
       const t0 = performance.now();
       while (!window.CHRONOZARR_VIEWER.early.timing && performance.now() - t0 < 3000) await new Promise((r) => setTimeout(r, 20));
       const et = window.CHRONOZARR_VIEWER.early.timing;
-      const names = [...performance.getEntriesByType("resource"), ...(et?.entries ?? [])].map((r) => r.name).filter((u) => /\/c\/0\//.test(u));
+      const names = [...performance.getEntriesByType("resource"), ...(et?.entries ?? [])]
+        .map((r) => r.name)
+        .filter((u) => /\/c\/0\//.test(u));
       return {
         state: document.body.dataset.state,
         frameAt: window.viewer.firstFrameAt,
@@ -552,7 +622,11 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await ctx.close();
     assert.ok(got.rendered >= got.issued, `rendered at ${got.rendered} before the draw was issued at ${got.issued}`);
     assert.equal(got.statuses.at(-1), "signaled", `the first frame's mark came before its fence signalled: ${got.statuses.join(",")}`);
-    assert.deepEqual(got.again.slice(0, -1).filter((x) => x === "signaled"), [], "rendered() polled past a signalled fence");
+    assert.deepEqual(
+      got.again.slice(0, -1).filter((x) => x === "signaled"),
+      [],
+      "rendered() polled past a signalled fence",
+    );
     assert.equal(got.again.at(-1), "signaled", `rendered() resolved without its fence signalled: ${got.again.join(",")}`);
   });
 
@@ -560,7 +634,9 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     const s = mapManifest.stores.utm;
     const ctx = await browser.newContext({ viewport: { width: 1200, height: 760 } });
     // 8 MiB for a chunk of a few kB: over the early fetcher's cap (twice the raw chunk) and the reader's bound.
-    await ctx.route(/\/utm\.zarr\/0\/data\/c\/0\/0\/0\/0$/, (route) => route.fulfill({ status: 200, body: Buffer.alloc(8 * 1024 * 1024, 7) }));
+    await ctx.route(/\/utm\.zarr\/0\/data\/c\/0\/0\/0\/0$/, (route) =>
+      route.fulfill({ status: 200, body: Buffer.alloc(8 * 1024 * 1024, 7) }),
+    );
     const page = await ctx.newPage();
     page.on("pageerror", (err) => pageErrors.push(err.message));
     await page.goto(`${server.url}/index.html?style=style.json&store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
@@ -631,20 +707,169 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
         if (Math.max(...[0, 1, 2, 3].map((k) => Math.abs(a[i + k] - b[i + k]))) > 3) differ++;
       }
       const canvas = document.querySelector("#map canvas.chronozarr-overlay");
-      return { differ, adopted: canvas === window.viewer.layer.canvas && canvas.previousElementSibling === window.viewer.map.getCanvas(), overlays: document.querySelectorAll("canvas.chronozarr-overlay").length };
+      return {
+        differ,
+        adopted: canvas === window.viewer.layer.canvas && canvas.previousElementSibling === window.viewer.map.getCanvas(),
+        overlays: document.querySelectorAll("canvas.chronozarr-overlay").length,
+      };
     });
     await ctx.close();
     assert.ok(moved.adopted && moved.overlays === 1, `the map adopted the layer's canvas (${JSON.stringify(moved)})`);
     assert.equal(after.w, before.w);
-    for (let i = 0; i < 4; i++) assert.ok(Math.abs(after.box[i] - before.box[i]) <= 1, `drawn box before the map ${before.box}, on the map ${after.box}`);
+    for (let i = 0; i < 4; i++)
+      assert.ok(Math.abs(after.box[i] - before.box[i]) <= 1, `drawn box before the map ${before.box}, on the map ${after.box}`);
     // Pixels on the store's edges may move by the sub-pixel difference of the two cameras.
     const edge = 2 * (before.box[2] - before.box[0] + before.box[3] - before.box[1]);
     assert.ok(moved.differ <= edge, `${moved.differ} pixels changed when the map took over (edge ${edge})`);
   });
 
+  test("offline, the default basemap falls back to a graticule drawn for the view, at any zoom (no network)", async () => {
+    const s = mapManifest.stores.utm;
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 760 } });
+    const remote = [];
+    // Offline: nothing but 127.0.0.1 answers (the public default style cannot be fetched).
+    await ctx.route(/^https?:\/\/(?!127\.0\.0\.1)/, (route) => {
+      remote.push(route.request().url());
+      return route.abort("internetdisconnected");
+    });
+    const page = await ctx.newPage();
+    page.on("pageerror", (err) => pageErrors.push(err.message));
+    await page.goto(`${server.url}/index.html?store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+    await page.waitForFunction(() => document.body.dataset.state === "ready" && window.viewer.state.styleFallback, null, {
+      timeout: 30000,
+    });
+    const lines = () =>
+      page.evaluate(async () => {
+        const { map } = window.viewer;
+        await new Promise((r) => (map.loaded() ? r() : map.once("idle", r)));
+        const drawn = map.queryRenderedFeatures({ layers: ["graticule"] });
+        return { drawn: new Set(drawn.map((f) => `${f.properties.kind} ${f.properties.deg}`)).size, zoom: map.getZoom() };
+      });
+    const fitted = await lines();
+    assert.ok(
+      remote.some((u) => /demotiles/.test(u)),
+      "the page asked for the public default style",
+    );
+    assert.ok(fitted.drawn >= 4, `graticule lines on screen at the fitted zoom ${fitted.zoom.toFixed(1)}: ${fitted.drawn}`);
+    // Zoomed in far (a few metres across the screen): lines still cross the view.
+    await page.evaluate(() => window.viewer.map.jumpTo({ zoom: 18 }));
+    const near = await lines();
+    assert.ok(near.drawn >= 4, `graticule lines on screen at zoom 18: ${near.drawn}`);
+    await ctx.close();
+  });
+
+  test("the selected pixel is marked at any zoom: a square of 14 px around it when its footprint is smaller, its outline when larger", async () => {
+    const s = mapManifest.stores.utm;
+    const page = await openViewer(`store=${encodeURIComponent(`/mapfx/${s.path}`)}&stretch=0,1`);
+    const pick = { row: 137, col: 201 };
+    /** The marker's geometry on screen, and the pixel's footprint corners projected by the map. */
+    const marked = () =>
+      page.evaluate(async (p) => {
+        const { map, layer } = window.viewer;
+        await new Promise((r) => (map.loaded() ? r() : map.once("idle", r)));
+        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+        const rect = document.querySelector("svg.cz-selected rect.marker");
+        const poly = document.querySelector("svg.cz-selected polygon.footprint");
+        const corners = [
+          [p.row, p.col],
+          [p.row, p.col + 1],
+          [p.row + 1, p.col + 1],
+          [p.row + 1, p.col],
+        ].map(([r, c]) => map.project(layer.lngLatOf({ row: r, col: c, corner: true })));
+        const centre = map.project(layer.lngLatOf(p));
+        return {
+          marker: rect && {
+            visible: rect.getAttribute("visibility") !== "hidden",
+            box: (({ x, y, width, height }) => ({ x, y, width, height }))(rect.getBBox()),
+          },
+          footprint: poly && [...poly.points].map((q) => ({ x: q.x, y: q.y })),
+          corners: corners.map((q) => ({ x: q.x, y: q.y })),
+          centre: { x: centre.x, y: centre.y },
+        };
+      }, pick);
+    await page.evaluate((p) => window.viewer.select(p.row, p.col), pick);
+    const far = await marked();
+    const side = (pts, k) => Math.max(...pts.map((q) => q[k])) - Math.min(...pts.map((q) => q[k]));
+    assert.ok(
+      side(far.corners, "x") < 14,
+      `the fitted view shows a pixel smaller than the marker (${side(far.corners, "x").toFixed(1)} px)`,
+    );
+    assert.ok(far.marker?.visible, "a marker is drawn around a small pixel");
+    const b = far.marker.box;
+    assert.ok(b.width >= 14 && b.height >= 14, `marker ${b.width} x ${b.height} px`);
+    assert.ok(
+      b.x <= far.centre.x && far.centre.x <= b.x + b.width && b.y <= far.centre.y && far.centre.y <= b.y + b.height,
+      "around the pixel",
+    );
+    // Zoomed in to 40 screen px per store pixel: the footprint's own outline, no square.
+    const ll = await page.evaluate((p) => window.viewer.layer.lngLatOf(p), pick);
+    await jump(page, { center: ll, zoom: zoomFor(s.transform[0], ll[1], 40) });
+    const near = await marked();
+    assert.equal(near.marker.visible, false, "no square around a pixel larger than it");
+    assert.ok(side(near.corners, "x") > 30, `zoomed in: the pixel is ${side(near.corners, "x").toFixed(1)} px wide`);
+    near.corners.forEach((q, i) => {
+      const d = Math.hypot(q.x - near.footprint[i].x, q.y - near.footprint[i].y);
+      assert.ok(d <= 1, `footprint corner ${i} is ${d.toFixed(2)} px from the pixel's corner`);
+    });
+    await page.close();
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test("URL state holds only what the mode uses; a round trip through other modes brings the RGB stretch back", async () => {
+    const s = mapManifest.stores.utm;
+    const page = await openViewer(`store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+    const query = () => page.evaluate(() => Object.fromEntries(new URL(location.href).searchParams));
+    const settled = (mode) =>
+      page.waitForFunction(
+        (m) =>
+          window.viewer.layer.mode === m &&
+          new URL(location.href).searchParams.get("mode") === m &&
+          document.body.dataset.frame !== undefined,
+        mode,
+        { timeout: 10000 },
+      );
+    const rgb0 = await page.evaluate(() => ({ ...window.viewer.layer.stretch }));
+    // Another view, whose own 2-98 % differs from the first frame's.
+    const ll = await page.evaluate(() => window.viewer.layer.lngLatOf({ row: 40, col: 40 }));
+    await jump(page, { center: ll, zoom: zoomFor(s.transform[0], ll[1], 6) });
+    await page.waitForFunction(() => new URL(location.href).searchParams.get("mode") === "rgb", null, { timeout: 10000 });
+    const q0 = await query();
+    for (const key of ["cmap", "band", "formula"]) assert.ok(!(key in q0), `RGB: no ${key} in ${JSON.stringify(q0)}`);
+    const here = await page.evaluate(async () => {
+      const { layer } = window.viewer;
+      const kept = { ...layer.stretch };
+      const auto = await layer.autoStretch();
+      layer.setStretch(kept.min, kept.max);
+      return { ...auto };
+    });
+    assert.notDeepEqual(here, rgb0, "this view's auto stretch differs from the first frame's (the round trip below means something)");
+    await page.locator("#mode").selectOption("band");
+    await settled("band");
+    const qb = await query();
+    assert.ok(qb.cmap && qb.band && !("formula" in qb), `band mode: cmap and band (${JSON.stringify(qb)})`);
+    await page.locator("#mode").selectOption("ndvi");
+    await settled("ndvi");
+    const qn = await query();
+    assert.ok(qn.cmap && !("band" in qn) && !("formula" in qn), `NDVI: cmap only (${JSON.stringify(qn)})`);
+    await page.locator("#mode").selectOption("rgb");
+    await settled("rgb");
+    await page.waitForFunction(() => !new URL(location.href).searchParams.has("cmap"), null, { timeout: 5000 });
+    const q1 = await query();
+    for (const key of ["cmap", "band", "formula"]) assert.ok(!(key in q1), `back in RGB: no ${key} in ${JSON.stringify(q1)}`);
+    assert.deepEqual(await page.evaluate(() => ({ ...window.viewer.layer.stretch })), rgb0, "the RGB stretch is the one RGB had");
+    assert.equal(q1.stretch, q0.stretch, "and the link says so");
+    await page.close();
+    assert.deepEqual(pageErrors, []);
+  });
+
   const banners = (closedPort) => [
     ["an unreachable host", `http://127.0.0.1:${closedPort}/none.zarr`, /Store unreachable/, /failed|fetch/i],
-    ["a host without CORS", `http://127.0.0.1:${plainServer.address().port}/map/utm.zarr`, /blocked by CORS/, /Access-Control-Allow-Origin/],
+    [
+      "a host without CORS",
+      `http://127.0.0.1:${plainServer.address().port}/map/utm.zarr`,
+      /blocked by CORS/,
+      /Access-Control-Allow-Origin/,
+    ],
     ["a plain Zarr group", "/mapfx/map/plain.zarr", /Not a chronozarr store/, /chronozarr/],
     ["an unsupported codec", `/fixtures/${manifest.broken["bad-codec"]}`, /Unsupported store/, /unsupported codec "lz4"/],
     ["a missing store", "/mapfx/map/nope.zarr", /Store not found/, /HTTP 404/],

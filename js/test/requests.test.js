@@ -168,7 +168,10 @@ describe("requests", () => {
     const isAnchor = (p) => store.temporal.isAnchor(p[0]);
     const firstDelta = parsed.findIndex((p) => !isAnchor(p));
     assert.ok(firstDelta > 0);
-    assert.ok(parsed.slice(firstDelta).every((p) => !isAnchor(p)), "an anchor was read after a delta");
+    assert.ok(
+      parsed.slice(firstDelta).every((p) => !isAnchor(p)),
+      "an anchor was read after a delta",
+    );
     const L = store.levels[0];
     const nCells = L.grid[0] * L.grid[1];
     assert.equal(result.anchors, store.temporal.anchorIndices.length * nCells);
@@ -260,8 +263,7 @@ describe("AbortSignal", () => {
   test("a stalled host fails with a timeout instead of hanging", async () => {
     const entry = byName["uint16-none-unsharded-zstd"];
     const store = await openStore(urlOf(entry), { timeout: 200 });
-    store.source.fetch = (url, init) =>
-      new Promise((_, reject) => init.signal.addEventListener("abort", () => reject(init.signal.reason)));
+    store.source.fetch = (url, init) => new Promise((_, reject) => init.signal.addEventListener("abort", () => reject(init.signal.reason)));
     const t0 = Date.now();
     await assert.rejects(store.readCell({ t: 0, row: 0, col: 0 }), { name: "FetchError", message: /timed out after 200 ms/ });
     assert.ok(Date.now() - t0 < 2000);
@@ -307,8 +309,14 @@ describe("deltaCache: the cache mode of delta chunk GETs", () => {
     for (let t = 0; t < store.nTime; t++) await store.readCell({ t, row: 0, col: 0 });
     const kinds = f.log.map((req) => ({ ...classify(entry, req, store), cache: req.cache }));
     const marked = kinds.filter((k) => k.cache === "no-store");
-    assert.ok(marked.every((k) => k.kind === "chunk" && k.variable === "data"), JSON.stringify(marked));
-    assert.ok(kinds.some((k) => k.kind === "index" && k.cache === undefined), "shard indices keep the default");
+    assert.ok(
+      marked.every((k) => k.kind === "chunk" && k.variable === "data"),
+      JSON.stringify(marked),
+    );
+    assert.ok(
+      kinds.some((k) => k.kind === "index" && k.cache === undefined),
+      "shard indices keep the default",
+    );
     const deltas = [...Array(store.nTime).keys()].filter((t) => store.temporal.reference(t) !== null).length;
     assert.equal(marked.length, deltas);
     const anchors = kinds.filter((k) => k.kind === "chunk" && k.variable === "data" && k.cache === undefined);
@@ -362,7 +370,9 @@ describe("response bodies (http.js readBounded)", () => {
     const bytes = await source().request("gz");
     assert.equal(bytes.byteLength, 900_000);
     assert.ok(bytes.every((b) => b === 7));
-    await assert.rejects(source().request("gz", { maxBytes: 500_000 }), (err) => err instanceof CorruptStoreError && /longer than the 500000 bytes/.test(err.message));
+    await assert.rejects(
+      source().request("gz", { maxBytes: 500_000 }),
+      (err) => err instanceof CorruptStoreError && /longer than the 500000 bytes/.test(err.message),
+    );
   });
 });
-

@@ -14,9 +14,13 @@ try {
   console.log(`# writing test stores with ${python()} ...`);
   console.log(`# ${generateFixtures(dir)} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const only = process.argv.slice(2);
-  const files = (only.length ? only : readdirSync(HERE).filter((f) => f.endsWith(".test.js")).sort()).map((f) =>
-    path.isAbsolute(f) ? f : path.join(HERE, path.basename(f)),
-  );
+  const files = (
+    only.length
+      ? only
+      : readdirSync(HERE)
+          .filter((f) => f.endsWith(".test.js"))
+          .sort()
+  ).map((f) => (path.isAbsolute(f) ? f : path.join(HERE, path.basename(f))));
   const res = spawnSync(process.execPath, ["--test", "--test-concurrency=1", ...files], {
     stdio: "inherit",
     env: { ...process.env, CHRONOZARR_FIXTURES: dir },

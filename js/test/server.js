@@ -125,9 +125,7 @@ export async function startServer({ mounts, port = 0, host = "127.0.0.1", onRequ
     const boundary = `cz${Math.random().toString(16).slice(2)}`;
     const parts = [];
     for (const [start, end] of ranges) {
-      const head = Buffer.from(
-        `--${boundary}\r\nContent-Type: ${type}\r\nContent-Range: bytes ${start}-${end}/${size}\r\n\r\n`,
-      );
+      const head = Buffer.from(`--${boundary}\r\nContent-Type: ${type}\r\nContent-Range: bytes ${start}-${end}/${size}\r\n\r\n`);
       const fh = await fsp.open(file);
       const body = Buffer.alloc(end - start + 1);
       await fh.read(body, 0, body.length, start);

@@ -9,37 +9,19 @@
 // Saves artifacts/zarr-layer-adapter-t1.png and zarr-layer-plain-t1.png (a delta timestep).
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import proj4 from "proj4";
 import { proj4ForEpsg } from "../chronozarr/store-adapter.js";
 import { HERE, REPO, fixtures, loadExpected } from "./fixtures.js";
+import { CHROMIUM, CHROMIUM_ARGS, chromiumSkip } from "./chromium.js";
 import { startServer } from "./server.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--enable-unsafe-swiftshader",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 const UTM31 = "+proj=utm +zone=31 +datum=WGS84 +units=m +no_defs";
 
-let skip = false;
-if (!existsSync(CHROMIUM)) {
-  skip = `${CHROMIUM} is not installed (apt-get install -y chromium); zarr-layer tests skipped`;
-  if (process.env.CI === "true") {
-    test("Chromium is installed under CI", () => assert.fail(`CI=true but ${CHROMIUM} is missing`));
-  } else {
-    console.log(`# SKIP zarr-layer tests: ${skip}`);
-  }
-}
+const skip = chromiumSkip("zarr-layer");
 
 describe("stock zarr-layer in headless Chromium", { skip, timeout: 240_000 }, () => {
   const { dir, manifest } = fixtures();
@@ -66,7 +48,8 @@ describe("stock zarr-layer in headless Chromium", { skip, timeout: 240_000 }, ()
       outfile: path.join(bundleDir, "zarr-layer-page.js"),
       logLevel: "error",
     });
-    server = await startServer({ mounts: {
+    server = await startServer({
+      mounts: {
         "/": HERE,
         "/fixtures/": dir,
         "/bundle/": bundleDir,
@@ -77,7 +60,7 @@ describe("stock zarr-layer in headless Chromium", { skip, timeout: 240_000 }, ()
     context = await chromium.launchPersistentContext(userDataDir, {
       executablePath: CHROMIUM,
       headless: true,
-      args: CHROMIUM_ARGS,
+      args: [...CHROMIUM_ARGS, "--enable-unsafe-swiftshader"],
       viewport: { width: 600, height: 480 },
     });
     page = await context.newPage();
@@ -140,8 +123,15 @@ describe("stock zarr-layer in headless Chromium", { skip, timeout: 240_000 }, ()
     await page.evaluate((a) => window.czMap.open(a), { url: url(none), adapter: false, view, options: { proj4: def, zarrVersion: 3 } });
     let checked = 0;
     for (const t of [0, 3, nt - 1]) {
-      for (const [b, band] of [[0, "B04"], [1, "B08"]]) {
-        for (const [row, col] of [[40, 100], [10, 10], [90, 3]]) {
+      for (const [b, band] of [
+        [0, "B04"],
+        [1, "B08"],
+      ]) {
+        for (const [row, col] of [
+          [40, 100],
+          [10, 10],
+          [90, 3],
+        ]) {
           const want = exp[0][t].data[b * h * w + row * w + col];
           if (want === none.nodata) continue;
           const [x, y] = centreOf(row, col);

@@ -130,7 +130,16 @@ test("the first bytes of a frame of short blocks: the cut is made, and its decod
   const cut = zstdPrefixFrame(head, 1000);
   assert.ok(cut, "its first bytes cannot show that, so the cut is made");
   const array = parseArray(
-    { zarr_format: 3, node_type: "array", shape: [3 * ZSTD_BLOCK_MAX], data_type: "uint8", chunk_grid: { name: "regular", configuration: { chunk_shape: [3 * ZSTD_BLOCK_MAX] } }, chunk_key_encoding: { name: "default" }, fill_value: 0, codecs: [{ name: "bytes" }, { name: "zstd", configuration: { level: 1 } }] },
+    {
+      zarr_format: 3,
+      node_type: "array",
+      shape: [3 * ZSTD_BLOCK_MAX],
+      data_type: "uint8",
+      chunk_grid: { name: "regular", configuration: { chunk_shape: [3 * ZSTD_BLOCK_MAX] } },
+      chunk_key_encoding: { name: "default" },
+      fill_value: 0,
+      codecs: [{ name: "bytes" }, { name: "zstd", configuration: { level: 1 } }],
+    },
     "x",
   );
   const decode = await makeChunkDecoder(array);
@@ -174,7 +183,10 @@ test("the reader's decoder with a prefix: the first bands, bounded and checked a
     chunk_grid: { name: "regular", configuration: { chunk_shape: [1, 4, 256, 256] } },
     chunk_key_encoding: { name: "default", configuration: { separator: "/" } },
     fill_value: 0,
-    codecs: [{ name: "bytes", configuration: { endian: "little" } }, { name: "zstd", configuration: { level: 5, checksum: false } }],
+    codecs: [
+      { name: "bytes", configuration: { endian: "little" } },
+      { name: "zstd", configuration: { level: 5, checksum: false } },
+    ],
     dimension_names: ["time", "band", "y", "x"],
   };
   const array = parseArray(doc, "0/data");
@@ -192,7 +204,10 @@ test("the reader's decoder with a prefix: the first bands, bounded and checked a
   }
   // The frame's declared size is still checked against the whole chunk before anything decodes.
   const short = await new Zstd(5).encode(new Uint8Array(values.buffer, 0, 3 * band * 2));
-  await assert.rejects(decode(short, "chunk", band), { name: "CorruptStoreError", message: /chunk: zstd decoding failed: zstd frame declares/ });
+  await assert.rejects(decode(short, "chunk", band), {
+    name: "CorruptStoreError",
+    message: /chunk: zstd decoding failed: zstd frame declares/,
+  });
 });
 
 // One server of the fixture stores for the two store-level suites below.
@@ -232,7 +247,7 @@ describe("readCell({bands}) of a store with multi-block chunks equals the Python
   });
 });
 
-describe("a delta's first bytes: range reads of the blocks a band read decodes (0030)", () => {
+describe("a delta's first bytes: range reads of the blocks a band read decodes (decision 0030)", () => {
   /** A fetch logging {url, range, status, bytes}; `edit(url, init)` may answer instead of the server. */
   function logged(edit = () => null) {
     const log = [];
@@ -240,7 +255,10 @@ describe("a delta's first bytes: range reads of the blocks a band read decodes (
       const res = (await edit(String(url), init)) ?? (await fetch(url, init));
       const body = new Uint8Array(await res.arrayBuffer());
       log.push({ url: String(url), range: init.headers?.Range ?? null, status: res.status, bytes: body.byteLength });
-      return new Response(res.status === 404 ? "not found" : body, { status: res.status, headers: { "content-length": String(body.byteLength) } });
+      return new Response(res.status === 404 ? "not found" : body, {
+        status: res.status,
+        headers: { "content-length": String(body.byteLength) },
+      });
     };
     f.log = log;
     return f;
@@ -267,7 +285,10 @@ describe("a delta's first bytes: range reads of the blocks a band read decodes (
     const ts = deltaTimes(store);
     assert.ok(ts.length >= 3, "the store has deltas to read");
     const reads = ts.map((t) => f.log.filter((r) => deltaKey(t).test(r.url)));
-    assert.ok(reads.every((r) => r.length === 1), "one GET per delta");
+    assert.ok(
+      reads.every((r) => r.length === 1),
+      "one GET per delta",
+    );
     assert.equal(reads[0][0].range, null, "the first delta is read whole: nothing is known of the array's blocks yet");
     for (const [i, t] of ts.entries()) {
       if (i === 0) continue;
@@ -312,7 +333,7 @@ describe("a delta's first bytes: range reads of the blocks a band read decodes (
     });
     const store = await openStore(`${server.url}/${entry.path}`, { fetch: f });
     await readBand0(store, loadExpected(dir, entry), entry);
-    const reads = f.log.filter((r) => deltaKey(t).test(r.url)).map((r) => r.range === null ? "whole" : "first");
+    const reads = f.log.filter((r) => deltaKey(t).test(r.url)).map((r) => (r.range === null ? "whole" : "first"));
     assert.deepEqual(reads, ["first", "whole"]);
     const later = ts.slice(2).flatMap((u) => f.log.filter((r) => deltaKey(u).test(r.url)));
     assert.ok(later.length > 0 && later.every((r) => r.range === null), "the array's later deltas are read whole");

@@ -3,7 +3,9 @@
 //   index.html             the page: inline config, the two stylesheets and the offline style
 //                          (as the function below) inlined (no request of their own, so the
 //                          store's chunks get the browser's 6 connections per host), and the
-//                          early script (root, then the first view's chunks; MapLibre worker)
+//                          early script (examples/viewer/early.js bundled with the reader code it
+//                          uses, and its chunk fetcher Worker's bundle as a string: root, then
+//                          the first view's chunks; MapLibre worker), inline as the first script
 //   viewer.js              one ESM bundle: viewer, chronozarr reader and map layer, zarrita,
 //                          proj4; no WASM codecs (below), no MapLibre (next line)
 //   maplibre-gl.js         MapLibre GL JS's own ESM build, imported by viewer.js once the layer
@@ -31,18 +33,32 @@ const SRC = path.join(REPO, "examples", "viewer");
 const OUT = path.resolve(process.argv[2] ?? path.join(JS, "dist", "viewer"));
 const MAPLIBRE = path.join(JS, "node_modules", "maplibre-gl", "dist");
 
-/** Offline basemap: ocean background and a 10-degree graticule (a line every 10 deg, 1 deg steps). */
+/**
+ * Offline basemap: ocean background and a 10-degree graticule (a line every 10 deg, 1 deg steps),
+ * dark enough that no line is taken for the store's pixels. The viewer replaces the "graticule"
+ * source's data with lines at a step for the view on screen (examples/viewer/graticule.js), so
+ * the map has a geographic reference at any zoom without a network. (The function is written
+ * into the page as its text: it may use nothing outside itself.)
+ */
 export function offlineStyle() {
   const features = [];
   for (let lon = -180; lon <= 180; lon += 10) {
     const coords = [];
     for (let lat = -85; lat <= 85; lat += 1) coords.push([lon, lat]);
-    features.push({ type: "Feature", properties: { kind: lon === 0 ? "prime" : "meridian" }, geometry: { type: "LineString", coordinates: coords } });
+    features.push({
+      type: "Feature",
+      properties: { kind: lon === 0 ? "prime" : "meridian" },
+      geometry: { type: "LineString", coordinates: coords },
+    });
   }
   for (let lat = -80; lat <= 80; lat += 10) {
     const coords = [];
     for (let lon = -180; lon <= 180; lon += 1) coords.push([lon, lat]);
-    features.push({ type: "Feature", properties: { kind: lat === 0 ? "equator" : "parallel" }, geometry: { type: "LineString", coordinates: coords } });
+    features.push({
+      type: "Feature",
+      properties: { kind: lat === 0 ? "equator" : "parallel" },
+      geometry: { type: "LineString", coordinates: coords },
+    });
   }
   return {
     version: 8,
@@ -56,7 +72,7 @@ export function offlineStyle() {
         source: "graticule",
         paint: {
           "line-color": ["match", ["get", "kind"], ["equator", "prime"], "#3d5a70", "#22384a"],
-          "line-width": ["match", ["get", "kind"], ["equator", "prime"], 1.2, 0.7],
+          "line-width": ["match", ["get", "kind"], ["equator", "prime"], 1.2, 1],
         },
       },
     ],
@@ -66,15 +82,49 @@ export function offlineStyle() {
 /** index.html with each `<link rel="stylesheet" href="F" />` replaced by F's text in a <style>. */
 function inlineStylesheets(html, read) {
   return html.replace(/^(\s*)<link rel="stylesheet" href="([\w.-]+)" \/>$/gm, (_, indent, file) => {
-    const css = read(file).replace(/\/\*# sourceMappingURL=[^*]*\*\//g, "").trim();
+    const css = read(file)
+      .replace(/\/\*# sourceMappingURL=[^*]*\*\//g, "")
+      .trim();
     if (/<\/style/i.test(css)) throw new Error(`${file}: contains </style>, cannot be inlined`);
     return `${indent}<style data-from="${file}">\n${css}\n${indent}</style>`;
   });
 }
 
+/**
+ * early.js as one classic script (an IIFE), with early-fetcher.js's IIFE bundle as the string its
+ * `import FETCHER from "cz:early-fetcher"` gives. Both carry the reader code they import (http.js,
+ * jsondoc.js, metadata.js, names.js), tree-shaken.
+ * @param {import("esbuild").BuildOptions} common
+ * @returns {Promise<string>}
+ */
+async function earlyScript(common) {
+  // No keepNames: nothing here tells errors apart by name (the reader, in viewer.js, does).
+  const iife = {
+    ...common,
+    format: /** @type {const} */ ("iife"),
+    write: false,
+    keepNames: false,
+    legalComments: /** @type {const} */ ("none"),
+  };
+  const fetcher = await build({ ...iife, entryPoints: [path.join(SRC, "early-fetcher.js")] });
+  const source = fetcher.outputFiles[0].text.trim();
+  const fetcherSource = {
+    name: "early-fetcher-source",
+    setup(b) {
+      b.onResolve({ filter: /^cz:early-fetcher$/ }, () => ({ path: "early-fetcher", namespace: "cz" }));
+      b.onLoad({ filter: /.*/, namespace: "cz" }, () => ({ contents: `export default ${JSON.stringify(source)};`, loader: "js" }));
+    },
+  };
+  const early = await build({ ...iife, entryPoints: [path.join(SRC, "early.js")], plugins: [fetcherSource] });
+  const text = early.outputFiles[0].text.trim();
+  if (/<\/script|<!--/i.test(text)) throw new Error("early.js's bundle contains </script or <!--: it cannot be inlined");
+  return text;
+}
+
 export async function buildViewer(out = OUT) {
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
+  /** @type {import("esbuild").BuildOptions} */
   const common = {
     bundle: true,
     format: "esm",
@@ -95,7 +145,10 @@ export async function buildViewer(out = OUT) {
   const lazyCodecs = {
     name: "lazy-numcodecs",
     setup(b) {
-      b.onResolve({ filter: /^numcodecs\/(zstd|blosc|lz4)$/ }, (args) => ({ path: `./numcodecs-${args.path.split("/")[1]}.js`, external: true }));
+      b.onResolve({ filter: /^numcodecs\/(zstd|blosc|lz4)$/ }, (args) => ({
+        path: `./numcodecs-${args.path.split("/")[1]}.js`,
+        external: true,
+      }));
     },
   };
   // MapLibre GL JS stays a file of its own (its ESM build, copied below), imported by viewer.js
@@ -106,7 +159,12 @@ export async function buildViewer(out = OUT) {
       b.onResolve({ filter: /^maplibre-gl$/ }, () => ({ path: "./maplibre-gl.js", external: true }));
     },
   };
-  await build({ ...common, entryPoints: [path.join(SRC, "viewer.js")], outfile: path.join(out, "viewer.js"), plugins: [lazyCodecs, ownMapLibre] });
+  await build({
+    ...common,
+    entryPoints: [path.join(SRC, "viewer.js")],
+    outfile: path.join(out, "viewer.js"),
+    plugins: [lazyCodecs, ownMapLibre],
+  });
   for (const c of codecs) {
     await build({
       ...common,
@@ -120,10 +178,18 @@ export async function buildViewer(out = OUT) {
   const lazyRareCodecs = {
     name: "lazy-rare-numcodecs",
     setup(b) {
-      b.onResolve({ filter: /^numcodecs\/(zstd|blosc|lz4)$/ }, (args) => ({ path: `./numcodecs-${args.path.split("/")[1]}.js`, external: true }));
+      b.onResolve({ filter: /^numcodecs\/(zstd|blosc|lz4)$/ }, (args) => ({
+        path: `./numcodecs-${args.path.split("/")[1]}.js`,
+        external: true,
+      }));
     },
   };
-  await build({ ...common, entryPoints: [path.join(JS, "chronozarr", "map", "decode-worker.js")], outfile: path.join(out, "decode-worker.js"), plugins: [lazyRareCodecs] });
+  await build({
+    ...common,
+    entryPoints: [path.join(JS, "chronozarr", "map", "decode-worker.js")],
+    outfile: path.join(out, "decode-worker.js"),
+    plugins: [lazyRareCodecs],
+  });
   const sources = { "style.css": path.join(SRC, "style.css"), "maplibre-gl.css": path.join(MAPLIBRE, "maplibre-gl.css") };
   const html = inlineStylesheets(readFileSync(path.join(SRC, "index.html"), "utf8"), (f) => {
     if (!sources[f]) throw new Error(`index.html links an unknown stylesheet ${f}`);
@@ -135,7 +201,16 @@ export async function buildViewer(out = OUT) {
   const marker = "<!-- build: offline style (build-viewer.mjs writes window.CHRONOZARR_OFFLINE_STYLE here) -->";
   if (!html.includes(marker)) throw new Error("index.html lost its offline-style marker");
   const withStyle = html.replace(marker, () => `<script>window.CHRONOZARR_OFFLINE_STYLE = ${offlineStyle.toString()};</script>`);
-  writeFileSync(path.join(out, "index.html"), withStyle);
+  // The early script runs before anything else has loaded, so it is in the page, not a file
+  // (decisions 0023, 0027): early.js bundled as a classic script, with the chunk fetcher
+  // Worker's own bundle inside it as a string (the Worker is a Blob of it: no request either).
+  const earlyMarker = "<!-- build: early script (build-viewer.mjs writes early.js here, bundled) -->";
+  if (!withStyle.includes(earlyMarker)) throw new Error("index.html lost its early-script marker");
+  const early = await earlyScript(common);
+  writeFileSync(
+    path.join(out, "index.html"),
+    withStyle.replace(earlyMarker, () => `<script>${early}</script>`),
+  );
   // .js, not .mjs: some static hosts (Python http.server, buckets without a rule) serve .mjs as
   // application/octet-stream, which a module import refuses.
   copyFileSync(path.join(MAPLIBRE, "maplibre-gl.mjs"), path.join(out, "maplibre-gl.js"));

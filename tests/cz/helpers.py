@@ -24,7 +24,9 @@ from typing import Any
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+from tests.conftest import SHARED_FIXTURES
+
+FIXTURES = SHARED_FIXTURES
 STAC = FIXTURES / "stac"
 PC_35MNM = STAC / "odc-stac" / "site2-2020_jun_jul-35MNM.geojson"
 PC_COLLECTION = STAC / "odc-stac" / "sentinel-2-l2a.collection.json"
@@ -41,6 +43,29 @@ def need(path: Path) -> Path:
         print(reason)
         pytest.skip(reason)
     return path
+
+
+#: the cassette that holds a real Earth Search ``landsat-c2-l2`` item (with an S2 one)
+ES_MULTI_CASSETTE = CASSETTES / "test_multiple_collections.yaml"
+
+
+def cassette_items(cassette: Path, collection: str) -> list[dict[str, Any]]:
+    """The items of ``collection`` in the responses recorded in a vcrpy ``cassette`` (skips, with
+    the reason printed, when the shared fixture is absent)."""
+    import yaml
+
+    doc = yaml.safe_load(need(cassette).read_text())
+    found = []
+    for interaction in doc.get("interactions") or []:
+        body = ((interaction.get("response") or {}).get("body") or {}).get("string")
+        try:
+            page = json.loads(body) if isinstance(body, str) else None
+        except ValueError:  # a response that is no JSON document: no items in it
+            continue
+        for feature in (page or {}).get("features") or []:
+            if feature.get("collection") == collection:
+                found.append(feature)
+    return found
 
 
 def write_recipe(tmp_path: Path, text: str, name: str = "recipe.yaml") -> Path:

@@ -136,3 +136,19 @@ def test_console_scripts_are_the_same_app(store: Path) -> None:
         )
         assert res.returncode == 0, res.stderr
         assert json.loads(res.stdout)["times"]["count"] == 5
+
+
+def test_validate_lists_a_rule_a_few_times_then_counts(tmp_path: Path) -> None:
+    """A root listing 3,000 timesteps its arrays lack: 10 lines of the rule and a count."""
+    from chronozarr.validate.context import FINDINGS_PER_RULE
+    from tests.chronozarr.validate.test_report import EXTRA, many_times_store
+
+    res = CliRunner().invoke(
+        app, ["validate", "--deep", str(many_times_store(tmp_path / "s.zarr"))]
+    )
+    assert res.exit_code == 3, res.output
+    lines = res.output.splitlines()
+    rule_lines = [line for line in lines if "temporal.delta_reference" in line]
+    assert len(rule_lines) == FINDINGS_PER_RULE + 1, res.output
+    assert rule_lines[-1].endswith(f"... and {EXTRA - FINDINGS_PER_RULE:,} more"), rule_lines[-1]
+    assert len(lines) < 40, res.output

@@ -327,3 +327,30 @@ def test_cz_build_scheduler_on_the_command_line(
     assert summary["store"] == str(out) and summary["months"] == ["2024-01", "2024-02"]
     assert chronozarr.validate(out, deep=True).ok
     assert not (out / ".cz-build").exists()
+
+
+def test_linear_gap_fill_derived_bands_and_cleaning_match_the_local_build(
+    cluster: DaskProcs, scenes_dir: Path, tmp_path: Path
+) -> None:
+    """The cluster's cell planes look ahead for linear gap-fill as the local spill does, and the
+    cell tasks composite derived bands and clean the day's cloud the same way."""
+    path = recipe(scenes_dir, start="2024-01", end="2024-04", name="linear.yaml")
+    text = path.read_text().replace(
+        "gap_fill:\n  method: none\n", "gap_fill:\n  method: linear\n  max_age: 2\n"
+    )
+    text = text.replace(
+        "  keep: [4, 5, 6, 7, 11]\n", "  keep: [4, 5, 6, 7, 11]\n  open: 1\n  dilate: 1\n"
+    )
+    text = text.replace(
+        "mask:\n",
+        "  - name: ndvi\n    expression: (nir - red) / (nir + red)\n    scale: 0.0001\n"
+        "    offset: -1\n"
+        "mask:\n",
+    )
+    path.write_text(text)
+    rec = load_recipe(path)
+    local, remote = tmp_path / "local.zarr", tmp_path / "shared" / "linear.zarr"
+    build(rec, out=str(local), options=BuildOptions(workers=2))
+    build(rec, out=str(remote), options=_options(cluster, tmp_path))
+    assert digests(remote) == digests(local)
+    assert chronozarr.open_store(local).attrs.provenance["gap_fill"] == "linear"

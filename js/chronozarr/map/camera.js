@@ -15,12 +15,19 @@ export const TILE_SIZE = 512; // MapLibre's world size at zoom 0, in CSS pixels
 export const MAX_ZOOM = 22; // MapLibre's default maxZoom
 const MAX_LAT = 85.051129;
 
+/** @typedef {[[number, number], [number, number]]} LngLatBounds [[west, south], [east, north]] */
+
+/** @param {number} lat */
 const clampLat = (lat) => Math.max(-MAX_LAT, Math.min(MAX_LAT, lat));
 
 /**
  * {center: [lon, lat], zoom} framing `bounds` ([[west, south], [east, north]]) in a map of
  * `width` x `height` CSS pixels with `padding` pixels on every side: the largest zoom at which
  * the box's Web Mercator extent fits, centred on the extent's mercator midpoint.
+ * @param {LngLatBounds} bounds
+ * @param {{width: number, height: number}} size
+ * @param {number} [padding]
+ * @returns {{center: [number, number], zoom: number}}
  */
 export function fitCamera(bounds, { width, height }, padding = 40) {
   const [[w, s], [e, n]] = bounds;
@@ -38,6 +45,7 @@ export function fitCamera(bounds, { width, height }, padding = 40) {
  * A stand-in for a MapLibre map at a fixed camera: {center: [lon, lat], zoom, width, height (CSS
  * px), dpr}. `matrix` maps Web Mercator [0, 1] (z = 0) to clip space, as MapLibre's main matrix
  * does for this camera (float64, column-major); `on`, `off` and `triggerRepaint` do nothing.
+ * @param {{center: [number, number] | number[], zoom: number, width: number, height: number, dpr?: number}} camera
  */
 export function cameraMap({ center, zoom, width, height, dpr = 1 }) {
   const ws = TILE_SIZE * 2 ** zoom;

@@ -17,24 +17,78 @@ function ramp(stops) {
 export const COLORMAPS = Object.freeze({
   viridis: {
     label: "viridis",
-    lut: ramp([[68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142], [31, 158, 137], [53, 183, 121], [109, 205, 89], [180, 222, 44], [253, 231, 37]]),
+    lut: ramp([
+      [68, 1, 84],
+      [72, 40, 120],
+      [62, 74, 137],
+      [49, 104, 142],
+      [38, 130, 142],
+      [31, 158, 137],
+      [53, 183, 121],
+      [109, 205, 89],
+      [180, 222, 44],
+      [253, 231, 37],
+    ]),
   },
   magma: {
     label: "magma",
-    lut: ramp([[0, 0, 4], [28, 16, 68], [79, 18, 123], [129, 37, 129], [181, 54, 122], [229, 80, 100], [251, 135, 97], [254, 194, 135], [252, 253, 191]]),
+    lut: ramp([
+      [0, 0, 4],
+      [28, 16, 68],
+      [79, 18, 123],
+      [129, 37, 129],
+      [181, 54, 122],
+      [229, 80, 100],
+      [251, 135, 97],
+      [254, 194, 135],
+      [252, 253, 191],
+    ]),
   },
   rdylgn: {
     label: "RdYlGn",
-    lut: ramp([[165, 0, 38], [215, 48, 39], [244, 109, 67], [253, 174, 97], [254, 224, 139], [217, 239, 139], [166, 217, 106], [102, 189, 99], [26, 152, 80], [0, 104, 55]]),
+    lut: ramp([
+      [165, 0, 38],
+      [215, 48, 39],
+      [244, 109, 67],
+      [253, 174, 97],
+      [254, 224, 139],
+      [217, 239, 139],
+      [166, 217, 106],
+      [102, 189, 99],
+      [26, 152, 80],
+      [0, 104, 55],
+    ]),
   },
-  greys: { label: "greys", lut: ramp([[0, 0, 0], [255, 255, 255]]) },
+  greys: {
+    label: "greys",
+    lut: ramp([
+      [0, 0, 0],
+      [255, 255, 255],
+    ]),
+  },
   rdbu: {
     label: "RdBu",
-    lut: ramp([[103, 0, 31], [178, 24, 43], [214, 96, 77], [244, 165, 130], [253, 219, 199], [247, 247, 247], [209, 229, 240], [146, 197, 222], [67, 147, 195], [33, 102, 172], [5, 48, 97]]),
+    lut: ramp([
+      [103, 0, 31],
+      [178, 24, 43],
+      [214, 96, 77],
+      [244, 165, 130],
+      [253, 219, 199],
+      [247, 247, 247],
+      [209, 229, 240],
+      [146, 197, 222],
+      [67, 147, 195],
+      [33, 102, 172],
+      [5, 48, 97],
+    ]),
   },
 });
 
-/** CSS linear-gradient of a ramp, for the colour bar. */
+/**
+ * CSS linear-gradient of a ramp, for the colour bar.
+ * @param {string} name a key of COLORMAPS
+ * @returns {string}
+ */
 export function gradientCss(name) {
   const lut = (COLORMAPS[name] ?? COLORMAPS.viridis).lut;
   const stops = [];
@@ -45,7 +99,13 @@ export function gradientCss(name) {
   return `linear-gradient(90deg, ${stops.join(", ")})`;
 }
 
-/** "Nice" tick values in [min, max]: about `count` of them at 1, 2 or 5 x 10^k steps. */
+/**
+ * "Nice" tick values in [min, max]: about `count` of them at 1, 2 or 5 x 10^k steps.
+ * @param {number} min
+ * @param {number} max
+ * @param {number} [count]
+ * @returns {number[]}
+ */
 export function ticks(min, max, count = 5) {
   if (!(max > min)) return [min];
   const raw = (max - min) / Math.max(1, count - 1);

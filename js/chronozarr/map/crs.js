@@ -13,13 +13,24 @@ import proj4 from "proj4";
 import { UnsupportedError } from "../errors.js";
 import { EPSG } from "./epsg.js";
 
+/**
+ * Between the store CRS and WGS84 lon/lat.
+ * @typedef {object} StoreProjection
+ * @property {(p: number[]) => [number, number]} forward [x, y] -> [lon, lat]
+ * @property {(p: number[]) => [number, number]} inverse [lon, lat] -> [x, y]
+ * @property {string | object} definition
+ * @property {string} source
+ */
+
 const WKT_HEAD = /^\s*(PROJCRS|PROJCS|GEOGCRS|GEOGCS|GEODCRS|BOUNDCRS|COMPOUNDCRS|PROJECTEDCRS)\s*\[/i;
 
-/** proj4 definition (string or PROJJSON object) of an EPSG code from the bundled table, or null. */
+/**
+ * proj4 definition (string or PROJJSON object) of an EPSG code from the bundled table, or null.
+ * @param {string | number} code "EPSG:<n>", an OGC URN or URL of it
+ * @returns {string | object | null}
+ */
 export function epsgDefinition(code) {
-  const m = /^\s*(?:EPSG:|urn:ogc:def:crs:EPSG::|https?:\/\/www\.opengis\.net\/def\/crs\/EPSG\/0\/)(\d+)\s*$/i.exec(
-    String(code),
-  );
+  const m = /^\s*(?:EPSG:|urn:ogc:def:crs:EPSG::|https?:\/\/www\.opengis\.net\/def\/crs\/EPSG\/0\/)(\d+)\s*$/i.exec(String(code));
   if (!m) return null;
   return EPSG[m[1]] ?? null;
 }
@@ -36,6 +47,8 @@ function fromValue(value) {
 /**
  * The proj4 definition for a store: {definition, source} where source names the attribute used.
  * Throws UnsupportedError when the store names a CRS this module cannot resolve offline.
+ * @param {any} store an open store (its crs, levels, variable and consolidated metadata)
+ * @returns {{definition: string | object, source: string}}
  */
 export function crsDefinition(store) {
   const named = store.crs;
@@ -62,25 +75,37 @@ export function crsDefinition(store) {
 /**
  * A projector between the store CRS and WGS84 lon/lat: {forward([x, y]) -> [lon, lat],
  * inverse([lon, lat]) -> [x, y], definition, source}.
+ * @param {any} store an open store
+ * @returns {StoreProjection}
  */
 export function storeProjection(store) {
   const { definition, source } = crsDefinition(store);
   let conv;
   try {
-    conv = proj4(definition, "EPSG:4326");
+    conv = proj4(/** @type {any} */ (definition), "EPSG:4326");
   } catch (err) {
     throw new UnsupportedError(`cannot parse the store CRS (${source}): ${err?.message ?? err}`);
   }
   return { forward: (p) => conv.forward(p), inverse: (p) => conv.inverse(p), definition, source };
 }
 
-/** Web Mercator "world" coordinates in [0, 1] (MapLibre's MercatorCoordinate) of lon/lat. */
+/**
+ * Web Mercator "world" coordinates in [0, 1] (MapLibre's MercatorCoordinate) of lon/lat.
+ * @param {number} lon
+ * @param {number} lat
+ * @returns {[number, number]}
+ */
 export function mercatorOf(lon, lat) {
   const s = Math.sin((lat * Math.PI) / 180);
   return [(lon + 180) / 360, 0.5 - Math.log((1 + s) / (1 - s)) / (4 * Math.PI)];
 }
 
-/** Inverse of mercatorOf. */
+/**
+ * Inverse of mercatorOf.
+ * @param {number} mx
+ * @param {number} my
+ * @returns {[number, number]} [lon, lat]
+ */
 export function lonLatOfMercator(mx, my) {
   const lon = mx * 360 - 180;
   const lat = (Math.atan(Math.sinh(Math.PI * (1 - 2 * my))) * 180) / Math.PI;

@@ -21,6 +21,8 @@ export class DecodePool {
    * speaking decode-worker.js's protocol). options: size (workers to start from a URL; default
    * the number of cores, at most 4), early ({[chunk URL]: Promise<{n, data}>}: decodes started
    * before the pool, used once each when their compressed length matches).
+   * @param {string | URL | Worker[]} workers
+   * @param {{size?: number, early?: Record<string, Promise<any>> | null}} [options]
    */
   constructor(workers, { size, early = null } = {}) {
     const n = size ?? Math.max(1, Math.min(4, globalThis.navigator?.hardwareConcurrency ?? 2));
@@ -47,7 +49,10 @@ export class DecodePool {
     }
   }
 
-  /** Post a job to the least busy worker; resolves to the worker's answer. */
+  /**
+   * Post a job to the least busy worker; resolves to the worker's answer.
+   * @internal
+   */
   _post(msg, transfer) {
     if (this.broken) return Promise.resolve({ ok: false, name: "WorkerError", message: "decode worker failed" });
     let k = 0;
@@ -62,19 +67,23 @@ export class DecodePool {
 
   /** Compile zstd in every worker now (before the first chunk arrives). */
   warm() {
-    return Promise.all(this.workers.map((w, k) => {
-      const id = this._next++;
-      this.busy[k]++;
-      return new Promise((done) => {
-        this._pending.set(id, { k, done });
-        w.postMessage({ id, warm: true });
-      });
-    }));
+    return Promise.all(
+      this.workers.map((w, k) => {
+        const id = this._next++;
+        this.busy[k]++;
+        return new Promise((done) => {
+          this._pending.set(id, { k, done });
+          w.postMessage({ id, warm: true });
+        });
+      }),
+    );
   }
 
   /**
    * openStore's makeDecoder: decoders that post to the pool. `rootDocument` returns the store's
    * root zarr.json (the arrays' documents are its consolidated metadata).
+   * @param {() => Record<string, any> | null | undefined} rootDocument
+   * @returns {import("../types.js").MakeDecoder}
    */
   makeDecoder(rootDocument) {
     return async (array, fallback) => {

@@ -11,6 +11,11 @@
 
 const FUNCS = { abs: 1, sqrt: 1, log: 1, exp: 1, min: 2, max: 2, pow: 2, clamp: 3 };
 
+/**
+ * A parsed expression: a number, a band (by index), an operator or a function call.
+ * @typedef {{kind: string, [key: string]: any}} ExpressionTree
+ */
+
 export const PRESETS = Object.freeze({
   ndvi: "(nir - red) / (nir + red)",
   ndwi: "(green - nir) / (green + nir)",
@@ -18,6 +23,7 @@ export const PRESETS = Object.freeze({
 });
 
 export class ExpressionError extends Error {
+  /** @param {string} message */
   constructor(message) {
     super(message);
     this.name = "ExpressionError";
@@ -43,6 +49,9 @@ function tokenize(text) {
 /**
  * Parse `text` against the store's bands. Returns {tree, bands: [band index, ...]} where bands
  * lists the bands used, in order of first use. Throws ExpressionError naming the problem.
+ * @param {string} text
+ * @param {{name: string, common_name?: string}[]} storeBands
+ * @returns {{tree: ExpressionTree, bands: number[]}}
  */
 export function parseExpression(text, storeBands) {
   const tokens = tokenize(String(text ?? ""));
@@ -51,13 +60,15 @@ export function parseExpression(text, storeBands) {
   const peek = () => tokens[i];
   const take = (value) => {
     const t = tokens[i];
-    if (!t || t.value !== value) throw new ExpressionError(`expected ${JSON.stringify(value)}${t ? ` before ${JSON.stringify(String(t.value))}` : " at the end"}`);
+    if (!t || t.value !== value)
+      throw new ExpressionError(`expected ${JSON.stringify(value)}${t ? ` before ${JSON.stringify(String(t.value))}` : " at the end"}`);
     i++;
   };
   const bandOf = (name) => {
     let b = storeBands.findIndex((x) => x.common_name === name);
     if (b < 0) b = storeBands.findIndex((x) => x.name === name);
-    if (b < 0) b = storeBands.findIndex((x) => x.name.toLowerCase() === name.toLowerCase() || x.common_name?.toLowerCase() === name.toLowerCase());
+    if (b < 0)
+      b = storeBands.findIndex((x) => x.name.toLowerCase() === name.toLowerCase() || x.common_name?.toLowerCase() === name.toLowerCase());
     return b;
   };
   const atom = () => {
@@ -78,7 +89,8 @@ export function parseExpression(text, storeBands) {
           args.push(expr());
         }
         take(")");
-        if (args.length !== FUNCS[t.value]) throw new ExpressionError(`${t.value}() takes ${FUNCS[t.value]} argument(s), got ${args.length}`);
+        if (args.length !== FUNCS[t.value])
+          throw new ExpressionError(`${t.value}() takes ${FUNCS[t.value]} argument(s), got ${args.length}`);
         return { fn: t.value, args };
       }
       const b = bandOf(t.value);
@@ -132,7 +144,12 @@ const glslFloat = (v) => {
   return /[.eE]/.test(s) ? s : `${s}.0`;
 };
 
-/** GLSL expression; `ref(b)` gives the GLSL of band b's physical value. */
+/**
+ * GLSL expression; `ref(b)` gives the GLSL of band b's physical value.
+ * @param {ExpressionTree} tree
+ * @param {(band: number) => string} ref
+ * @returns {string}
+ */
 export function toGlsl(tree, ref) {
   const g = (n) => {
     if (n.num !== undefined) return glslFloat(n.num);
@@ -155,7 +172,11 @@ const JS_FN = {
   clamp: (x, a, b) => Math.min(Math.max(x, a), b),
 };
 
-/** JS evaluator: f(physical) where physical[b] is band b's physical value (Math.fround per step, as float32 GLSL). */
+/**
+ * JS evaluator: f(physical) where physical[b] is band b's physical value (Math.fround per step, as float32 GLSL).
+ * @param {ExpressionTree} tree
+ * @returns {(physical: ArrayLike<number>) => number}
+ */
 export function toFunction(tree) {
   const c = (n) => {
     if (n.num !== undefined) {

@@ -9,3 +9,9 @@ export { ExpressionError, PRESETS, parseExpression, toFunction, toGlsl } from ".
 export { DecodePool } from "./decode-pool.js";
 export { ChronozarrLayer, addChronozarrLayer } from "./layer.js";
 export { cameraMap, fitCamera } from "./camera.js";
+
+/** @typedef {import("./layer.js").LayerOptions} LayerOptions */
+/** @typedef {import("./layer.js").LayerStats} LayerStats */
+/** @typedef {import("./cells.js").LngLatLike} LngLatLike */
+/** @typedef {import("./display.js").DisplaySettings} DisplaySettings */
+/** @typedef {import("./stretch.js").Stretch} Stretch */

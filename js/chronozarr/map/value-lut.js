@@ -8,6 +8,8 @@
 // scrub frame's draw costs. The table is rebuilt when the display, stretch, colour map or opacity
 // changes (about 65,536 evaluations, a millisecond or two).
 
+import { physical } from "../physical.js";
+
 /** dtypes a value table can cover: their values index a table of `size` entries from `base`. */
 export const VALUE_LUT_DTYPES = {
   uint8: { size: 256, base: 0 },
@@ -27,7 +29,18 @@ export const VALUE_LUT_WIDTH = 256;
  * colour is the colour map's entry for round(255 * clamp((v - min) / (max - min), 0, 1)), the
  * texel the shader's own stretch path samples.
  */
-export function buildValueLut({ dtype, nodata = null, hasMask = false, scale = 1, offset = 0, fn = (v) => v, min, max, colormap, opacity = 1 }) {
+export function buildValueLut({
+  dtype,
+  nodata = null,
+  hasMask = false,
+  scale = 1,
+  offset = 0,
+  fn = (v) => v,
+  min,
+  max,
+  colormap,
+  opacity = 1,
+}) {
   const kind = VALUE_LUT_DTYPES[dtype];
   if (!kind) throw new RangeError(`no value table for dtype ${dtype}`);
   if (colormap.length !== 256 * 4) throw new RangeError("colormap must hold 256 RGBA entries");
@@ -39,11 +52,11 @@ export function buildValueLut({ dtype, nodata = null, hasMask = false, scale = 1
   const span = max - min;
   // The shader's float32 path: the same operations, rounded to float32 as the GPU would.
   const f32 = Math.fround;
-  const physOf = (raw) => f32(f32(raw * f32(scale)) + f32(offset));
+  const band = { scale, offset };
   for (let i = 0; i < kind.size; i++) {
     const raw = i - kind.base;
     if (!hasMask && nodata !== null && raw === nodata) continue;
-    const v = fn(physOf(raw));
+    const v = fn(physical(raw, band, f32));
     if (!Number.isFinite(v)) continue;
     const k = Math.max(0, Math.min(1, (v - min) / span));
     const entry = Math.min(255, Math.floor(k * 255 + 0.5)) * 4;

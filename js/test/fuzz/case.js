@@ -52,7 +52,9 @@ function digest(value) {
 }
 
 function signature(err) {
-  const frames = String(err?.stack ?? "").split("\n").slice(1);
+  const frames = String(err?.stack ?? "")
+    .split("\n")
+    .slice(1);
   const mine = frames.find((f) => f.includes("/chronozarr/")) ?? frames[0] ?? "";
   const loc = /([\w.-]+\.js):(\d+)/.exec(mine);
   return `${err?.name ?? typeof err} at ${loc ? `${loc[1]}:${loc[2]}` : "?"}`;
@@ -96,7 +98,13 @@ const entries = {
   },
   async volatility() {
     const vol = await store.volatility();
-    const order = await store.cellsByVolatility({ level: 0, cells: [{ row: 0, col: 0 }, { row: 0, col: 1 }] });
+    const order = await store.cellsByVolatility({
+      level: 0,
+      cells: [
+        { row: 0, col: 0 },
+        { row: 0, col: 1 },
+      ],
+    });
     const got = await store.prefetch({ level: store.levels.length - 1, cells: [{ row: 0, col: 0 }] });
     return [vol, order, got.anchors, got.deltas];
   },
@@ -109,7 +117,12 @@ for (const [entry, run] of Object.entries(entries)) {
     result = { entry, class: "ok", digest: digest(await run()) };
   } catch (err) {
     const typed = err instanceof ChronozarrError;
-    result = { entry, class: typed ? "typed" : "untyped", sig: typed ? err.name : signature(err), msg: String(err?.message ?? err).slice(0, 300) };
+    result = {
+      entry,
+      class: typed ? "typed" : "untyped",
+      sig: typed ? err.name : signature(err),
+      msg: String(err?.message ?? err).slice(0, 300),
+    };
   }
   if (escapes.length) result = { entry, class: "escape", sig: `fetched ${escapes[0]}`, was: result.class };
   escapes.length = 0;

@@ -89,19 +89,36 @@ function runChild(url, { reader, timeout, heapMiB, capMiB, log, env }) {
       clearTimeout(timer);
       const end = rows.find((r) => r.entry === "_end");
       if (end) peak = Math.max(peak, end.maxRSS);
-      resolve({ rows: rows.filter((r) => r.entry !== "_end"), peak, status, sig, killed, ended: !!end, stderr: err, late: log.slice(logAt) });
+      resolve({
+        rows: rows.filter((r) => r.entry !== "_end"),
+        peak,
+        status,
+        sig,
+        killed,
+        ended: !!end,
+        stderr: err,
+        late: log.slice(logAt),
+      });
     });
   });
 }
 
 /** Generate cases [start, start + count) with make_cases.py; returns [{case, base, mutation}]. */
 function makeCases(work, start, count, seed) {
-  const res = spawnSync(python(), [path.join(HERE, "make_cases.py"), work, "--start", String(start), "--count", String(count), "--seed", String(seed)], {
-    encoding: "utf8",
-    maxBuffer: 64 * 2 ** 20,
-  });
+  const res = spawnSync(
+    python(),
+    [path.join(HERE, "make_cases.py"), work, "--start", String(start), "--count", String(count), "--seed", String(seed)],
+    {
+      encoding: "utf8",
+      maxBuffer: 64 * 2 ** 20,
+    },
+  );
   if (res.status !== 0) throw new Error(`make_cases.py failed (exit ${res.status}):\n${res.stdout}\n${res.stderr}`);
-  return res.stdout.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  return res.stdout
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 /**
@@ -121,7 +138,8 @@ function classify(res, prefix, baseline, mutation, peak0) {
       if (r.class === "ok") {
         const same = baseline?.[entry] === row.digest;
         r.class = same ? "ok-same" : "ok-changed";
-        if (!same && PRESERVING.some((k) => mutation.startsWith(k))) r = { entry, class: "wrong", sig: "content-preserving change read differently" };
+        if (!same && PRESERVING.some((k) => mutation.startsWith(k)))
+          r = { entry, class: "wrong", sig: "content-preserving change read differently" };
       }
     } else if (res.ended) {
       continue; // not run: open failed with a typed error first
@@ -132,15 +150,22 @@ function classify(res, prefix, baseline, mutation, peak0) {
     } else {
       const lines = res.stderr.trim().split("\n");
       const why = lines.find((l) => /Error|error:/.test(l)) ?? lines.pop() ?? "";
-      r = { entry, class: "crash", sig: `died (status ${res.status}, ${res.sig ?? "no signal"}): ${why.slice(0, 160)}`, stderr: res.stderr.slice(-2000) };
+      r = {
+        entry,
+        class: "crash",
+        sig: `died (status ${res.status}, ${res.sig ?? "no signal"}): ${why.slice(0, 160)}`,
+        stderr: res.stderr.slice(-2000),
+      };
     }
     out.push(r);
     if (!row) break; // the first entry the child did not finish takes the class
   }
   const lateEscapes = outside(res.late ?? []);
-  if (lateEscapes.length && out.length) out[out.length - 1] = { ...out[out.length - 1], class: "escape", sig: `requested ${lateEscapes[0].path.slice(0, 120)}` };
+  if (lateEscapes.length && out.length)
+    out[out.length - 1] = { ...out[out.length - 1], class: "escape", sig: `requested ${lateEscapes[0].path.slice(0, 120)}` };
   if (peak0 !== null && res.peak - peak0 > RSS_MIB * 2 ** 20) {
-    for (const r of out) if (!BAD.includes(r.class)) Object.assign(r, { class: "memory", sig: `peak RSS +${Math.round((res.peak - peak0) / 2 ** 20)} MiB` });
+    for (const r of out)
+      if (!BAD.includes(r.class)) Object.assign(r, { class: "memory", sig: `peak RSS +${Math.round((res.peak - peak0) / 2 ** 20)} MiB` });
   }
   return out;
 }

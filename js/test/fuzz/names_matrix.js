@@ -1,4 +1,4 @@
-// Crafted-name stores (0016): every hostile name of tests/fuzz/mutate.py (and a few more) in
+// Crafted-name stores (decision 0016): every hostile name of tests/fuzz/mutate.py (and a few more) in
 // every name field of a real fixture store, read by a reader through a fetch that serves the
 // store at http://h.test/case/store/ and a decoy copy of it at http://h.test/case/secret/ (what a
 // ".." reaches). Counts, per reader: escape (a URL outside the store was requested), decoy (the
@@ -18,7 +18,27 @@ const { dir, manifest } = fixtures();
 
 const STORE = "http://h.test/case/store/";
 const DECOY = "http://h.test/case/secret/";
-const NAMES = ["..", "../secret", "../secret/0", "0/../../secret/0", "../../case/secret/0", "/etc", "/case/secret/0", "file:///etc", "http://127.0.0.1:9/x", "s3://bucket/x", "C:\\secret", "..\\secret\\0", "%2e%2e", "%2e%2e/secret/0", ".", "", "a\u0000b", "0/", "x".repeat(5000)];
+const NAMES = [
+  "..",
+  "../secret",
+  "../secret/0",
+  "0/../../secret/0",
+  "../../case/secret/0",
+  "/etc",
+  "/case/secret/0",
+  "file:///etc",
+  "http://127.0.0.1:9/x",
+  "s3://bucket/x",
+  "C:\\secret",
+  "..\\secret\\0",
+  "%2e%2e",
+  "%2e%2e/secret/0",
+  ".",
+  "",
+  "a\u0000b",
+  "0/",
+  "x".repeat(5000),
+];
 const FIELDS = {
   variable: (cz, v) => (cz.variable = v),
   mask_variable: (cz, v) => (cz.mask_variable = v),

@@ -34,7 +34,8 @@ const { rows, summary } = await runFuzz({
   onCase: (c, caseRows) => {
     done++;
     const bad = caseRows.filter((r) => !["typed", "ok-same", "ok-changed"].includes(r.class));
-    if (bad.length) process.stderr.write(`case ${c.case} (${c.mutation}): ${bad.map((r) => `${r.entry} ${r.class} ${r.sig}`).join("; ")}\n`);
+    if (bad.length)
+      process.stderr.write(`case ${c.case} (${c.mutation}): ${bad.map((r) => `${r.entry} ${r.class} ${r.sig}`).join("; ")}\n`);
     if (done % 50 === 0) process.stderr.write(`# ${done} cases\n`);
   },
 });

@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from cz.composite import CompositeRules, composite_block
-from cz.composite.masks import clean_rejected, dilate, erode, halo_pixels, open_, rejected_by_rules
+from cz.composite.masks import (
+    cleaned_validity,
+    dilate,
+    erode,
+    halo_pixels,
+    open_,
+    rejection_sets,
+)
 
 
 def _disk(r: int) -> list[tuple[int, int]]:
@@ -71,24 +78,34 @@ def test_known_shapes() -> None:
 
 
 def test_cloud_probability_and_keep_set_combine() -> None:
-    scl = np.array([[[4, 4, 9, 4]]], dtype=np.uint8)
-    cloud = np.array([[[10.0, 60.0, 0.0, np.nan]]], dtype=np.float32)
-    assert rejected_by_rules(scl, (4,), cloud, 50.0, scl.shape).tolist() == [
-        [[False, True, True, False]]
+    scl = np.array([[[4, 4, 9, 4, 1, 1]]], dtype=np.uint8)
+    cloud = np.array([[[10.0, 60.0, 0.0, np.nan, 0.0, 90.0]]], dtype=np.float32)
+    data = np.ones(scl.shape, dtype=bool)
+    hard, cloudy = rejection_sets(scl, (4,), (9,), cloud, 50.0, data)
+    # class 9 is cleaned, a probability above 50 is cloud; class 1 is rejected whatever else
+    assert cloudy.tolist() == [[[False, True, True, False, False, False]]]
+    assert hard.tolist() == [[[False, False, False, False, True, True]]]
+    hard, cloudy = rejection_sets(None, None, (), cloud, 10.0, data)
+    # "more than the maximum": 10 % passes a 10 % ceiling; NaN (unknown) rejects nothing
+    assert cloudy.tolist() == [[[False, True, False, False, False, True]]] and not hard.any()
+    hard, cloudy = rejection_sets(scl, (4,), (9,), None, None, ~data)
+    assert not hard.any() and not cloudy.any()  # a pixel without data is neither
+
+
+def test_cleaning_never_admits_what_is_not_cloud() -> None:
+    """An isolated cloud pixel is opened away and counts; an isolated hard-rejected pixel (neither
+    clear nor cloud) stays invalid whatever the radii; a pixel without data is no seed."""
+    clear = np.ones((1, 1, 9), dtype=bool)
+    cloudy = np.zeros((1, 1, 9), dtype=bool)
+    clear[0, 0, 0:3] = False  # no data (or saturated: neither clear nor cloud) ...
+    clear[0, 0, 7] = False  # ... and a one-pixel cloud
+    cloudy[0, 0, 7] = True
+    assert cleaned_validity(clear, cloudy, 0, 2).tolist() == [
+        [[False, False, False, True, True, False, False, False, False]]
     ]
-    assert rejected_by_rules(None, None, cloud, 10.0, scl.shape).tolist() == [
-        [[False, True, False, False]]
-    ]  # "more than the maximum": 10 % passes a 10 % ceiling; NaN (unknown) rejects nothing
-
-
-def test_pixels_without_data_are_not_grown() -> None:
-    rejected = np.zeros((1, 1, 9), dtype=bool)
-    has_data = np.ones((1, 1, 9), dtype=bool)
-    rejected[0, 0, 0:3] = True  # a nodata edge (SCL 0 there) ...
-    has_data[0, 0, 0:3] = False
-    rejected[0, 0, 7] = True  # ... and a cloud pixel with data
-    out = clean_rejected(rejected, has_data, 0, 2)
-    assert out.tolist() == [[[False, False, False, False, False, True, True, True, True]]]
+    opened = cleaned_validity(clear, cloudy, 1, 2)
+    assert opened.tolist() == [[[False, False, False, True, True, True, True, True, True]]]
+    assert cleaned_validity(clear, cloudy, 0, 0).tolist() == clear.tolist()
 
 
 def _block_inputs(rng: np.random.Generator, h: int, w: int) -> tuple:
@@ -163,3 +180,40 @@ def test_a_buffer_changes_the_composite_and_coverage_as_documented() -> None:
             assert cov[y, x] == (1 if (y, x) in dropped else 2)
             assert out[0, y, x] == (100 if (y, x) in dropped else 200)
     assert plain[0, 1, 2] == 200 and plain[0, 2, 2] == 100
+
+
+def test_a_days_pixel_comes_from_a_clear_item_else_a_cloudy_one_never_a_hard_rejected_one() -> None:
+    """Two tiles of one solar day over the same 5 x 5 ground, one date: the centre is a cloud
+    speck in one tile and saturated (SCL 1) in the other. Opened with radius 1 the speck is no
+    cloud, so the day's observation there is the cloudy tile's number, in either plan order; a
+    saturated pixel alone is never an observation, and a clear pixel wins over both."""
+    args = dict(
+        corrections=[0, 0],
+        solar_days=["d", "d"],
+        keep=(4,),
+        src_nodata=[[0], [0]],
+        harmonized=[False],
+        dtype="uint16",
+        nodata=0,
+    )
+    rules = CompositeRules(open_radius=1)
+    halo = rules.halo
+    for cloudy_first in (True, False):
+        values = np.full((2, 1, 5 + 2 * halo, 5 + 2 * halo), 100, dtype=np.uint16)
+        scl = np.full((2, 5 + 2 * halo, 5 + 2 * halo), 4, dtype=np.uint8)
+        c = halo + 2
+        cloudy, bad = (0, 1) if cloudy_first else (1, 0)
+        values[cloudy, 0, c, c], scl[cloudy, c, c] = 111, 9
+        values[bad, 0, c, c], scl[bad, c, c] = 222, 1
+        values[:, 0, c, c + 1] = 300, 400  # clear in both: the first item
+        values[bad, 0, c + 1, c] = 500  # clear in the saturated tile, cloudy in the other
+        scl[cloudy, c + 1, c] = 9
+        values[bad, 0, c - 1, c] = 600  # saturated in one tile, nodata in the other
+        scl[bad, c - 1, c] = 1
+        values[cloudy, 0, c - 1, c] = 0
+        out, cov = composite_block(values, scl, rules=rules, **args)
+        assert (out[0, 2, 2], cov[2, 2]) == (111, 1)
+        assert out[0, 2, 3] == 300 and out[0, 3, 2] == 500
+        assert (out[0, 1, 2], cov[1, 2]) == (0, 0)
+        _plain, plain_cov = composite_block(values, scl, rules=CompositeRules(), **args)
+        assert plain_cov[halo + 2, halo + 2] == 0  # without cleaning the speck is rejected

@@ -102,12 +102,12 @@ BROKEN: list[tuple[str, str, list[tuple[int | None, str, str]]]] = [
     (
         "carry-forward-without-age",
         GOOD + "gap_fill:\n  method: carry-forward\n",
-        [(17, "gap_fill.max_age", "carry-forward needs max_age")],
+        [(17, "gap_fill.max_age", "carry-forward needs max_age (periods)")],
     ),
     (
         "scl-class-out-of-range",
-        GOOD + "mask:\n  keep: [4, 5, 300]\n",
-        [(18, "mask.keep[2]", "<= 255; got 300")],
+        GOOD + "mask:\n  keep: [4, 5, 70000]\n",
+        [(18, "mask.keep[2]", "<= 65535; got 70000")],
     ),
     (
         "two-dn-conventions",
@@ -292,9 +292,20 @@ def test_parse_recipe_names_its_source() -> None:
     assert str(info.value).startswith("inline.yaml:12:1: bandz: unknown key")
 
 
-@pytest.mark.parametrize("name", ["earth-search-s2.yaml", "planetary-computer-s2.yaml"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "earth-search-s2.yaml",
+        "planetary-computer-s2.yaml",
+        "earth-search-landsat.yaml",
+        "planetary-computer-landsat.yaml",
+        "planetary-computer-hls.yaml",
+    ],
+)
 def test_ready_recipes_load(name: str) -> None:
     recipe = load_recipe(RECIPES / name)
     assert recipe.catalog.url is not None
-    assert [b.name for b in recipe.bands][:2] == ["red", "nir"]
+    assert recipe.bands[0].name == "red"
     assert recipe.mask is not None
+    # the Sentinel-2 correction is for Sentinel-2 L2A collections only
+    assert all(b.harmonize is ("-s2" in name) for b in recipe.bands)

@@ -1,0 +1,269 @@
+// The viewer's early work: the first script of the built page (js/tools/build-viewer.mjs bundles
+// this module and writes it inline into <head>, after the config block: no request of its own,
+// run before anything else has loaded). Decisions 0023, 0027 and 0028 say why it exists:
+//
+// - it fetches the store's root zarr.json itself (a Worker would start later), and the moment the
+//   root parses it names the first view's chunks: the fitted view's level (spec 10.3) and the
+//   cells of timestep 0, keys from the consolidated metadata (3.7). A small Worker started with
+//   the page (early-fetcher.js, a Blob of its bundle, no request) GETs them at once (high
+//   priority) and hands each to a chunk decoder Worker (decode-worker.js, started here so zstd
+//   compiles while the code downloads) as it arrives;
+// - it preloads the bundle (viewer.js) after the root's GET, so the root takes the page's own
+//   connection; MapLibre's files come at low priority once the first view's chunks are in;
+// - the basemap style: the offline one is written into the built page (no request), another URL
+//   is fetched here.
+//
+// The root and the chunks are read by the reader's own code (http.js readBody, jsondoc.js,
+// metadata.js parseRoot, parseArray, chunkKey, compressedBound, names.js joinUrl), so they are
+// bounded, parsed and named exactly as the reader will: a wrong guess costs bytes only, since the
+// reader and the decode pool take an early answer for the exact URL and length alone. The bundle
+// (viewer.js) adopts all of it through window.CHRONOZARR_VIEWER.early.
+
+import FETCHER from "cz:early-fetcher";
+import { readBody, resolveStoreUrl } from "../../js/chronozarr/http.js";
+import { MAX_DOCUMENT_BYTES, parseJson } from "../../js/chronozarr/jsondoc.js";
+import { joinUrl } from "../../js/chronozarr/names.js";
+import { planChunks } from "./plan.js";
+
+/** @import {PlannedChunk} from "./plan.js" */
+
+/** Run the early work for the page's store (the `?store=` parameter or the config block's). */
+function start() {
+  const c = window.CHRONOZARR_VIEWER || (window.CHRONOZARR_VIEWER = {});
+  const q = new URLSearchParams(location.search);
+  // marks: when each early step happened (performance.now()), for bench/js/viewer.mjs.
+  /** @type {any} */
+  const early = (c.early = { marks: {} });
+  const mark = (/** @type {string} */ name) => (early.marks[name] = performance.now());
+  const store = q.get("store") || c.store;
+  const hi = /** @type {RequestInit} */ ({ priority: "high" });
+  // The bundle: fetched from here, after the root's GET (so the root takes the page's own
+  // connection, idle once the page is in, instead of opening one), and run by the end of
+  // <body>. It is not in the page's markup, where the preload scanner would GET it first.
+  early.preloadCode = () => {
+    if (early.codePreloaded) return;
+    early.codePreloaded = true;
+    const link = document.createElement("link");
+    link.rel = "modulepreload";
+    link.href = "viewer.js";
+    document.head.appendChild(link);
+  };
+  // MapLibre (its module and its worker's script), at low priority and only once the first
+  // view's chunks are in (the fetcher's timing message), so their 1.6 MB take neither the
+  // connections nor the cores the root and the chunks need; viewer.js imports it after the
+  // first frame (decision 0027), and fetches it itself if this has not run by then.
+  early.fetchMap = () => {
+    if (early.mapWorker) return;
+    const link = document.createElement("link");
+    link.rel = "modulepreload";
+    link.href = "maplibre-gl.js";
+    link.fetchPriority = "low";
+    document.head.appendChild(link);
+    early.mapWorker = fetch("maplibre-gl-worker.mjs", /** @type {RequestInit} */ ({ priority: "low" }))
+      .then((r) => (r.ok ? r.blob() : null))
+      .catch(() => null);
+  };
+  // The map's size comes from the end of <body> (laid out by then): it picks the level.
+  /** @type {(box: {width: number, height: number, dpr: number}) => void} */
+  let gotSize;
+  const size = new Promise((r) => (gotSize = r));
+  early.sendSize = () => {
+    const box = document.getElementById("map");
+    mark("size");
+    gotSize({ width: box ? box.clientWidth : 0, height: box ? box.clientHeight : 0, dpr: window.devicePixelRatio || 1 });
+  };
+  if (store) {
+    try {
+      startStore(early, store, q, size, mark, hi);
+    } catch {
+      // (a store URL that does not parse: the reader says so)
+    }
+  }
+  early.preloadCode();
+  startStyle(early, q.get("style") || c.style);
+}
+
+/**
+ * The root's GET, the decoders, the chunk fetcher and the first view's chunks.
+ * @param {any} early
+ * @param {string} store
+ * @param {URLSearchParams} q
+ * @param {Promise<{width: number, height: number, dpr: number}>} size
+ * @param {(name: string) => void} mark
+ * @param {RequestInit} hi
+ */
+function startStore(early, store, q, size, mark, hi) {
+  const { base, query } = resolveStoreUrl(store, "viewer");
+  early.rootUrl = joinUrl(base, "zarr.json", query);
+  // The reader takes this response as its own root GET (viewer.js earlyFetch): the page's read
+  // is a clone, so status, headers and a CORS or network failure are the reader's to report
+  // exactly as if it had fetched the root itself.
+  early.root = fetch(early.rootUrl, hi);
+  early.root.catch(() => {});
+  early.preloadCode();
+  early.chunks = {};
+  early.decoded = {};
+  const workers = [];
+  /** @type {Worker | null} */
+  let fetcher = null;
+  let decodesOff = false;
+  /** @type {Record<string, (v: any) => void>} */
+  const waiting = {};
+  // A decoder that fails to start: chunks are decoded when the reader reads them.
+  const off = () => {
+    decodesOff = true;
+    early.decodersFailed = true; // the bundle then decodes on its own thread
+    for (const k of Object.keys(early.decoded)) delete early.decoded[k];
+    for (const id of Object.keys(waiting)) {
+      waiting[id](null); // whoever took the promise decodes it itself
+      delete waiting[id];
+    }
+    fetcher?.postMessage({ drop: true });
+  };
+  if (typeof Worker !== "undefined") {
+    const n = Math.max(1, Math.min(4, navigator.hardwareConcurrency || 2));
+    const listen = (/** @type {MessageEvent} */ e) => {
+      const id = e.data?.id;
+      if (typeof id === "string" && id.startsWith("early-warm-")) {
+        mark(id);
+        if (!e.data.ok) off(); // zstd failed to load: decode when the reader reads
+      }
+      if (typeof id === "string" && waiting[id]) {
+        mark(`decoded ${id.slice(id.lastIndexOf("/c/") + 1)}`);
+        waiting[id](e.data);
+        delete waiting[id];
+      }
+    };
+    const ports = [];
+    for (let i = 0; i < n; i++) {
+      const wk = new Worker("decode-worker.js", { type: "module" });
+      wk.addEventListener("message", listen);
+      wk.addEventListener("error", off);
+      // The port lets the chunk fetcher hand this decoder its chunks directly.
+      const ch = new MessageChannel();
+      wk.postMessage({ id: `early-warm-${i}`, warm: true, port: ch.port1 }, [ch.port1]);
+      ports.push(ch.port2);
+      workers.push(wk);
+    }
+    early.workers = workers;
+    try {
+      fetcher = new Worker(URL.createObjectURL(new Blob([FETCHER], { type: "text/javascript" })));
+      fetcher.postMessage({ ports }, ports);
+    } catch {
+      fetcher = null; // (a CSP without blob: workers) the page GETs the chunks itself
+    }
+  }
+  /** @type {Record<string, {promise: Promise<Response>, resolve: (r: Response | Promise<Response>) => void}>} */
+  const slots = {};
+  const slot = (/** @type {string} */ url) => {
+    if (!slots[url]) {
+      /** @type {any} */
+      const sl = {};
+      sl.promise = new Promise((res) => (sl.resolve = res));
+      slots[url] = sl;
+    }
+    return slots[url];
+  };
+  // A chunk no decoder got: the pool decodes it when the reader reads it.
+  const unsent = (/** @type {string} */ key) => {
+    const id = `early-${key}`;
+    waiting[id]?.(null);
+    delete waiting[id];
+    delete early.decoded[key];
+  };
+  if (fetcher) {
+    // If the fetcher fails, nothing may wait for it: the page GETs what it had named.
+    fetcher.onerror = () => {
+      early.fetchMap();
+      for (const url of Object.keys(slots)) slots[url].resolve(fetch(url));
+      for (const key of Object.keys(early.decoded)) unsent(key);
+    };
+    fetcher.onmessage = (e) => {
+      const m = e.data;
+      if (m.kind === "chunk") {
+        mark(`chunk ${m.key.slice(m.key.lastIndexOf("/c/") + 1)}`);
+        // (a failed or too large chunk: the reader GETs it itself and says why)
+        if (m.failed) {
+          early.refetched = (early.refetched || 0) + 1;
+          slot(m.url).resolve(fetch(m.url));
+        } else slot(m.url).resolve(new Response(m.buf, { status: m.status, statusText: m.statusText || "" }));
+        if (!m.decoding) unsent(m.key);
+      } else if (m.kind === "timing") {
+        early.timing = m;
+        early.fetchMap();
+        fetcher.terminate();
+      }
+    };
+  }
+  /** Name every chunk (so the reader finds them at once), then GET them. @param {PlannedChunk[]} plan */
+  const getChunks = (plan) => {
+    if (!fetcher) {
+      for (const ck of plan) early.chunks[ck.url] = fetch(ck.url, hi);
+      Promise.all(Object.values(early.chunks)).then(early.fetchMap, early.fetchMap);
+      return;
+    }
+    for (const ck of plan) {
+      early.chunks[ck.url] = slot(ck.url).promise;
+      if (!decodesOff) {
+        const id = `early-${ck.key}`;
+        early.decoded[ck.key] = new Promise((res) => (waiting[id] = res));
+      }
+    }
+    fetcher.postMessage({ chunks: plan, decode: !decodesOff });
+  };
+  // A view from the URL is not the fitted one: its chunks are not guessed.
+  if (q.get("time") || q.get("center") || q.get("level")) {
+    fetcher?.terminate();
+    early.fetchMap();
+    return;
+  }
+  // early.named: settled once the first view's chunks are named (or will not be); the bundle's
+  // reader, which may read on from the root first, waits for it.
+  early.named = early.root
+    .then((/** @type {Response} */ r) => {
+      mark("root headers");
+      if (!r.ok) return null;
+      // The root's copy, read no further than the reader reads it (jsondoc.js MAX_DOCUMENT_BYTES).
+      return readBody(r.clone(), MAX_DOCUMENT_BYTES, early.rootUrl).then((b) => parseJson(b, early.rootUrl));
+    })
+    .then((doc) => {
+      mark("root parsed");
+      return doc && size.then((box) => planChunks(doc, box, base, query));
+    })
+    .then((plan) => {
+      mark("chunks requested");
+      early.planned = (plan || []).length;
+      if (plan?.length) getChunks(plan);
+      else fetcher?.terminate();
+    })
+    .catch(() => {});
+  // MapLibre's files once the first view's chunks are in (or there are none to get).
+  early.named.then(() => {
+    if (!early.planned) early.fetchMap();
+  });
+}
+
+/**
+ * The basemap style: the offline one is this folder's style.json, which the build also writes
+ * into the page as a function (no request): the same JSON either way; another URL is fetched.
+ * @param {any} early
+ * @param {string | null | undefined} style
+ */
+function startStyle(early, style) {
+  if (!style || style === "default") return;
+  try {
+    early.styleUrl = new URL(style === "offline" ? "style.json" : style, location.href).href;
+    const offline = typeof window.CHRONOZARR_OFFLINE_STYLE === "function" && early.styleUrl === new URL("style.json", location.href).href;
+    early.style = offline
+      ? Promise.resolve(window.CHRONOZARR_OFFLINE_STYLE())
+      : fetch(early.styleUrl).then((r) => {
+          if (!r.ok) throw new Error(`HTTP ${r.status} for ${early.styleUrl}`);
+          return r.json();
+        });
+    early.style.catch(() => {});
+  } catch {
+    // (a style URL that does not parse: the map falls back to the offline style)
+  }
+}
+
+start();

@@ -1,0 +1,147 @@
+// chronozarr/map/overlay.js: "overlay" rendering (decision 0024): the layer draws in a WebGL2
+// canvas of its own, stacked right after the map's canvas, with the camera of the map's last
+// render. A new timestep then repaints that canvas only, not the basemap (MapLibre's software
+// repaint of the whole map is what bounds scrubbing in SwiftShader). The canvas is drawn at most
+// once per animation frame, and cleared after a map frame that did not render the layer (hidden,
+// outside its zoom range, removed from the style), as the map would.
+
+// No depth, stencil or antialiasing (the layer draws flat meshes, and the software rasterizer,
+// SwiftShader, then clears and resolves one colour buffer only).
+const OVERLAY_CONTEXT = { alpha: true, premultipliedAlpha: true, antialias: false, depth: false, stencil: false };
+
+/**
+ * The overlay's canvas (no pointer events, at the container's origin) and its WebGL2 context, or
+ * gl null where a context is refused.
+ * @param {Document} doc
+ * @param {boolean} preserveDrawingBuffer as the map's context has it (a page that reads the map's pixels reads the layer's)
+ * @returns {{canvas: HTMLCanvasElement, gl: WebGL2RenderingContext | null}}
+ */
+export function overlayCanvas(doc, preserveDrawingBuffer) {
+  const canvas = doc.createElement("canvas");
+  canvas.className = "chronozarr-overlay";
+  canvas.style.cssText = "position:absolute;left:0;top:0;pointer-events:none;";
+  return { canvas, gl: canvas.getContext("webgl2", { ...OVERLAY_CONTEXT, preserveDrawingBuffer }) };
+}
+
+export class Overlay {
+  /**
+   * @param {HTMLCanvasElement} canvas
+   * @param {WebGL2RenderingContext} gl
+   * @param {(gl: WebGL2RenderingContext, matrix: Float32Array) => void} draw draws the layer
+   * @param {() => void} cleared called when a draw clears the canvas without drawing (hidden)
+   */
+  constructor(canvas, gl, draw, cleared) {
+    this.canvas = canvas;
+    this.gl = gl;
+    this._drawLayer = draw;
+    this._cleared = cleared;
+    /** The camera of the map's last render (or the stand-in camera's before the map). @type {Float32Array | null} */
+    this.matrix = null;
+    /** @type {{getCanvas: () => HTMLCanvasElement, on: Function, off: Function} | null} */
+    this._map = null;
+    this._hiddenInMap = false;
+    this._renderedThisFrame = false;
+    this._frame = 0;
+    /** @type {number | null | undefined} */
+    this._drawnInFrame = undefined;
+    /** @type {(() => void) | null} */
+    this._onMapRender = null;
+  }
+
+  /**
+   * Follow `map` (any object with getCanvas; a camera.js stand-in before the map exists): its
+   * canvas gives the size, and with `frames` its render events clear a layer it did not render.
+   * @param {any} map
+   * @param {boolean} frames
+   */
+  follow(map, frames) {
+    this.unfollow();
+    this._map = map;
+    this._hiddenInMap = false;
+    this._renderedThisFrame = false;
+    if (!frames) return;
+    this._onMapRender = () => {
+      if (!this._renderedThisFrame && !this._hiddenInMap) {
+        this._hiddenInMap = true;
+        this.draw();
+      }
+      this._renderedThisFrame = false;
+    };
+    map.on("render", this._onMapRender);
+  }
+
+  /** Stop following the map's frames. */
+  unfollow() {
+    if (this._map && this._onMapRender) this._map.off("render", this._onMapRender);
+    this._onMapRender = null;
+  }
+
+  /**
+   * The map rendered the layer with `matrix`: draw now, in the map's frame, so basemap and layer
+   * show the same camera.
+   * @param {Float32Array} matrix
+   */
+  mapFrame(matrix) {
+    this.matrix = matrix;
+    this._renderedThisFrame = true;
+    this._hiddenInMap = false;
+    if (this._frame) {
+      globalThis.cancelAnimationFrame(this._frame);
+      this._frame = 0;
+    }
+    this.draw();
+  }
+
+  /**
+   * Ask for a draw. One draw per animation frame, however many changes ask for it: the first
+   * change since the last frame draws now (it is shown in the next frame, and a playback tick
+   * that asked inside an animation frame is shown in that one), later ones wait for the next
+   * frame. The document timeline's time is the latest frame's, constant between frames.
+   */
+  repaint() {
+    if (this._frame) return;
+    const frame = this.canvas.ownerDocument.timeline?.currentTime;
+    if (frame != null && frame !== this._drawnInFrame) {
+      this.draw();
+      return;
+    }
+    this._frame = globalThis.requestAnimationFrame(() => {
+      this._frame = 0;
+      this.draw();
+    });
+  }
+
+  /** Draw the canvas with the last camera (or clear it when the map did not render the layer). */
+  draw() {
+    const { gl, canvas } = this;
+    if (!gl || !canvas || !this._map) return;
+    this._drawnInFrame = /** @type {number | null | undefined} */ (canvas.ownerDocument.timeline?.currentTime);
+    const src = this._map.getCanvas();
+    if (canvas.width !== src.width || canvas.height !== src.height) {
+      canvas.width = src.width;
+      canvas.height = src.height;
+    }
+    if (canvas.style.width !== src.style.width || canvas.style.height !== src.style.height) {
+      canvas.style.width = src.style.width || `${src.clientWidth}px`;
+      canvas.style.height = src.style.height || `${src.clientHeight}px`;
+    }
+    gl.bindFramebuffer(gl.FRAMEBUFFER, null);
+    gl.viewport(0, 0, canvas.width, canvas.height);
+    gl.clearColor(0, 0, 0, 0);
+    gl.clear(gl.COLOR_BUFFER_BIT);
+    if (this._hiddenInMap || !this.matrix) {
+      this._cleared();
+      return;
+    }
+    this._drawLayer(gl, this.matrix);
+  }
+
+  /** Stop following the map and take the canvas out of the page. */
+  remove() {
+    this.unfollow();
+    if (this._frame) globalThis.cancelAnimationFrame(this._frame);
+    this._frame = 0;
+    this.canvas.remove();
+    this._map = null;
+  }
+}
