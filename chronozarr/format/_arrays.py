@@ -178,6 +178,32 @@ def volatility_array_doc(grid: Sequence[int], compressor: dict[str, Any]) -> dic
 # --- parsing an array's zarr.json (spec 2.1, 7, 8, 10.2) -----------------------------------------
 
 
+def _sharding(
+    conf: Mapping[str, Any], shape: tuple[int, ...], chunk_shape: tuple[int, ...], key: str
+) -> tuple[tuple[int, ...], list[Any], str, tuple[Mapping[str, Any], ...]]:
+    """A sharding codec's configuration (spec 7): the inner chunk shape, which must tile the
+    shard, the inner codecs, and the index's location and codecs (bytes, then crc32c)."""
+    inner = tuple(int(s) for s in conf.get("chunk_shape", ()))
+    index_location = conf.get("index_location", "end")
+    index_codecs = tuple(conf.get("index_codecs", ()))
+    if index_location not in ("start", "end"):
+        raise UnsupportedError(
+            f"{key}: index_location {index_location!r} not supported", field="shard_index"
+        )
+    names = [c.get("name") for c in index_codecs]
+    if names not in (["bytes", "crc32c"], ["bytes"]):
+        raise UnsupportedError(
+            f"{key}: shard index codecs {names} are not supported", field="shard_index"
+        )
+    if (
+        len(inner) != len(shape)
+        or min(inner, default=1) < 1
+        or any(o % i for o, i in zip(chunk_shape, inner, strict=False))
+    ):
+        raise CorruptStoreError(f"{key}: inner chunk_shape {inner} does not tile {chunk_shape}")
+    return inner, list(conf.get("codecs", [])), index_location, index_codecs
+
+
 @dataclass(frozen=True)
 class ArrayInfo:
     """What a reader needs from an array's zarr.json."""
@@ -247,28 +273,9 @@ class ArrayInfo:
         index_codecs: tuple[Mapping[str, Any], ...] = ()
         inner = chunk_shape
         if sharded:
-            conf = codecs[0].get("configuration", {})
-            inner = tuple(int(s) for s in conf.get("chunk_shape", ()))
-            codecs = list(conf.get("codecs", []))
-            index_location = conf.get("index_location", "end")
-            index_codecs = tuple(conf.get("index_codecs", ()))
-            if index_location not in ("start", "end"):
-                raise UnsupportedError(
-                    f"{key}: index_location {index_location!r} not supported", field="shard_index"
-                )
-            names = [c.get("name") for c in index_codecs]
-            if names not in (["bytes", "crc32c"], ["bytes"]):
-                raise UnsupportedError(
-                    f"{key}: shard index codecs {names} are not supported", field="shard_index"
-                )
-            if (
-                len(inner) != len(shape)
-                or min(inner, default=1) < 1
-                or any(o % i for o, i in zip(chunk_shape, inner, strict=False))
-            ):
-                raise CorruptStoreError(
-                    f"{key}: inner chunk_shape {inner} does not tile {chunk_shape}"
-                )
+            inner, codecs, index_location, index_codecs = _sharding(
+                codecs[0].get("configuration", {}), shape, chunk_shape, key
+            )
         _check_chunk_codecs(codecs, key, dtype)
         return cls(
             key=key,

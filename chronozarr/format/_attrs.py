@@ -249,13 +249,7 @@ class RootAttrs:
         """Parse and check the block (spec 10.1): version, encoding, required keys."""
         if not isinstance(obj, Mapping):
             raise CorruptStoreError("attributes.chronozarr: expected an object")
-        version = obj.get("spec_version")
-        if not isinstance(version, str):
-            raise CorruptStoreError("chronozarr.spec_version: missing or not a string")
-        if not (version.startswith("0.1.") or version.startswith("0.2.")):
-            raise UnsupportedError(
-                f"chronozarr.spec_version: {version!r} is not supported (expected 0.1.x or 0.2.x)"
-            )
+        version = _spec_version(obj.get("spec_version"))
         temporal = Temporal.from_json(obj.get("temporal"))
         for key in ("times", "bands"):
             if not isinstance(obj.get(key), list):
@@ -263,17 +257,12 @@ class RootAttrs:
         nodata = obj.get("nodata")
         if nodata is not None and (isinstance(nodata, bool) or not isinstance(nodata, int | float)):
             raise CorruptStoreError(f"chronozarr.nodata: expected a number or null, got {nodata!r}")
-        levels = None
-        if obj.get("levels") is not None:
-            if not isinstance(obj["levels"], list):
-                raise CorruptStoreError("chronozarr.levels: expected a list")
-            levels = tuple(LevelInfo.from_json(v, i) for i, v in enumerate(obj["levels"]))
+        levels = _levels(obj.get("levels"))
         band_names = obj.get("band_names")
         if band_names is not None and not isinstance(band_names, list):
             raise CorruptStoreError("chronozarr.band_names: expected a list of strings")
-        shard_bytes = obj.get("shard_bytes")
-        if shard_bytes is not None:
-            _check_shard_bytes(shard_bytes)
+        if obj.get("shard_bytes") is not None:
+            _check_shard_bytes(obj["shard_bytes"])
         _check_times(obj["times"])
         crs = obj.get("crs")
         if crs is not None and not isinstance(crs, str):  # spec 3.2: an EPSG code or WKT text
@@ -343,6 +332,26 @@ def _check_times(times: list[Any]) -> None:
             raise CorruptStoreError(
                 f"chronozarr.times[{i}]: expected an ISO-8601 string, got {repr(t)[:40]}"
             )
+
+
+def _spec_version(version: Any) -> str:
+    """The block's spec_version: a string this reader reads (0.1.x or 0.2.x, spec 10.1)."""
+    if not isinstance(version, str):
+        raise CorruptStoreError("chronozarr.spec_version: missing or not a string")
+    if not (version.startswith("0.1.") or version.startswith("0.2.")):
+        raise UnsupportedError(
+            f"chronozarr.spec_version: {version!r} is not supported (expected 0.1.x or 0.2.x)"
+        )
+    return version
+
+
+def _levels(value: Any) -> tuple[LevelInfo, ...] | None:
+    """The levels mirror (spec 3.7), when present."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise CorruptStoreError("chronozarr.levels: expected a list")
+    return tuple(LevelInfo.from_json(v, i) for i, v in enumerate(value))
 
 
 def _check_shard_bytes(value: Any) -> None:

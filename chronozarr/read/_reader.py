@@ -85,6 +85,10 @@ class ArrayReader:
         except (TypeError, ValueError) as exc:  # a fill_value the dtype cannot hold
             raise CorruptStoreError(f"{path}: fill_value {info.fill_value!r} ({exc})") from exc
 
+    def key(self, t_index: int, r: int, c: int) -> str:
+        """The store key of chunk (or shard) ``t_index`` of cell (r, c) (spec 2.1, 7)."""
+        return self._key(t_index, r, c)
+
     def _key(self, t_index: int, r: int, c: int) -> str:
         sep = self.info.separator
         parts = (
@@ -195,6 +199,12 @@ class Reader:
         check_nodata(self.attrs.nodata, self.array(0).info.dtype)  # before any comparison
 
     # -- metadata --------------------------------------------------------------------------------
+
+    def document(self, key: str) -> Mapping[str, Any] | None:
+        """A child's zarr.json as the store's root describes it (consolidated metadata first,
+        then one GET, spec 3.1), or None when there is none: what a writer of this store reads
+        (append keeps the old documents and grows them)."""
+        return self._doc(key)
 
     def _doc(self, key: str) -> Mapping[str, Any] | None:
         """A child's zarr.json: consolidated metadata first, then one GET (spec 3.1)."""

@@ -32,6 +32,52 @@ def compressors(codecs: Any) -> list[tuple[Any, Any]]:
     return out
 
 
+def _counts(value: Any, n: int) -> bool:
+    """A list of ``n`` positive integers (a chunk shape of an ``n``-d array)."""
+    return isinstance(value, list) and len(value) == n and all(is_count(v) and v > 0 for v in value)
+
+
+def _codec_list(value: Any) -> bool:
+    """A list of codec objects, each with an object (or absent) configuration."""
+    return isinstance(value, list) and all(
+        isinstance(c, Mapping) and isinstance(c.get("configuration", {}), Mapping) for c in value
+    )
+
+
+def _malformed_codecs(codecs: list[Any], ndim: int) -> str | None:
+    """What is malformed in a sharding codec of ``codecs`` (types only), or None."""
+    for c in codecs:
+        if c.get("name") != "sharding_indexed":
+            continue
+        sc = c.get("configuration") or {}
+        inner = sc.get("chunk_shape")
+        if not _counts(inner, ndim):
+            return f"sharding chunk_shape {inner!r}"
+        for name in ("codecs", "index_codecs"):
+            if not _codec_list(sc.get(name, [])):
+                return f"sharding {name} {sc.get(name, [])!r}"
+    return None
+
+
+def _malformed_names(doc: Mapping[str, Any]) -> str | None:
+    """What is malformed in the key encoding, attributes and dimension names, or None."""
+    for name in ("chunk_key_encoding", "attributes"):
+        if name in doc and not isinstance(doc[name], Mapping):
+            return f"{name} {doc[name]!r}"
+    cke = doc.get("chunk_key_encoding") or {}
+    if cke.get("configuration") is not None and not isinstance(cke["configuration"], Mapping):
+        return f"chunk_key_encoding {cke!r}"
+    value = doc.get("dimension_names")
+    if value is not None and not (
+        isinstance(value, list) and all(isinstance(v, str | type(None)) for v in value)
+    ):
+        return f"dimension_names {value!r}"
+    ad = (doc.get("attributes") or {}).get("_ARRAY_DIMENSIONS")
+    if ad is not None and not (isinstance(ad, list) and all(isinstance(v, str) for v in ad)):
+        return f"attributes._ARRAY_DIMENSIONS {ad!r}"
+    return None
+
+
 def _malformed_array(doc: Any) -> str | None:
     """What makes ``doc`` unusable as Zarr v3 array metadata (types only), or None."""
     if not isinstance(doc, Mapping):
@@ -41,51 +87,11 @@ def _malformed_array(doc: Any) -> str | None:
         return f"shape {shape!r}"
     grid = doc.get("chunk_grid")
     conf = grid.get("configuration") if isinstance(grid, Mapping) else None
-    chunks = conf.get("chunk_shape") if isinstance(conf, Mapping) else None
-    if (
-        not isinstance(chunks, list)
-        or len(chunks) != len(shape)
-        or not all(is_count(v) and v > 0 for v in chunks)
-    ):
+    if not _counts(conf.get("chunk_shape") if isinstance(conf, Mapping) else None, len(shape)):
         return f"chunk_grid {grid!r}"
-    if not isinstance(doc.get("codecs"), list) or not all(
-        isinstance(c, Mapping) and isinstance(c.get("configuration", {}), Mapping)
-        for c in doc["codecs"]
-    ):
+    if not _codec_list(doc.get("codecs")):
         return f"codecs {doc.get('codecs')!r}"
-    for c in doc["codecs"]:
-        if c.get("name") == "sharding_indexed":
-            sc = c.get("configuration") or {}
-            inner = sc.get("chunk_shape")
-            if (
-                not isinstance(inner, list)
-                or len(inner) != len(shape)
-                or not all(is_count(v) and v > 0 for v in inner)
-            ):
-                return f"sharding chunk_shape {inner!r}"
-            for name in ("codecs", "index_codecs"):
-                sub = sc.get(name, [])
-                if not isinstance(sub, list) or not all(
-                    isinstance(x, Mapping) and isinstance(x.get("configuration", {}), Mapping)
-                    for x in sub
-                ):
-                    return f"sharding {name} {sub!r}"
-    for name in ("chunk_key_encoding", "attributes"):
-        if name in doc and not isinstance(doc[name], Mapping):
-            return f"{name} {doc[name]!r}"
-    cke = doc.get("chunk_key_encoding") or {}
-    if cke.get("configuration") is not None and not isinstance(cke["configuration"], Mapping):
-        return f"chunk_key_encoding {cke!r}"
-    for name in ("dimension_names",):
-        value = doc.get(name)
-        if value is not None and not (
-            isinstance(value, list) and all(isinstance(v, str | type(None)) for v in value)
-        ):
-            return f"{name} {value!r}"
-    ad = (doc.get("attributes") or {}).get("_ARRAY_DIMENSIONS")
-    if ad is not None and not (isinstance(ad, list) and all(isinstance(v, str) for v in ad)):
-        return f"attributes._ARRAY_DIMENSIONS {ad!r}"
-    return None
+    return _malformed_codecs(doc["codecs"], len(shape)) or _malformed_names(doc)
 
 
 def _unsupported_rule(field: str | None, kind: str) -> str:
@@ -136,22 +142,34 @@ def check_array(
         ctx.add(_unsupported_rule(exc.field, kind), str(exc), key)
         return None
     if info.sharded:
-        names = [c.get("name") for c in info.index_codecs]
-        endian = (
-            (info.index_codecs[0].get("configuration") or {}) if info.index_codecs else {}
-        ).get("endian", "little")
-        if names != ["bytes", "crc32c"] or endian != "little":
-            ctx.add(
-                "shard.index",
-                f"the shard index is (offset, nbytes) uint64 little-endian pairs plus a crc32c: index_codecs must be bytes then crc32c, got {names}",
-                key,
-            )
-        if info.index_location != "end":
-            ctx.add(
-                "shard.index_location",
-                f"index_location {info.index_location!r}: writers SHOULD use 'end' (zarrita ignores index_location)",
-                key,
-            )
+        _check_shard_index(ctx, info, key)
+    _check_dimension_names(ctx, doc, key)
+    ctx.count("arrays")
+    return info
+
+
+def _check_shard_index(ctx: Context, info: ArrayInfo, key: str) -> None:
+    """The shard index: bytes then crc32c, little-endian (7.2), at the end (SHOULD)."""
+    names = [c.get("name") for c in info.index_codecs]
+    endian = ((info.index_codecs[0].get("configuration") or {}) if info.index_codecs else {}).get(
+        "endian", "little"
+    )
+    if names != ["bytes", "crc32c"] or endian != "little":
+        ctx.add(
+            "shard.index",
+            f"the shard index is (offset, nbytes) uint64 little-endian pairs plus a crc32c: index_codecs must be bytes then crc32c, got {names}",
+            key,
+        )
+    if info.index_location != "end":
+        ctx.add(
+            "shard.index_location",
+            f"index_location {info.index_location!r}: writers SHOULD use 'end' (zarrita ignores index_location)",
+            key,
+        )
+
+
+def _check_dimension_names(ctx: Context, doc: Mapping[str, Any], key: str) -> None:
+    """dimension_names and the _ARRAY_DIMENSIONS attribute, present and equal (spec 2)."""
     dims = doc.get("dimension_names")
     ad = (doc.get("attributes") or {}).get("_ARRAY_DIMENSIONS")
     if dims is None:
@@ -164,5 +182,3 @@ def check_array(
             f"_ARRAY_DIMENSIONS {ad} differs from dimension_names {dims}",
             key,
         )
-    ctx.count("arrays")
-    return info

@@ -3,6 +3,7 @@ values (pixel centres, strictly increasing times) and the root's mirrors of them
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -34,12 +35,10 @@ def _coord(ctx: Context, path: str, dtype: str) -> Any:
         return None
 
 
-def _coord_values(ctx: Context, path: str, dtype: str) -> Any:
-    doc = ctx.doc(path)
+def _coord_doc_ok(ctx: Context, path: str, doc: Mapping[str, Any], dtype: str) -> bool:
+    """The coordinate array's document (spec 2.2): its dimension names (reported, not fatal),
+    then a codec, data type and single chunk the values can be read with."""
     key = f"{path}/zarr.json"
-    if doc is None:
-        ctx.add("coord.missing", f"coordinate array {path} is missing", key)
-        return None
     dims = doc.get("dimension_names")
     ad = (doc.get("attributes") or {}).get("_ARRAY_DIMENSIONS")
     if dims is None or ad is None or list(dims) != list(ad):
@@ -62,48 +61,58 @@ def _coord_values(ctx: Context, path: str, dtype: str) -> Any:
             f"coordinate arrays MAY use one of {list(CODEC_NAMES)}, got {comp}",
             key,
         )
-        return None
+        return False
     if doc.get("data_type") != dtype:
-        ctx.add(
-            "coord.dtype",
-            f"data_type must be {dtype}, got {doc.get('data_type')!r}",
-            key,
-        )
-        return None
-    shape = doc.get("shape") or [0]
+        ctx.add("coord.dtype", f"data_type must be {dtype}, got {doc.get('data_type')!r}", key)
+        return False
     chunks = doc.get("chunk_grid", {}).get("configuration", {}).get("chunk_shape", [0])
-    if list(chunks) != list(shape):
+    if list(chunks) != list(doc.get("shape") or [0]):
         ctx.add("coord.single_chunk", "coordinate arrays SHOULD be a single chunk", key)
+        return False
+    return True
+
+
+def _coord_values(ctx: Context, path: str, dtype: str) -> Any:
+    doc = ctx.doc(path)
+    if doc is None:
+        ctx.add("coord.missing", f"coordinate array {path} is missing", f"{path}/zarr.json")
+        return None
+    if not _coord_doc_ok(ctx, path, doc, dtype):
         return None
     raw = ctx.store.get(f"{path}/c/0")
     if raw is None:
         ctx.add("coord.chunk", "coordinate chunk c/0 is missing", f"{path}/c/0")
         return None
     try:
-        codecs = doc.get("codecs", [])
-        limit = _decoded_limit(path, dtype, shape, ctx)
-        data = raw
-        for c in reversed(codecs[1:]):  # bounded: a bomb is a finding, not GB (decision 0013)
-            data = decode_at_most(c.get("name"), compressor_for(c), data, limit)
-        if len(data) > limit:  # no compressor: the object itself is the decoded bytes
-            raise ValueError(f"{len(data)} bytes, at most {limit} expected")
-        if dtype == "string":
-            return vlen_utf8_decode(data)
-        values = np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<"))
-        if path.rsplit("/", 1)[-1] == "time" and len(values) > shape[0]:
-            # spec 14 write order: time/c/0 is rewritten before the zarr.json files
-            ctx.add(
-                "append.in_progress",
-                f"time/c/0 holds {len(values)} values, the root describes {shape[0]}: an unfinished append; re-run it",
-                f"{path}/c/0",
-            )
-            values = values[: shape[0]]
-        if len(values) != shape[0]:
-            raise ValueError(f"{len(values)} values, expected {shape[0]}")
-        return values
+        return _decoded(ctx, path, doc, dtype, raw)
     except Exception as exc:  # any decoding failure of stored bytes is a finding
         ctx.add("coord.decode", f"cannot decode: {exc}", f"{path}/c/0")
         return None
+
+
+def _decoded(ctx: Context, path: str, doc: Mapping[str, Any], dtype: str, raw: bytes) -> Any:
+    """The coordinate chunk's values, decoded within a bound (decision 0013)."""
+    shape = doc.get("shape") or [0]
+    limit = _decoded_limit(path, dtype, shape, ctx)
+    data = raw
+    for c in reversed(doc.get("codecs", [])[1:]):  # bounded: a bomb is a finding, not GB
+        data = decode_at_most(c.get("name"), compressor_for(c), data, limit)
+    if len(data) > limit:  # no compressor: the object itself is the decoded bytes
+        raise ValueError(f"{len(data)} bytes, at most {limit} expected")
+    if dtype == "string":
+        return vlen_utf8_decode(data)
+    values = np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<"))
+    if path.rsplit("/", 1)[-1] == "time" and len(values) > shape[0]:
+        # spec 14 write order: time/c/0 is rewritten before the zarr.json files
+        ctx.add(
+            "append.in_progress",
+            f"time/c/0 holds {len(values)} values, the root describes {shape[0]}: an unfinished append; re-run it",
+            f"{path}/c/0",
+        )
+        values = values[: shape[0]]
+    if len(values) != shape[0]:
+        raise ValueError(f"{len(values)} values, expected {shape[0]}")
+    return values
 
 
 #: Decoded bytes a coordinate chunk may have beyond what its metadata implies: a time chunk
@@ -122,43 +131,14 @@ def _decoded_limit(path: str, dtype: str, shape: Any, ctx: Context) -> int:
 
 
 def check_coords(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]]) -> None:
+    """Every level's time, band, y and x (spec 2.2): mirrors of the block, the pixel centres."""
     band_names = [b.name for b in attrs.bands]
     for lv in levels:
         path = lv["path"]
-        times = _coord(ctx, f"{path}/time", "int64")
-        if times is not None:
-            rendered = [format_time(int(t)) for t in times]
-            if len(rendered) != len(attrs.times):
-                ctx.add(
-                    "mirror.times",
-                    f"time has {len(rendered)} values, chronozarr.times {len(attrs.times)}",
-                    f"{path}/time",
-                )
-            else:
-                for i, (a, b) in enumerate(zip(rendered, attrs.times, strict=True)):
-                    try:
-                        same = parse_time(b) == int(times[i])
-                    except (TypeError, ValueError):  # an unparsable mirror entry differs
-                        same = False
-                    if not same or a != b:
-                        ctx.add(
-                            "mirror.time_values",
-                            f"chronozarr.times[{i}] = {b!r} is not the ISO rendering of time[{i}] ({a})",
-                            f"{path}/time",
-                        )
-                        break
-            if len(times) > 1 and np.any(np.diff(times) <= 0):
-                ctx.add(
-                    "time.order",
-                    "time values must be strictly increasing",
-                    f"{path}/time",
-                )
+        _check_times(ctx, attrs, path)
         bands = _coord(ctx, f"{path}/band", "string")
-        if bands is None:
-            bdoc = ctx.doc(f"{path}/band")
-            if bdoc is not None and bdoc.get("data_type") == "int32":
-                bands = None  # integer band coordinate: allowed, no name mirror
-        elif list(bands) != band_names:
+        # None: missing or malformed (reported), or an integer band coordinate (no names)
+        if bands is not None and list(bands) != band_names:
             ctx.add(
                 "mirror.band_coord",
                 f"band coordinate {list(bands)} differs from band names {band_names}",
@@ -166,26 +146,61 @@ def check_coords(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]]) -
             )
         h, w = lv["shape"][2:]
         for axis, n in (("y", h), ("x", w)):
-            values = _coord(ctx, f"{path}/{axis}", "float64")
-            if values is not None and len(values) != n:
-                ctx.add(
-                    "coord.length",
-                    f"{axis} has {len(values)} values, expected {n}",
-                    f"{path}/{axis}",
-                )
-            elif values is not None and lv["transform"] is not None:
-                pixel = float(lv["transform"][0])
-                # only this axis: the other may be huge (hostile shapes stay cheap)
-                ys, xs = pixel_centres(lv["transform"], *((n, 0) if axis == "y" else (0, n)))
-                want = np.asarray(ys if axis == "y" else xs)
-                if not np.allclose(values, want, rtol=0, atol=abs(pixel) * 1e-6):
-                    ctx.add(
-                        "coord.centres",
-                        f"{axis} values are not the pixel centres of the level transform",
-                        f"{path}/{axis}",
-                    )
+            _check_axis(ctx, lv, axis, n)
         ctx.count("coordinates", 4)
     _check_root_coords(ctx, attrs, band_names)
+
+
+def _check_times(ctx: Context, attrs: RootAttrs, path: str) -> None:
+    """A level's time: the ISO renderings chronozarr.times mirrors (3.5), strictly increasing."""
+    times = _coord(ctx, f"{path}/time", "int64")
+    if times is None:
+        return
+    rendered = [format_time(int(t)) for t in times]
+    if len(rendered) != len(attrs.times):
+        ctx.add(
+            "mirror.times",
+            f"time has {len(rendered)} values, chronozarr.times {len(attrs.times)}",
+            f"{path}/time",
+        )
+    else:
+        for i, (a, b) in enumerate(zip(rendered, attrs.times, strict=True)):
+            try:
+                same = parse_time(b) == int(times[i])
+            except (TypeError, ValueError):  # an unparsable mirror entry differs
+                same = False
+            if not same or a != b:
+                ctx.add(
+                    "mirror.time_values",
+                    f"chronozarr.times[{i}] = {b!r} is not the ISO rendering of time[{i}] ({a})",
+                    f"{path}/time",
+                )
+                break
+    if len(times) > 1 and np.any(np.diff(times) <= 0):
+        ctx.add("time.order", "time values must be strictly increasing", f"{path}/time")
+
+
+def _check_axis(ctx: Context, lv: dict[str, Any], axis: str, n: int) -> None:
+    """A level's y or x: ``n`` values, the pixel centres of the level transform (3.3)."""
+    path = lv["path"]
+    values = _coord(ctx, f"{path}/{axis}", "float64")
+    if values is None:
+        return
+    if len(values) != n:
+        ctx.add("coord.length", f"{axis} has {len(values)} values, expected {n}", f"{path}/{axis}")
+        return
+    if lv["transform"] is None:
+        return
+    pixel = float(lv["transform"][0])
+    # only this axis: the other may be huge (hostile shapes stay cheap)
+    ys, xs = pixel_centres(lv["transform"], *((n, 0) if axis == "y" else (0, n)))
+    want = np.asarray(ys if axis == "y" else xs)
+    if not np.allclose(values, want, rtol=0, atol=abs(pixel) * 1e-6):
+        ctx.add(
+            "coord.centres",
+            f"{axis} values are not the pixel centres of the level transform",
+            f"{path}/{axis}",
+        )
 
 
 def _check_root_coords(ctx: Context, attrs: RootAttrs, band_names: list[str]) -> None:

@@ -421,11 +421,10 @@ def _check_plane_presence(
             )
 
 
-def check_spatial_values(
-    ctx: Context, doc: Mapping[str, Any], attrs: RootAttrs, ga: Mapping[str, Any], dkey: str
-) -> None:
-    """proj:code, spatial:* and _CRS carry the same values as the level (spec 3.3, SHOULD)."""
-    a = doc.get("attributes") or {}
+def _spatial_want(
+    doc: Mapping[str, Any], attrs: RootAttrs, ga: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The values proj:code, spatial:* and _CRS carry for this level (spec 3.3)."""
     shape = doc.get("shape") or []
     crs = str(attrs.crs or "")
     tf: Any = ga.get("transform")
@@ -443,24 +442,36 @@ def check_spatial_values(
             ta, _, tc, _, te, tf_ = (float(v) for v in tf)
             xs, ys = [tc, tc + ta * shape[3]], [tf_, tf_ + te * shape[2]]
             want["spatial:bbox"] = [min(xs), min(ys), max(xs), max(ys)]
-    for name, value in want.items():
+    return want
+
+
+def _close_numbers(got: Any, value: list[float]) -> bool:
+    return (
+        isinstance(got, list)
+        and len(got) == len(value)
+        and all(
+            isinstance(x, int | float) and math.isclose(float(x), y, rel_tol=1e-9, abs_tol=1e-9)
+            for x, y in zip(got, value, strict=True)
+        )
+    )
+
+
+def check_spatial_values(
+    ctx: Context, doc: Mapping[str, Any], attrs: RootAttrs, ga: Mapping[str, Any], dkey: str
+) -> None:
+    """proj:code, spatial:* and _CRS carry the same values as the level (spec 3.3, SHOULD)."""
+    a = doc.get("attributes") or {}
+    epsg = str(attrs.crs or "").upper().startswith("EPSG:")
+    for name, value in _spatial_want(doc, attrs, ga).items():
         if name not in a:
             continue
         got = a[name]
         if name == "_CRS":
-            member = "url" if crs.upper().startswith("EPSG:") else "wkt"
+            member = "url" if epsg else "wkt"
             got = got.get(member) if isinstance(got, Mapping) else got
         same = got == value
         if not same and name in ("spatial:transform", "spatial:bbox"):
-            same = (
-                isinstance(got, list)
-                and len(got) == len(value)
-                and all(
-                    isinstance(x, int | float)
-                    and math.isclose(float(x), y, rel_tol=1e-9, abs_tol=1e-9)
-                    for x, y in zip(got, value, strict=True)
-                )
-            )
+            same = _close_numbers(got, value)
         if not same:
             ctx.add(
                 "data.spatial",

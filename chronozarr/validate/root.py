@@ -18,6 +18,28 @@ def check_root(ctx: Context) -> tuple[Mapping[str, Any], RootAttrs]:
     """The root group and its chronozarr block; returns (the raw block, its parsed form).
     Raises :class:`Stop` when nothing further can be checked."""
     root = ctx.doc("")
+    attributes = _root_attributes(ctx, root)
+    raw = attributes.get("chronozarr")
+    if raw is None:
+        ctx.add("root.chronozarr", "root attributes have no 'chronozarr' block", "zarr.json")
+        raise Stop
+    attrs = _parsed(ctx, raw)
+    ctx.attrs = attrs
+    _check_names(ctx, raw, attributes)
+    cons = root.get("consolidated_metadata") if root is not None else None
+    if isinstance(cons, Mapping) and isinstance(cons.get("metadata"), Mapping):
+        ctx.consolidated = cons["metadata"]
+    else:
+        ctx.add("root.consolidated", "no consolidated metadata (SHOULD be written)", "zarr.json")
+    _check_required_keys(ctx, raw, attrs.spec_version.startswith("0.2."))
+    check_multiscales(ctx, attributes.get("multiscales"), attrs)
+    check_band_objects(ctx, raw, attrs)
+    check_nodata(ctx, raw)
+    return raw, attrs
+
+
+def _root_attributes(ctx: Context, root: Any) -> Mapping[str, Any]:
+    """The root group's attributes (spec 3.1); Stop when there is no usable root group."""
     if root is None:
         ctx.add("root.missing", "no root zarr.json: not a store", "zarr.json")
         raise Stop
@@ -28,12 +50,13 @@ def check_root(ctx: Context) -> tuple[Mapping[str, Any], RootAttrs]:
     if not isinstance(attributes, Mapping):
         ctx.add("root.attributes", "root attributes must be an object", "zarr.json")
         raise Stop
-    raw = attributes.get("chronozarr")
-    if raw is None:
-        ctx.add("root.chronozarr", "root attributes have no 'chronozarr' block", "zarr.json")
-        raise Stop
+    return attributes
+
+
+def _parsed(ctx: Context, raw: Any) -> RootAttrs:
+    """The block as the reader parses it (spec 3.2); Stop when it does not parse."""
     try:
-        attrs = RootAttrs.from_json(raw)
+        return RootAttrs.from_json(raw)
     except ChronozarrError as exc:  # typed: the field it names picks the rule
         if exc.field == "shard_bytes":
             ctx.add("shard_bytes.malformed", str(exc), "zarr.json#chronozarr.shard_bytes")
@@ -47,7 +70,10 @@ def check_root(ctx: Context) -> tuple[Mapping[str, Any], RootAttrs]:
             "zarr.json#chronozarr",
         )
         raise Stop from exc
-    ctx.attrs = attrs
+
+
+def _check_names(ctx: Context, raw: Mapping[str, Any], attributes: Mapping[str, Any]) -> None:
+    """Node names a reader joins to the store's location (decision 0013); Stop on the first bad."""
     for where, name in store_names(raw, attributes.get("multiscales")):
         problem = name_problem(name)
         if problem is not None:  # a name that would leave the store (decision 0013)
@@ -62,41 +88,22 @@ def check_root(ctx: Context) -> tuple[Mapping[str, Any], RootAttrs]:
                 f"zarr.json#chronozarr.{name}",
             )
             raise Stop
-    v02 = attrs.spec_version.startswith("0.2.")
-    cons = root.get("consolidated_metadata")
-    if isinstance(cons, Mapping) and isinstance(cons.get("metadata"), Mapping):
-        ctx.consolidated = cons["metadata"]
-    else:
-        ctx.add(
-            "root.consolidated",
-            "no consolidated metadata (SHOULD be written)",
-            "zarr.json",
-        )
-    for key in ("variable", "times", "bands", "nodata", "crs", "temporal"):
-        if key not in raw:
-            ctx.add(
-                "chronozarr.key",
-                f"chronozarr.{key} is missing",
-                f"zarr.json#chronozarr.{key}",
-            )
+
+
+def _check_required_keys(ctx: Context, raw: Mapping[str, Any], v02: bool) -> None:
+    """The keys spec 3.2 requires (v0.2 adds band_names, levels and volatility_path)."""
+    required = ["variable", "times", "bands", "nodata", "crs", "temporal"]
     if v02:
-        for key in ("band_names", "levels", "volatility_path"):
-            if key not in raw:
-                ctx.add(
-                    "chronozarr.key",
-                    f"chronozarr.{key} is missing",
-                    f"zarr.json#chronozarr.{key}",
-                )
-    elif "volatility_path" not in raw:
+        required += ["band_names", "levels", "volatility_path"]
+    for key in required:
+        if key not in raw:
+            ctx.add("chronozarr.key", f"chronozarr.{key} is missing", f"zarr.json#chronozarr.{key}")
+    if not v02 and "volatility_path" not in raw:
         ctx.add(
             "volatility.path",
             "no volatility_path: decodable but not conforming",
             "zarr.json#chronozarr.volatility_path",
         )
-    check_multiscales(ctx, attributes.get("multiscales"), attrs)
-    check_band_objects(ctx, raw, attrs)
-    check_nodata(ctx, raw)
-    return raw, attrs
 
 
 def check_multiscales(ctx: Context, ms: Any, attrs: RootAttrs) -> None:

@@ -117,26 +117,18 @@ def _check_planes(attrs: RootAttrs, mask: Any, coverage: Any, shape: tuple[int, 
                 raise refuse("mask", "values must be 0 (invalid) or 1 (valid) (spec 2.4)")
 
 
-def _check_identity(
-    reader: Reader,
-    bands: Sequence[Any] | None,
-    crs: Any,
-    transform: Sequence[float] | None,
-    nodata: Any,
-    coords: Mapping[str, Any] | None,
+def _band_name(b: Any) -> Any:
+    if isinstance(b, str):
+        return b
+    return b.get("name") if isinstance(b, Mapping) else getattr(b, "name", None)
+
+
+def _check_bands(
+    reader: Reader, bands: Sequence[Any] | None, coords: Mapping[str, Any] | None
 ) -> None:
-    """bands, crs, grid and nodata, when given, equal the store's (spec 14)."""
-    attrs = reader.attrs
-    lv0 = reader.levels[0]
-    h, w = lv0.shape[-2:]
-    store_names = [b.name for b in attrs.bands]
+    store_names = [b.name for b in reader.attrs.bands]
     if bands is not None:
-        names = [
-            b
-            if isinstance(b, str)
-            else (b.get("name") if isinstance(b, Mapping) else getattr(b, "name", None))
-            for b in bands
-        ]
+        names = [_band_name(b) for b in bands]
         if names != store_names:
             raise refuse("bands", f"bands {names} differ from the store's {store_names}")
     if coords and "band" in coords and [str(b) for b in coords["band"]] != store_names:
@@ -144,13 +136,23 @@ def _check_identity(
             "bands",
             f"data band coordinate {[str(b) for b in coords['band']]} differs from the store's {store_names}",
         )
-    if crs is not None:
-        try:
-            got = normalize_crs(crs)
-        except ChronozarrError as exc:  # an unreadable CRS is a refusal, not a crash
-            raise refuse("crs", str(exc)) from exc
-        if got != attrs.crs:
-            raise refuse("crs", f"crs {got!r} differs from the store's {attrs.crs!r}")
+
+
+def _check_crs(reader: Reader, crs: Any) -> None:
+    if crs is None:
+        return
+    try:
+        got = normalize_crs(crs)
+    except ChronozarrError as exc:  # an unreadable CRS is a refusal, not a crash
+        raise refuse("crs", str(exc)) from exc
+    if got != reader.attrs.crs:
+        raise refuse("crs", f"crs {got!r} differs from the store's {reader.attrs.crs!r}")
+
+
+def _check_grid(
+    reader: Reader, transform: Sequence[float] | None, coords: Mapping[str, Any] | None
+) -> None:
+    lv0 = reader.levels[0]
     if transform is not None:
         got_t = [float(v) for v in list(transform)[:6]]
         if not all(
@@ -160,14 +162,30 @@ def _check_identity(
             raise refuse(
                 "grid", f"transform {got_t} differs from the store's {list(lv0.transform)}"
             )
-    if coords:
-        ys, xs = pixel_centres(lv0.transform, h, w)
-        for axis, want in (("y", ys), ("x", xs)):
-            if axis in coords and not np.allclose(
-                coords[axis], want, rtol=0, atol=abs(lv0.transform[0]) * 1e-6
-            ):
-                raise refuse(
-                    "grid", f"data {axis} coordinates differ from the store's pixel centres"
-                )
-    if nodata is not UNSET and nodata != attrs.nodata:
-        raise refuse("nodata", f"nodata {nodata!r} differs from the store's {attrs.nodata!r}")
+    if not coords:
+        return
+    h, w = lv0.shape[-2:]
+    ys, xs = pixel_centres(lv0.transform, h, w)
+    for axis, want in (("y", ys), ("x", xs)):
+        if axis in coords and not np.allclose(
+            coords[axis], want, rtol=0, atol=abs(lv0.transform[0]) * 1e-6
+        ):
+            raise refuse("grid", f"data {axis} coordinates differ from the store's pixel centres")
+
+
+def _check_identity(
+    reader: Reader,
+    bands: Sequence[Any] | None,
+    crs: Any,
+    transform: Sequence[float] | None,
+    nodata: Any,
+    coords: Mapping[str, Any] | None,
+) -> None:
+    """bands, crs, grid and nodata, when given, equal the store's (spec 14)."""
+    _check_bands(reader, bands, coords)
+    _check_crs(reader, crs)
+    _check_grid(reader, transform, coords)
+    if nodata is not UNSET and nodata != reader.attrs.nodata:
+        raise refuse(
+            "nodata", f"nodata {nodata!r} differs from the store's {reader.attrs.nodata!r}"
+        )

@@ -51,7 +51,7 @@ def _write_items(
     n_add = state.n_new - state.n_old
     if len(documents) != n_add:
         raise refuse("provenance_items", f"expected {n_add} documents, got {len(documents)}")
-    old = state.reader._doc(PROVENANCE_ITEMS)
+    old = state.reader.document(PROVENANCE_ITEMS)
     old_shape = int(old["shape"][0]) if isinstance(old, Mapping) and old.get("shape") else 0
     info0 = state.reader.array(0).info
     compressor = dict(info0.codecs[-1]) if len(info0.codecs) > 1 else None
@@ -77,7 +77,7 @@ def _write_coordinates(
         begin_journal(target, state.n_old, target.get(vol_key))
     if basis.stored is not None and attrs.volatility_path and basis.state != "final":
         vol = _update_volatility(reader, basis.stored, results0, basis.old_terms)
-        vdoc = reader._doc(attrs.volatility_path)
+        vdoc = reader.document(attrs.volatility_path)
         assert vdoc is not None  # reader.volatility() read it above
         vcodec = ChunkCodec(vdoc["codecs"], "float32", vol.shape)
         target.put(vol_key, vcodec.encode(vol))
@@ -85,9 +85,9 @@ def _write_coordinates(
         raise RuntimeError("injected failure after the volatility, before time/c/0")
     new_docs: dict[str, dict[str, Any]] = {}
     # every level's time, then the root's when the store has one (root_coordinates)
-    time_paths = [f"{lv.path}/time" for lv in reader.levels] + root_time_paths(reader._doc)
+    time_paths = [f"{lv.path}/time" for lv in reader.levels] + root_time_paths(reader.document)
     for time_path in time_paths:
-        tdoc = json.loads(json.dumps(reader._doc(time_path)))
+        tdoc = json.loads(json.dumps(reader.document(time_path)))
         tdoc["shape"] = [n_new]
         tdoc["chunk_grid"]["configuration"]["chunk_shape"] = [n_new]
         codec = ChunkCodec(tdoc["codecs"], "int64", (n_new,))

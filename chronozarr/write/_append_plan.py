@@ -212,7 +212,7 @@ def _decoded_volatility(reader: Reader, chunk: bytes | None, like: np.ndarray) -
     """The volatility array of the journal's chunk (fill when the chunk was absent)."""
     path = reader.attrs.volatility_path
     assert path is not None
-    info = ArrayInfo.from_json(reader._doc(path), path, allowed_dtypes=("float32",))
+    info = ArrayInfo.from_json(reader.document(path), path, allowed_dtypes=("float32",))
     if chunk is None:
         return np.full(like.shape, info.typed_fill(), dtype=np.float32)
     codec = ChunkCodec(info.codecs, info.dtype, info.chunk_shape)
@@ -223,7 +223,7 @@ def _volatility_state(reader: Reader, all_times_ms: Sequence[int]) -> str:
     """ "old" (the stored volatility is the previous root's), "final" (an interrupted run of this
     same append already wrote it), or "unknown" (another append was interrupted: recompute)."""
     path = f"{reader.levels[0].path}/time"
-    doc = reader._doc(path)
+    doc = reader.document(path)
     raw = reader.store.get(f"{path}/c/0")
     if doc is None or raw is None:
         return "unknown"
@@ -248,7 +248,7 @@ def array_names(attrs: RootAttrs) -> list[str]:
 
 
 def doc_with_shape(reader: Reader, level_path: str, name: str, n_new: int) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(json.dumps(reader._doc(f"{level_path}/{name}")))
+    doc: dict[str, Any] = json.loads(json.dumps(reader.document(f"{level_path}/{name}")))
     doc["shape"] = [n_new, *doc["shape"][1:]]  # spatial:* attributes describe y/x: unchanged
     return doc
 

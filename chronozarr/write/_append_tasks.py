@@ -122,7 +122,7 @@ def old_shard(
     name = array_path.rsplit("/", 1)[1]
     level = next(k for k, lv in enumerate(reader.levels) if lv.path == level_path)
     arr = reader.array(level, name)
-    key = arr._key(ts, row, col)
+    key = arr.key(ts, row, col)
     listed = arr.shard_bytes.get(f"{ts}/{row}/{col}") if name == reader.attrs.variable else None
     with_crc = any(cd.get("name") == "crc32c" for cd in arr.info.index_codecs)
     n = arr.info.chunk_shape[0]

@@ -110,7 +110,55 @@ def _band_text(value: Any, where: str, *, required: bool) -> str | None:
     return str(value)
 
 
+def _finite(value: Any, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise EncodeError(where, f"expected a finite number, got {value!r}")
+
+
+def _band_of_object(b: Band, i: int) -> Band:
+    for k in ("scale", "offset"):  # None: absent (reads as 1 and 0, spec 3.6)
+        if getattr(b, k) is not None:
+            _finite(getattr(b, k), f"bands[{i}].{k}")
+    return Band(
+        name=_band_text(b.name, f"bands[{i}].name", required=True),  # type: ignore[arg-type]
+        common_name=_band_text(b.common_name, f"bands[{i}].common_name", required=False),
+        scale=b.scale,
+        offset=b.offset,
+        units=_band_text(b.units, f"bands[{i}].units", required=False),
+    )
+
+
+def _band_of_mapping(b: Mapping[str, Any], i: int) -> Band:
+    unknown = set(b) - {"name", "common_name", "scale", "offset", "units"}
+    if unknown:
+        raise EncodeError(f"bands[{i}]", f"unknown key(s) {sorted(unknown)}")
+    if not isinstance(b.get("name"), str) or not b["name"]:
+        raise EncodeError(f"bands[{i}]", "a band object needs a non-empty 'name'")
+    for k in ("scale", "offset"):
+        _finite(b.get(k, 0.0), f"bands[{i}].{k}")
+    return Band(
+        name=str(b["name"]),
+        common_name=_band_text(b.get("common_name"), f"bands[{i}].common_name", required=False),
+        scale=float(b.get("scale", 1.0)),
+        offset=float(b.get("offset", 0.0)),
+        units=_band_text(b.get("units"), f"bands[{i}].units", required=False),
+    )
+
+
+def _band(b: Any, i: int) -> Band:
+    """Band ``i`` given as a :class:`Band`, a name (scale 1, offset 0, spec 3.6) or a mapping."""
+    if isinstance(b, Band):
+        return _band_of_object(b, i)
+    if isinstance(b, str):
+        return Band(name=_band_text(b, f"bands[{i}]", required=True), scale=1.0, offset=0.0)  # type: ignore[arg-type]
+    if isinstance(b, Mapping):
+        return _band_of_mapping(b, i)
+    raise EncodeError(f"bands[{i}]", f"expected a name or an object, got {b!r}")
+
+
 def normalize_bands(bands: Any, n_band: int) -> tuple[Band, ...]:
+    """The bands of ``encode`` (spec 3.6): names, band objects or mappings, one per band of the
+    data, with unique names."""
     if isinstance(bands, np.ndarray) and bands.ndim == 1:
         bands = bands.tolist()  # an xarray/numpy coordinate of names
     elif hasattr(bands, "tolist") and not isinstance(bands, str | bytes | Mapping):
@@ -119,51 +167,11 @@ def normalize_bands(bands: Any, n_band: int) -> tuple[Band, ...]:
         raise EncodeError("bands", "expected a list of band names or band objects")
     if len(bands) != n_band:
         raise EncodeError("bands", f"{len(bands)} bands given but data has {n_band} on axis 1")
-    out = []
-    for i, b in enumerate(bands):
-        if isinstance(b, Band):
-            for k in ("scale", "offset"):  # None: absent (reads as 1 and 0, spec 3.6)
-                v = getattr(b, k)
-                if v is not None and (
-                    isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
-                ):
-                    raise EncodeError(f"bands[{i}].{k}", f"expected a finite number, got {v!r}")
-            band = Band(
-                name=_band_text(b.name, f"bands[{i}].name", required=True),  # type: ignore[arg-type]
-                common_name=_band_text(b.common_name, f"bands[{i}].common_name", required=False),
-                scale=b.scale,
-                offset=b.offset,
-                units=_band_text(b.units, f"bands[{i}].units", required=False),
-            )
-        elif isinstance(b, str):
-            name = _band_text(b, f"bands[{i}]", required=True)
-            band = Band(name=name, scale=1.0, offset=0.0)  # type: ignore[arg-type]  # spec 3.6
-        elif isinstance(b, Mapping):
-            unknown = set(b) - {"name", "common_name", "scale", "offset", "units"}
-            if unknown:
-                raise EncodeError(f"bands[{i}]", f"unknown key(s) {sorted(unknown)}")
-            if not isinstance(b.get("name"), str) or not b["name"]:
-                raise EncodeError(f"bands[{i}]", "a band object needs a non-empty 'name'")
-            for k in ("scale", "offset"):
-                v = b.get(k, 0.0)
-                if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-                    raise EncodeError(f"bands[{i}].{k}", f"expected a finite number, got {v!r}")
-            band = Band(
-                name=str(b["name"]),
-                common_name=_band_text(
-                    b.get("common_name"), f"bands[{i}].common_name", required=False
-                ),
-                scale=float(b.get("scale", 1.0)),
-                offset=float(b.get("offset", 0.0)),
-                units=_band_text(b.get("units"), f"bands[{i}].units", required=False),
-            )
-        else:
-            raise EncodeError(f"bands[{i}]", f"expected a name or an object, got {b!r}")
-        out.append(band)
+    out = tuple(_band(b, i) for i, b in enumerate(bands))
     names = [b.name for b in out]
     if len(set(names)) != len(names):
         raise EncodeError("bands", f"band names must be unique, got {names}")
-    return tuple(out)
+    return out
 
 
 def local_target(store: Any) -> str:

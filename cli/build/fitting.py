@@ -39,9 +39,16 @@ def fitting_recipe(
 
 def _compare_recipe(recipe: Recipe, reader: Any, grid: GridPlan) -> list[str]:
     """Where the recipe differs from the store's grid, bands and store options (empty: fits)."""
+    return (
+        _grid_diffs(recipe, reader, grid)
+        + _band_diffs(recipe, reader)
+        + _store_diffs(recipe, reader)
+    )
+
+
+def _grid_diffs(recipe: Recipe, reader: Any, grid: GridPlan) -> list[str]:
     diffs: list[str] = []
-    attrs = reader.attrs
-    lv0 = reader.levels[0]
+    attrs, lv0 = reader.attrs, reader.levels[0]
     if attrs.crs != grid.crs:
         diffs.append(f"grid CRS: recipe {grid.crs}, store {attrs.crs}")
     if [round(v, 9) for v in lv0.transform] != [round(float(v), 9) for v in grid.transform]:
@@ -52,49 +59,63 @@ def _compare_recipe(recipe: Recipe, reader: Any, grid: GridPlan) -> list[str]:
         diffs.append(
             f"store.chunk_size: recipe {recipe.store.chunk_size}, store {reader.chunk_size(0)}"
         )
-    want = store_bands(recipe)
-    have = list(attrs.bands)
+    return diffs
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, floats to 12 digits (a recipe's 0.0001 and a store's JSON float)."""
+    if isinstance(a, float) or isinstance(b, float):
+        return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-12)
+    return bool(a == b)
+
+
+def _band_diffs(recipe: Recipe, reader: Any) -> list[str]:
+    want, have = store_bands(recipe), list(reader.attrs.bands)
     if [b.name for b in want] != [b.name for b in have]:
-        diffs.append(f"bands: recipe {[b.name for b in want]}, store {[b.name for b in have]}")
-    else:
-        for w, h in zip(want, have, strict=True):
-            for key in ("scale", "offset", "common_name", "units"):
-                a, b = getattr(w, key), getattr(h, key)
-                if isinstance(a, float) or isinstance(b, float):
-                    same = a is not None and b is not None and math.isclose(a, b, rel_tol=1e-12)
-                else:
-                    same = a == b
-                if not same:
-                    diffs.append(f"bands[{w.name}].{key}: recipe {a!r}, store {b!r}")
-    if reader.dtype.name != recipe.store.dtype:
-        diffs.append(f"store.dtype: recipe {recipe.store.dtype}, store {reader.dtype.name}")
-    if attrs.nodata != recipe.store.effective_nodata:
-        diffs.append(f"store.nodata: recipe {recipe.store.effective_nodata}, store {attrs.nodata}")
+        return [f"bands: recipe {[b.name for b in want]}, store {[b.name for b in have]}"]
+    return [
+        f"bands[{w.name}].{key}: recipe {getattr(w, key)!r}, store {getattr(h, key)!r}"
+        for w, h in zip(want, have, strict=True)
+        for key in ("scale", "offset", "common_name", "units")
+        if not _same(getattr(w, key), getattr(h, key))
+    ]
+
+
+def _store_diffs(recipe: Recipe, reader: Any) -> list[str]:
+    diffs: list[str] = []
+    attrs, store = reader.attrs, recipe.store
+    if reader.dtype.name != store.dtype:
+        diffs.append(f"store.dtype: recipe {store.dtype}, store {reader.dtype.name}")
+    if attrs.nodata != store.effective_nodata:
+        diffs.append(f"store.nodata: recipe {store.effective_nodata}, store {attrs.nodata}")
     enc = attrs.temporal.encoding
-    if recipe.store.encoding != "auto" and recipe.store.encoding != enc:
-        diffs.append(f"store.encoding: recipe {recipe.store.encoding}, store {enc}")
-    if enc == "star-delta" and attrs.temporal.anchor_interval != recipe.store.anchor_interval:
+    if store.encoding != "auto" and store.encoding != enc:
+        diffs.append(f"store.encoding: recipe {store.encoding}, store {enc}")
+    if enc == "star-delta" and attrs.temporal.anchor_interval != store.anchor_interval:
         diffs.append(
-            f"store.anchor_interval: recipe {recipe.store.anchor_interval}, "
+            f"store.anchor_interval: recipe {store.anchor_interval}, "
             f"store {attrs.temporal.anchor_interval}"
         )
-    info = reader.array(0).info
-    if bool(info.sharded) != bool(recipe.store.shard):
-        diffs.append(f"store.shard: recipe {recipe.store.shard}, store {bool(info.sharded)}")
-    elif (
-        info.sharded
-        and recipe.store.shard_time is not None
-        and info.shard_time != recipe.store.shard_time
-    ):
-        diffs.append(f"store.shard_time: recipe {recipe.store.shard_time}, store {info.shard_time}")
-    want_comp = recipe.store.layout.codec.compressor(reader.dtype.name)
+    diffs += _chunk_diffs(recipe, reader)
+    if not reader.has_mask or not reader.has_coverage:
+        diffs.append("the store has no mask/coverage (cz build always writes both)")
+    return diffs
+
+
+def _chunk_diffs(recipe: Recipe, reader: Any) -> list[str]:
+    """Sharding and the compressor of the data chunks (spec 7, 8)."""
+    diffs: list[str] = []
+    info, store = reader.array(0).info, recipe.store
+    if bool(info.sharded) != bool(store.shard):
+        diffs.append(f"store.shard: recipe {store.shard}, store {bool(info.sharded)}")
+    elif info.sharded and store.shard_time is not None and info.shard_time != store.shard_time:
+        diffs.append(f"store.shard_time: recipe {store.shard_time}, store {info.shard_time}")
+    want_comp = store.layout.codec.compressor(reader.dtype.name)
     have_comp = [c for c in info.codecs if c.get("name") != "bytes"]
     if not have_comp or have_comp[-1] != want_comp:
         diffs.append(
             f"store.codec: recipe {want_comp}, store {have_comp[-1] if have_comp else None}"
         )
-    if not reader.has_mask or not reader.has_coverage:
-        diffs.append("the store has no mask/coverage (cz build always writes both)")
     return diffs
 
 
