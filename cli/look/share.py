@@ -105,7 +105,7 @@ def embed_snippets(page_url: str, store_url: str, title: str) -> dict[str, str]:
     )
     reader = (
         '<script type="module">\n'
-        '  import { openStore } from "chronozarr"; // npm install chronozarr (js/)\n'
+        '  import { openStore } from "chronozarr-tools"; // npm install chronozarr-tools (js/)\n'
         f"  const store = await openStore({_js_string(store_url)});\n"
         "  console.log(store.nTime, store.bandNames);\n"
         "</script>"
