@@ -38,7 +38,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from chronozarr.format import TIME_UNITS, crs_to_cf, pixel_centres, validity
+from chronozarr.format import TIME_UNITS, crs_to_cf, parse_time, pixel_centres, validity
 from chronozarr.read._reader import Reader, open_store
 
 __all__ = ["ChronozarrBackendEntrypoint", "open_dataset", "open_datatree"]
@@ -150,17 +150,47 @@ def _times(reader: Reader, decode: bool) -> tuple[np.ndarray, dict[str, Any]]:
 
 
 def period_bounds(reader: Reader) -> np.ndarray | None:
-    """(time, 2) datetime64[ms] bounds of each composite period, or None when the store does
-    not say its timesteps are periods. The provenance block's ``composite`` (spec 3.8) naming a
-    ``monthly`` composite makes each timestep the calendar month it starts (decision 0040)."""
+    """(time, 2) datetime64[ms] ``[start, end)`` of each composite period, or None when the
+    store does not say its timesteps are periods.
+
+    Two sources (spec 3.8's free provenance block): ``periods``, one ``[start, end)`` pair per
+    timestep that stores of other periods record (docs/spec.md C24; an interrupted append may
+    leave more pairs than times: the first ``len(times)`` count); else a ``composite`` naming a
+    ``monthly`` composite, whose timesteps are the calendar months they start (decision 0040).
+    Recorded bounds that do not fit the times (too few, unreadable, a start that is not the
+    timestep, an empty window) give no bounds rather than wrong ones."""
     prov = reader.attrs.provenance or {}
-    composite = prov.get("composite") if isinstance(prov, dict) else None
+    if not isinstance(prov, dict):
+        return None
+    if "periods" in prov:
+        return _recorded_bounds(reader, prov["periods"])
+    composite = prov.get("composite")
     if not (isinstance(composite, str) and composite.split()[:1] == ["monthly"]):
         return None
     starts = reader.times.astype("datetime64[M]")
     if (starts.astype("datetime64[ms]") != reader.times.astype("datetime64[ms]")).any():
         return None  # a monthly composite labelled mid-month: its label is not the period start
     return np.stack([starts, starts + 1], axis=1).astype("datetime64[ms]")
+
+
+def _recorded_bounds(reader: Reader, periods: Any) -> np.ndarray | None:
+    """C24's ``periods`` as (time, 2) datetime64[ms], or None where they do not fit the times."""
+    times = reader.times.astype("datetime64[ms]").astype(np.int64)
+    if not isinstance(periods, list) or len(periods) < len(times):
+        return None
+    out = np.empty((len(times), 2), dtype=np.int64)
+    for i, pair in enumerate(periods[: len(times)]):
+        if not (
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, str) for v in pair)
+        ):
+            return None
+        try:
+            out[i] = [parse_time(pair[0]), parse_time(pair[1])]
+        except (ValueError, OverflowError):  # unreadable text: no bounds rather than wrong ones
+            return None
+        if out[i, 0] != times[i] or out[i, 1] <= out[i, 0]:
+            return None
+    return out.astype("datetime64[ms]")
 
 
 def _band_names(reader: Reader) -> list[str]:

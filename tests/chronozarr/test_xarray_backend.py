@@ -381,6 +381,32 @@ def test_monthly_composites_have_time_bounds(tmp_path: Path) -> None:
     assert "time_bnds" not in plain and "bounds" not in plain.time.attrs  # no period recorded
 
 
+def test_recorded_periods_are_the_time_bounds(tmp_path: Path) -> None:
+    """Stores of periods other than months record ``periods`` in the provenance (docs/spec.md
+    C24): ``time_bnds`` are those ``[start, end)`` pairs (here 10-day windows that leave gaps, which
+    no rule on the times could give); extra pairs of an interrupted append are ignored, and pairs
+    that do not fit the times give no bounds rather than wrong ones."""
+    starts = _months(N_TIME, "D")
+    ends = starts + np.timedelta64(10, "D")
+    iso = [[f"{a}T00:00:00Z", f"{b}T00:00:00Z"] for a, b in zip(starts, ends, strict=True)]
+    spare = [["2099-01-01T00:00:00Z", "2099-01-11T00:00:00Z"]]  # an append cut short
+    prov = {"composite": "dekadal median", "period": {"kind": "windows"}, "periods": iso + spare}
+    path = _write(tmp_path / "w.zarr", "uint16", "none", False, False, provenance=prov)
+    ds = xr.open_dataset(path, engine="chronozarr")
+    assert ds.time.attrs["bounds"] == "time_bnds"
+    np.testing.assert_array_equal(ds.time_bnds.values[:, 0], starts.astype("datetime64[ns]"))
+    np.testing.assert_array_equal(ds.time_bnds.values[:, 1], ends.astype("datetime64[ns]"))
+    day = starts[2] + np.timedelta64(15, "D")  # in the gap after the third window
+    inside = (ds.time_bnds[:, 0] <= day) & (day < ds.time_bnds[:, 1])
+    assert not inside.values.any()
+    shifted = [[iso[0][1], iso[0][1]], *iso[1:]]  # a start that is not the timestep
+    for bad in (iso[:-1], shifted, [["June", "July"], *iso[1:]], "2024"):
+        p = _write(tmp_path / f"b{len(str(bad))}.zarr", "uint16", "none", False, False,
+                   provenance={"composite": "monthly median", "periods": bad})  # fmt: skip
+        opened = xr.open_dataset(p, engine="chronozarr")
+        assert "time_bnds" not in opened and "bounds" not in opened.time.attrs, bad
+
+
 def test_star_delta_arrays_say_they_hold_residuals(delta_store: Path, tmp_path: Path) -> None:
     """zarr-python (a plain Zarr reader) sees on the data array of every level that non-anchor
     timesteps are residuals and where the anchors are; a none store carries no such attribute."""
