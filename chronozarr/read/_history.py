@@ -34,7 +34,15 @@ from chronozarr.format import (
 if TYPE_CHECKING:  # the reader imports this module
     from chronozarr.read._reader import ArrayReader, Reader
 
-__all__ = ["DEFAULT_REQUESTS", "PixelSeries", "Window", "read_window"]
+__all__ = [
+    "DEFAULT_REQUESTS",
+    "PixelSeries",
+    "Window",
+    "fewer_objects",
+    "history_array",
+    "in_parallel",
+    "read_window",
+]
 
 #: requests in flight at once for a history read (the browser reader's 6, a little more in
 #: Python, where a request costs a thread, not a connection slot)
@@ -158,7 +166,13 @@ def _from_history(
     tb_range = geo.time_blocks(ts.start, ts.stop)
     blocks = geo.blocks(ys.start, ys.stop, xs.start, xs.stop)
     jobs = [(tb, by, bx) for tb in tb_range for (by, bx) in blocks]
-    chunks = in_parallel(lambda job: arr.inner(*job), jobs, workers)
+    cache = reader._history_cache  # decoded chunks: the next variable or pixel of a block is free
+
+    def load(job: tuple[int, int, int]) -> np.ndarray:
+        made: np.ndarray = cache.get_or_make((level, *job), lambda: arr.inner(*job))
+        return made
+
+    chunks = in_parallel(load, jobs, workers)
     n_field = arr.info.chunk_shape[1]
     full = np.empty((len(ts), n_field, len(ys), len(xs)), dtype=arr.info.dtype)
     tbs, b = geo.time_block, geo.block
@@ -253,21 +267,25 @@ def read_window(
             "chunks",
         )  # fmt: skip
     arr = None if use_history is False else history_array(reader, level)
-    if arr is not None and (use_history or _fewer_objects(reader, level, arr, ts, ys, xs)):
+    if arr is not None and (use_history or fewer_objects(reader, level, arr, ts, ys, xs)):
         return _from_history(reader, level, arr, ts, ys, xs, max_requests)
     return _from_chunks(reader, level, ts, ys, xs, max_requests)
 
 
-def _fewer_objects(
+def fewer_objects(
     reader: Reader, level: int, arr: ArrayReader, ts: range, ys: range, xs: range
 ) -> bool:
     """Whether the companion covers the window with fewer objects than the chunk path reads
-    (one data chunk, a mask and a coverage chunk per cell and timestep)."""
+    (one data chunk, a mask and a coverage chunk per cell and timestep) and decodes at most
+    twice the elements (a time block's padding past the window; a single timestep of a wide
+    window, a time block of elements for one, stays on the chunks)."""
     geo = _geometry(reader, level, arr)
-    n_history = len(geo.time_blocks(ts.start, ts.stop)) * len(
-        geo.blocks(ys.start, ys.stop, xs.start, xs.stop)
-    )
+    tbs = geo.time_blocks(ts.start, ts.stop)
+    blocks = geo.blocks(ys.start, ys.stop, xs.start, xs.stop)
     cs = reader.chunk_size(level)
     cells = (math.ceil(ys.stop / cs) - ys.start // cs) * (math.ceil(xs.stop / cs) - xs.start // cs)
-    per_step = 1 + reader.has_mask + reader.has_coverage
-    return n_history < len(ts) * cells * per_step
+    planes = reader.has_mask + reader.has_coverage
+    n_field = arr.info.chunk_shape[1]
+    objects = len(tbs) * len(blocks) < len(ts) * cells * (1 + planes)
+    elements = len(tbs) * geo.time_block * len(blocks) * geo.block**2 * n_field
+    return objects and elements <= 2 * len(ts) * cells * cs * cs * n_field

@@ -48,6 +48,7 @@ from chronozarr.read._history import (
     DEFAULT_REQUESTS,
     PixelSeries,
     Window,
+    fewer_objects,
     history_array,
     read_window,
 )
@@ -195,6 +196,7 @@ class Reader:
         self._anchor_cache: LRU[tuple[int, int, int, int], np.ndarray] = LRU(cache_bytes)
         self._arrays: dict[tuple[int, str], ArrayReader] = {}
         self._history_arrays: dict[int, ArrayReader] = {}  # the companion's (C25)
+        self._history_cache: LRU[tuple[int, int, int, int], np.ndarray] = LRU(32 << 20)
         self._lock = threading.Lock()
         self.levels: tuple[LevelInfo, ...] = self._enumerate_levels()
         # spec 10.2: read every level's data array metadata now, failing on unsupported types.
@@ -494,6 +496,12 @@ class Reader:
         return read_window(
             self, level, ts, ys, xs, use_history=use_history, max_requests=max_requests
         )
+
+    def prefers_history(self, ts: range, ys: range, xs: range, level: int = 0) -> bool:
+        """Whether :meth:`read_history` reads this window from the companion: the level carries
+        one and it covers the window with fewer objects than the chunks (C25)."""
+        arr = history_array(self, level)
+        return arr is not None and fewer_objects(self, level, arr, ts, ys, xs)
 
     def pixel_at(self, x: float, y: float, level: int = 0) -> tuple[int, int] | None:
         """The (row, col) of the level's pixel holding projected (x, y), None outside (3.3)."""
