@@ -88,15 +88,22 @@ class PixelSeries:
         }
 
 
-def read_series(reader: chronozarr.Reader, row: int, col: int, level: int = 0) -> PixelSeries:
+def read_series(
+    reader: chronozarr.Reader,
+    row: int,
+    col: int,
+    level: int = 0,
+    *,
+    use_history: bool | None = None,
+) -> PixelSeries:
     """Read pixel (row, col) of a level through time: from the time-series companion when the
     level carries one (a few small objects, docs/spec.md C25), else from that pixel's cell only,
-    every timestep's chunks in parallel (spec 10.4)."""
+    every timestep's chunks in parallel (spec 10.4). ``use_history`` False reads the chunks."""
     lv = reader.levels[level]
     h, w = lv.shape[-2:]
     if not (0 <= row < h and 0 <= col < w):
         raise LookError(f"pixel row {row}, col {col} is outside level {level} ({h} x {w})")
-    history = reader.pixel_series(row, col, level)
+    history = reader.pixel_series(row, col, level, use_history=use_history)
     return PixelSeries(
         reader.store.url,
         level,
