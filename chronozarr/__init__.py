@@ -6,6 +6,7 @@ Public API::
     chronozarr.encode(..., layout=chronozarr.StoreLayout(chunk_size=256, codec=chronozarr.ZstdCodec(9)))
     chronozarr.append(store, data, *, times, mask=None, coverage=None)      # grow it (spec 14)
     reader = chronozarr.open_store(path_or_url)                              # read it (spec 10)
+    reader.series(x, y)          # one pixel's history (the time-series companion when present)
     report = chronozarr.validate(path_or_url, deep=False)                    # check it
 
 Importing this package loads numpy, zarr's codecs and nothing of the toolkit (no rasterio,
@@ -31,7 +32,7 @@ from chronozarr.format import (
     StoreLayout,
     ZstdCodec,
 )
-from chronozarr.read import Reader, open_store
+from chronozarr.read import PixelSeries, Reader, open_store
 from chronozarr.validate import Finding, Report, validate
 from chronozarr.write import append, encode
 
@@ -49,6 +50,7 @@ __all__ = [
     "GzipCodec",
     "MissingExtraError",
     "NotAChronozarrStoreError",
+    "PixelSeries",
     "Reader",
     "RemoteStoreError",
     "Report",

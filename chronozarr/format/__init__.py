@@ -77,6 +77,18 @@ from chronozarr.format._grid import (
     pixel_centres,
 )
 from chronozarr.format._growth import append_differences
+from chronozarr.format._history import (
+    HISTORY_ARRAY,
+    HISTORY_BLOCK,
+    HISTORY_FIELD,
+    HISTORY_PATH,
+    HISTORY_TIME,
+    HistoryBlock,
+    HistoryGeometry,
+    history_array_doc,
+    history_fields,
+    pack_history,
+)
 from chronozarr.format._jsondoc import MAX_DOCUMENT_BYTES, MAX_NESTING, load_json
 from chronozarr.format._mirror import MAX_CHUNK_BYTES, check_level_mirror, check_nodata
 from chronozarr.format._names import check_name, check_names, name_problem, store_names
@@ -115,6 +127,11 @@ __all__ = [
     "DTYPES",
     "EMPTY",
     "ENCODINGS",
+    "HISTORY_ARRAY",
+    "HISTORY_BLOCK",
+    "HISTORY_FIELD",
+    "HISTORY_PATH",
+    "HISTORY_TIME",
     "MAX_CHUNK_BYTES",
     "MAX_DOCUMENT_BYTES",
     "MAX_NESTING",
@@ -128,6 +145,8 @@ __all__ = [
     "ChunkCodec",
     "Codec",
     "GzipCodec",
+    "HistoryBlock",
+    "HistoryGeometry",
     "LevelInfo",
     "RootAttrs",
     "StoreLayout",
@@ -166,6 +185,8 @@ __all__ = [
     "format_time",
     "grid_shape",
     "group_doc",
+    "history_array_doc",
+    "history_fields",
     "index_nbytes",
     "is_valid_reference",
     "level_group_attrs",
@@ -178,6 +199,7 @@ __all__ = [
     "name_problem",
     "nearest_anchor",
     "normalize_crs",
+    "pack_history",
     "pad_even",
     "parse_crs",
     "parse_index",

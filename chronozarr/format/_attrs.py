@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chronozarr.errors import CorruptStoreError, UnsupportedError
+from chronozarr.format._history import HistoryBlock
 
 __all__ = ["Band", "LevelInfo", "RootAttrs", "Temporal"]
 
@@ -224,6 +225,7 @@ class RootAttrs:
     provenance: Mapping[str, Any] | None = None
     levels: tuple[LevelInfo, ...] | None = None
     shard_bytes: Mapping[str, Mapping[str, int]] | None = None
+    history: HistoryBlock | None = None  # the time-series companion (docs/spec.md C25)
     extra: Mapping[str, Any] = field(default_factory=dict)
     bands_as_strings: bool = False  # the v0.1 form, kept on rewrite (append)
 
@@ -242,6 +244,7 @@ class RootAttrs:
         "provenance",
         "levels",
         "shard_bytes",
+        "history",
     )
 
     @classmethod
@@ -285,6 +288,7 @@ class RootAttrs:
             provenance=obj.get("provenance"),
             levels=levels,
             shard_bytes=obj.get("shard_bytes"),
+            history=None if obj.get("history") is None else HistoryBlock.from_json(obj["history"]),
             extra={k: v for k, v in obj.items() if k not in cls._KNOWN},
             bands_as_strings=bool(raw_bands) and all(isinstance(b, str) for b in raw_bands),
         )
@@ -317,6 +321,8 @@ class RootAttrs:
                 lvl: dict(sorted(v.items(), key=lambda kv: _key_order(kv[0])))
                 for lvl, v in self.shard_bytes.items()
             }
+        if self.history is not None:
+            out["history"] = self.history.to_json()
         out.update(self.extra)
         return out
 

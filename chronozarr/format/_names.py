@@ -62,6 +62,9 @@ def store_names(block: Any, multiscales: Any = None) -> Iterator[tuple[str, Any]
             for i, lv in enumerate(levels):
                 if isinstance(lv, dict) and "path" in lv:
                     yield f"chronozarr.levels[{i}].path", lv["path"]
+        history = block.get("history")  # the companion's group (docs/spec.md C25)
+        if isinstance(history, dict) and "path" in history:
+            yield "chronozarr.history.path", history["path"]
     if isinstance(multiscales, list):
         for m, entry in enumerate(multiscales):
             datasets = entry.get("datasets") if isinstance(entry, dict) else None

@@ -10,6 +10,7 @@ spec 4.1) is :meth:`StoreLayout.check_dtype`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ import numpy as np
 from chronozarr.errors import EncodeError
 from chronozarr.format._common import DELTA_DTYPES
 from chronozarr.format._compressors import Codec, ZstdCodec
+from chronozarr.format._history import HISTORY_BLOCK, HISTORY_TIME
 
 __all__ = ["ENCODINGS", "StoreLayout"]
 
@@ -55,11 +57,34 @@ def _shard_time(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _history(value: Any) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise EncodeError("history", f"expected true or false, got {value!r}")
+    return bool(value)
+
+
+def _history_time(value: Any) -> int:
+    if not _is_int(value) or value < 1:
+        raise EncodeError(
+            "history_time", f"must be an integer >= 1 (timesteps per chunk), got {value!r}"
+        )
+    return int(value)
+
+
+def _history_block(value: Any) -> int | None:
+    if value is not None and (not _is_int(value) or value < 1):
+        raise EncodeError("history_block", f"must be an integer >= 1 (pixels), got {value!r}")
+    return None if value is None else int(value)
+
+
 _CHECKS = {
     "chunk_size": _chunk_size,
     "encoding": _encoding,
     "anchor_interval": _anchor_interval,
     "shard_time": _shard_time,
+    "history": _history,
+    "history_time": _history_time,
+    "history_block": _history_block,
 }
 
 
@@ -71,7 +96,10 @@ class StoreLayout:
     ``none`` or ``star-delta`` (4.1, 4.3). ``anchor_interval``: timesteps between anchors (4.2;
     also the nominal schedule of a none store's volatility, 5). ``shard``: one object per time
     shard (7); ``shard_time``: timesteps per shard (implies ``shard``; default: the whole axis).
-    ``codec``: the compressor of every chunk (8).
+    ``codec``: the compressor of every chunk (8). ``history``: also write the time-series
+    companion at level 0 (docs/spec.md C25; decision 0048), ``history_time`` timesteps and
+    ``history_block`` pixels per side in each of its chunks (default: 16, or the largest
+    divisor of the cell size below it; a block never straddles two cells).
     """
 
     chunk_size: int = 512
@@ -80,11 +108,22 @@ class StoreLayout:
     shard: bool = False
     shard_time: int | None = None
     codec: Codec = field(default_factory=ZstdCodec)
+    history: bool = False
+    history_time: int = HISTORY_TIME
+    history_block: int | None = None
 
     def __post_init__(self) -> None:
         for name, check in _CHECKS.items():
             object.__setattr__(self, name, check(getattr(self, name)))
         object.__setattr__(self, "shard", bool(self.shard) or self.shard_time is not None)
+        if self.history_block is None:
+            object.__setattr__(self, "history_block", math.gcd(self.chunk_size, HISTORY_BLOCK))
+        elif self.chunk_size % self.history_block:
+            raise EncodeError(
+                "history_block",
+                f"must divide the chunk size {self.chunk_size} (a block lies in one cell), "
+                f"got {self.history_block}",
+            )
 
     @staticmethod
     def checked(name: str, value: Any) -> Any:

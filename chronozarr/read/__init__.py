@@ -7,10 +7,13 @@ The xarray backend is the public module :mod:`chronozarr.read.xarray_backend` (t
 
 from __future__ import annotations
 
+from chronozarr.read._history import PixelSeries, Window
 from chronozarr.read._reader import ArrayReader, Reader, open_store
 
 __all__ = [
     "ArrayReader",
+    "PixelSeries",
     "Reader",
+    "Window",
     "open_store",
 ]

@@ -44,6 +44,14 @@ from chronozarr.format import (
     validity,
 )
 from chronozarr.io import LRU, Store, open_store_bytes
+from chronozarr.read._history import (
+    DEFAULT_REQUESTS,
+    PixelSeries,
+    Window,
+    fewer_objects,
+    history_array,
+    read_window,
+)
 
 __all__ = ["ArrayReader", "Reader", "open_store"]
 
@@ -191,6 +199,8 @@ class Reader:
         self._index_cache: LRU[Any, Any] = LRU(64 << 20)
         self._anchor_cache: LRU[tuple[int, int, int, int], np.ndarray] = LRU(cache_bytes)
         self._arrays: dict[tuple[int, str], ArrayReader] = {}
+        self._history_arrays: dict[int, ArrayReader] = {}  # the companion's (C25)
+        self._history_cache: LRU[tuple[int, int, int, int], np.ndarray] = LRU(32 << 20)
         self._lock = threading.Lock()
         self.levels: tuple[LevelInfo, ...] = self._enumerate_levels()
         # spec 10.2: read every level's data array metadata now, failing on unsupported types.
@@ -470,6 +480,96 @@ class Reader:
         if valid is not None:
             out = np.where(valid, out, np.nan)
         return out
+
+    # -- histories (docs/spec.md C25; decision 0048) -------------------------------------------
+
+    def has_history(self, level: int = 0) -> bool:
+        """Whether ``level`` carries the time-series companion (checked against the level)."""
+        return history_array(self, level) is not None
+
+    def read_history(
+        self,
+        ts: range,
+        ys: range,
+        xs: range,
+        level: int = 0,
+        *,
+        use_history: bool | None = None,
+        max_requests: int = DEFAULT_REQUESTS,
+    ) -> Window:
+        """Stored values (time, band, h, w), mask and coverage (time, h, w) of a window over
+        timesteps ``ts``: from the companion when the level carries one and it needs fewer
+        objects, else from the chunks, ``max_requests`` at a time (anchors first). ``use_history``
+        True insists on the companion where present, False never reads it."""
+        if not 0 <= level < len(self.levels):
+            raise IndexError(f"level {level} out of range (store has {len(self.levels)} levels)")
+        return read_window(
+            self, level, ts, ys, xs, use_history=use_history, max_requests=max_requests
+        )
+
+    def prefers_history(self, ts: range, ys: range, xs: range, level: int = 0) -> bool:
+        """Whether :meth:`read_history` reads this window from the companion: the level carries
+        one and it covers the window with fewer objects than the chunks (C25)."""
+        arr = history_array(self, level)
+        return arr is not None and fewer_objects(self, level, arr, ts, ys, xs)
+
+    def pixel_at(self, x: float, y: float, level: int = 0) -> tuple[int, int] | None:
+        """The (row, col) of the level's pixel holding projected (x, y), None outside (3.3)."""
+        lv = self.levels[level]
+        a, _b, c, _d, e, f = lv.transform
+        col, row = math.floor((x - c) / a), math.floor((y - f) / e)
+        if 0 <= row < lv.shape[2] and 0 <= col < lv.shape[3]:
+            return row, col
+        return None
+
+    def pixel_series(
+        self,
+        row: int,
+        col: int,
+        level: int = 0,
+        *,
+        use_history: bool | None = None,
+        max_requests: int = DEFAULT_REQUESTS,
+    ) -> PixelSeries:
+        """Every timestep of pixel (row, col) of a level: the companion's few objects when the
+        level carries it, else each timestep's chunks in parallel (spec 10.4)."""
+        if not 0 <= level < len(self.levels):
+            raise IndexError(f"level {level} out of range (store has {len(self.levels)} levels)")
+        lv = self.levels[level]
+        if not (0 <= row < lv.shape[2] and 0 <= col < lv.shape[3]):
+            raise IndexError(
+                f"pixel row {row}, col {col} is outside level {level} ({lv.shape[2]} x"
+                f" {lv.shape[3]})"
+            )
+        win = self.read_history(
+            range(self.n_time), range(row, row + 1), range(col, col + 1), level,
+            use_history=use_history, max_requests=max_requests,
+        )  # fmt: skip
+        a, b, c, d, e, f = lv.transform
+        return PixelSeries(
+            level, row, col, a * (col + 0.5) + b * (row + 0.5) + c,
+            d * (col + 0.5) + e * (row + 0.5) + f, self.times, self.bands,
+            win.values[:, :, 0, 0], None if win.mask is None else win.mask[:, 0, 0],
+            None if win.coverage is None else win.coverage[:, 0, 0], self.nodata, win.source,
+        )  # fmt: skip
+
+    def series(
+        self,
+        x: float,
+        y: float,
+        level: int = 0,
+        *,
+        use_history: bool | None = None,
+        max_requests: int = DEFAULT_REQUESTS,
+    ) -> PixelSeries:
+        """The history of the pixel at projected (x, y) in the store's CRS (see
+        :meth:`pixel_series`); IndexError outside the level."""
+        if not 0 <= level < len(self.levels):
+            raise IndexError(f"level {level} out of range (store has {len(self.levels)} levels)")
+        where = self.pixel_at(x, y, level)
+        if where is None:
+            raise IndexError(f"({x}, {y}) is outside level {level}")
+        return self.pixel_series(*where, level, use_history=use_history, max_requests=max_requests)
 
     def to_xarray(self, level: int = 0) -> Any:  # an xarray.DataArray (imported lazily)
         """A lazy (dask) DataArray of reconstructed values with coords time/band/y/x."""

@@ -20,7 +20,9 @@ What a Dataset holds (docs/python.md, docs/decisions/0012-packaging-extras-and-x
   (``.odc.geobox``) see the CRS and grid without extra steps.
 
 Variables are lazy: an index reads only the cells it touches, one chunk per cell-timestep, two for
-a star-delta delta (spec 10.4), and a pixel series only that cell's chunks. ``chunks={}`` gives
+a star-delta delta (spec 10.4), those of several timesteps in parallel; a point or a small window
+over several timesteps reads the store's time-series companion instead when the level carries one
+and it needs fewer objects (docs/spec.md C25), else only that cell's chunks. ``chunks={}`` gives
 dask arrays chunked like the store's cells (one time step, every band, cs x cs), as for
 ``engine="zarr"``.
 """
@@ -39,6 +41,7 @@ from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
 from chronozarr.format import TIME_UNITS, crs_to_cf, parse_time, pixel_centres, validity
+from chronozarr.read._history import DEFAULT_REQUESTS, in_parallel
 from chronozarr.read._reader import Reader, open_store
 
 __all__ = ["ChronozarrBackendEntrypoint", "open_dataset", "open_datatree"]
@@ -118,23 +121,56 @@ class _CellArray(BackendArray):
         spans, after = _ranges(key, self.shape)
         ts, ys, xs = spans[0], spans[-2], spans[-1]
         band_shape = (self.shape[1],) if self.kind == "data" else ()
-        out = np.empty((len(ts), *band_shape, len(ys), len(xs)), dtype=self.dtype)
-        cs = self.cs
-        if len(ys) and len(xs):
-            y0, y1, x0, x1 = ys.start, ys.stop, xs.start, xs.stop
-            for i, t in enumerate(ts):
-                for r in range(y0 // cs, math.ceil(y1 / cs)):
-                    for c in range(x0 // cs, math.ceil(x1 / cs)):
-                        ya, yb = max(y0, r * cs), min(y1, (r + 1) * cs)
-                        xa, xb = max(x0, c * cs), min(x1, (c + 1) * cs)
-                        part = (slice(ya - r * cs, yb - r * cs), slice(xa - c * cs, xb - c * cs))
-                        out[i, ..., ya - y0 : yb - y0, xa - x0 : xb - x0] = self._cell(
-                            t, r, c, *part
-                        )
+        if len(ts) and len(ys) and len(xs) and self.reader.prefers_history(ts, ys, xs, self.level):
+            out = self._from_history(ts, ys, xs)  # a point or small window over time (C25)
+        else:
+            out = np.empty((len(ts), *band_shape, len(ys), len(xs)), dtype=self.dtype)
+            if len(ys) and len(xs):
+                self._from_cells(out, ts, ys, xs)
         if self.kind == "data":
             out = out[:, spans[1].start : spans[1].stop]
         result: np.ndarray = out[after]
         return result
+
+    def _from_history(self, ts: range, ys: range, xs: range) -> np.ndarray:
+        """The window from the time-series companion: every band, mask and coverage of a few
+        blocks per time block, instead of every timestep's cell chunks (docs/spec.md C25)."""
+        win = self.reader.read_history(ts, ys, xs, self.level, use_history=True)
+        if self.kind == "mask":
+            assert win.mask is not None  # the array exists only when the store has a mask
+            return win.mask
+        if self.kind == "coverage":
+            assert win.coverage is not None  # likewise
+            return win.coverage
+        if not self.physical:
+            return win.values
+        scale, offset = self.scale[None], self.offset[None]
+        out = win.values.astype(np.float64) * scale + offset  # spec 3.6
+        if win.mask is not None:  # spec 2.3: the mask alone decides, for every band
+            valid = np.broadcast_to(win.mask.astype(bool)[:, None], win.values.shape)
+        else:
+            valid = validity(win.values, self.reader.nodata, None)
+        return np.where(valid, out, np.nan).astype(np.float32)  # spec 2.3
+
+    def _from_cells(self, out: np.ndarray, ts: range, ys: range, xs: range) -> None:
+        """Each timestep's cells (spec 10.4), timesteps read in parallel (bounded), anchors
+        first so that every delta finds its anchor decoded."""
+        cs = self.cs
+        y0, y1, x0, x1 = ys.start, ys.stop, xs.start, xs.stop
+
+        def one(i: int) -> None:
+            t = ts[i]
+            for r in range(y0 // cs, math.ceil(y1 / cs)):
+                for c in range(x0 // cs, math.ceil(x1 / cs)):
+                    ya, yb = max(y0, r * cs), min(y1, (r + 1) * cs)
+                    xa, xb = max(x0, c * cs), min(x1, (c + 1) * cs)
+                    part = (slice(ya - r * cs, yb - r * cs), slice(xa - c * cs, xb - c * cs))
+                    out[i, ..., ya - y0 : yb - y0, xa - x0 : xb - x0] = self._cell(t, r, c, *part)
+
+        anchors = set(self.reader.attrs.temporal.anchor_indices) if self.kind == "data" else set()
+        first = [i for i, t in enumerate(ts) if t in anchors]
+        in_parallel(one, first, DEFAULT_REQUESTS)
+        in_parallel(one, [i for i, t in enumerate(ts) if t not in anchors], DEFAULT_REQUESTS)
 
 
 #: CF encoding of the time axis when ``decode_times=False`` (the stored coordinate's, spec 3.5).

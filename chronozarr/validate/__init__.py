@@ -9,7 +9,8 @@ mask max, coverage rounded mean), the volatility and the mirrors.
 The checks live in one module per part of the spec: :mod:`.root` (3, 3.1, 3.2, 3.4, 3.6),
 :mod:`.arrays` (2, 2.2, 7.2, 8), :mod:`.levels` (2.1, 2.3-2.5, 3.3, 3.7, 6), :mod:`.temporal`
 (4), :mod:`.coords` (2.2, 3.5), :mod:`.volatility` (5), :mod:`.shards` (7.3), :mod:`.hosting`
-(3.1, 9, 14) and :mod:`.deep` (6, 2.4, 2.5, 5, 10).
+(3.1, 9, 14), :mod:`.history` (the time-series companion, docs/spec.md C25) and :mod:`.deep`
+(6, 2.4, 2.5, 5, 10).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from chronozarr.io import Store, open_store_bytes
 from chronozarr.validate.context import Context, Stop
 from chronozarr.validate.coords import check_coords
 from chronozarr.validate.deep import check_deep
+from chronozarr.validate.history import check_history
 from chronozarr.validate.hosting import check_consolidated, check_dotfiles, check_leftovers
 from chronozarr.validate.levels import check_levels
 from chronozarr.validate.report import Finding, Report
@@ -44,6 +46,7 @@ def _check(ctx: Context) -> None:
     check_coords(ctx, attrs, levels)
     check_volatility(ctx, attrs, levels)
     check_shard_bytes(ctx, attrs, levels)
+    check_history(ctx, attrs, levels)
     check_consolidated(ctx)
     check_dotfiles(ctx)
     check_leftovers(ctx)

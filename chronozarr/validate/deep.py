@@ -23,6 +23,7 @@ from chronozarr.format import (
 )
 from chronozarr.read import Reader
 from chronozarr.validate.context import Context
+from chronozarr.validate.history import check_history_deep
 
 __all__ = ["check_deep"]
 
@@ -74,6 +75,7 @@ def check_deep(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]]) -> 
                 )
         for k in range(1, len(reader.levels)):
             _deep_level(ctx, reader, k)
+        check_history_deep(ctx, reader)  # the time-series companion (docs/spec.md C25)
     except ChronozarrError as exc:  # a chunk or index that does not decode: one finding
         ctx.add("deep.decode", f"decoding failed: {exc}", "data")
 

@@ -65,6 +65,18 @@ RULES: dict[str, Rule] = _rules(
     ("array.missing", "2", "error", "every array the metadata names exists"),
     ("array.malformed", "2", "error", "array metadata is a valid Zarr v3 array document"),
     ("array.key_encoding", "2", "error", "chunk keys use the default encoding with '/'"),
+    # the time-series companion (project addition, docs/spec.md C25)
+    ("history.block", "2", "error", "chronozarr.history lists levels of the store"),
+    ("history.missing", "2", "error", "a listed level holds the history group, values, field"),
+    (
+        "history.layout",
+        "2",
+        "error",
+        "history values are (time, field, y, x) in the data's type, unsharded (T, n, B, B)",
+    ),
+    ("history.field", "2", "error", "the field coordinate lists bands, mask, coverage"),
+    ("history.codec", "8", "error", "history values use the data's codec chain"),
+    ("history.values", "10", "error", "history values equal the data's, mask and coverage"),
     # 2.1 data array
     ("data.dims", "2.1", "error", "data dimension_names are [time, band, y, x]"),
     ("data.shape", "2.1", "error", "the data array is 4-d"),

@@ -19,6 +19,7 @@ import numpy as np
 from chronozarr.errors import EncodeError
 from chronozarr.format import (
     DTYPES,
+    HISTORY_PATH,
     Band,
     Codec,
     StoreLayout,
@@ -140,13 +141,17 @@ _KEYWORD_DEFAULTS: dict[str, Any] = {
     "shard_time": None,
     "codec": "zstd",
     "codec_options": None,
+    "history": False,
+    "history_time": 12,
+    "history_block": None,
 }
 
 
 def layout_of(layout: StoreLayout | None, **keywords: Any) -> StoreLayout:
     """The store layout of an ``encode`` call: ``layout`` as given (then every layout keyword
     must be left at its default), or one made of the keywords (``chunk_size``, ``encoding``,
-    ``anchor_interval``, ``shard``, ``shard_time``, ``codec``, ``codec_options``)."""
+    ``anchor_interval``, ``shard``, ``shard_time``, ``codec``, ``codec_options``, ``history``,
+    ``history_time``, ``history_block``)."""
     if layout is not None:
         if not isinstance(layout, StoreLayout):
             raise EncodeError("layout", f"expected a chronozarr.StoreLayout, got {layout!r}")
@@ -204,6 +209,8 @@ def check_encode_args(
     store_layout = layout_of(layout, **layout_keywords)
     store_layout.check_dtype(dtype)
     name = _check_variable(variable)
+    if store_layout.history and name == HISTORY_PATH:  # the companion's group (docs/spec.md C25)
+        raise EncodeError("variable", f"{name!r} names the time-series companion's group")
     mask, coverage = description["mask"], description["coverage"]
     if is_cell_source(data):
         if mask is not None or coverage is not None:

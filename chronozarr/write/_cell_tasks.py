@@ -150,6 +150,7 @@ def level0_task(ctx: Level0Context, task: tuple[Any, ...]) -> CellResult:
     cs = ctx.layout.cs
     ys, xs = cell_slice(r, c, cs, ctx.height, ctx.width)
     planes_fn = source.open_cell(r, c, ys, xs, times_k)
+    extent = (ys.stop - ys.start, xs.stop - xs.start)
     res = write_cell_series(
         ctx.layout,
         "0",
@@ -159,6 +160,7 @@ def level0_task(ctx: Level0Context, task: tuple[Any, ...]) -> CellResult:
         times_k,
         volatility=True,
         encoded=ctx.samples.get((r, c)),
+        history=ctx.layout.history_buffer("0", r, c, extent),
     )
     summary = getattr(planes_fn, "summary", None)
     res.extra = summary() if callable(summary) else None

@@ -35,6 +35,7 @@ from chronozarr.format import (
 )
 from chronozarr.io import LRU, Store
 from chronozarr.read import ArrayReader
+from chronozarr.write._history import HistoryBuffer, HistoryLayout, history_groups
 
 __all__ = [
     "CellResult",
@@ -70,6 +71,7 @@ class Layout:
     plane_codecs: list[dict[str, Any]]
     has_mask: bool
     has_coverage: bool
+    history: HistoryLayout | None = None  # the time-series companion (docs/spec.md C25)
 
     def __post_init__(self) -> None:
         self.data_codec = ChunkCodec(
@@ -82,6 +84,20 @@ class Layout:
         if self.encoding == "none" or t in self.anchors:
             return None
         return self.refs[t]
+
+    def history_buffer(
+        self, level_path: str, row: int, col: int, extent: tuple[int, int]
+    ) -> HistoryBuffer | None:
+        """The companion writer of cell (row, col) of a level (``extent``: the cell trimmed to
+        the array), or None when the level carries no companion (C25)."""
+        if self.history is None or level_path not in self.history.levels:
+            return None
+        return HistoryBuffer(
+            self.store, self.history, level_path, dtype=self.dtype, codecs=self.data_codecs,
+            fill=self.fill, n_time=self.n_time, n_band=self.n_band,
+            origin=(row * self.cs, col * self.cs), extent=extent, has_mask=self.has_mask,
+            has_coverage=self.has_coverage,
+        )  # fmt: skip
 
     def pad(self, plane: np.ndarray, fill: Any) -> np.ndarray:
         """Full (1, ..., cs, cs) chunk from a trimmed plane: padding is fill (anchors, none,
@@ -133,13 +149,15 @@ def write_cell_series(
     volatility: bool,
     shard_prefix: Callable[[str, int, int, int], tuple[bytes, list[Any]] | None] | None = None,
     encoded: Mapping[int, bytes] | None = None,
+    history: HistoryBuffer | None = None,
 ) -> CellResult:
     """Write data (and mask/coverage) chunks of one cell for the given timesteps, in order.
 
     Unsharded: one object per timestep. Sharded: one object per time shard, assembled from its
     inner chunks; ``shard_prefix(array_path, ts, row, col)`` supplies the payload and index entries of an
     existing shard (append keeps old chunks at their old offsets, spec 14). ``encoded`` holds data
-    chunk bytes already produced (the auto sample) to be reused as they are.
+    chunk bytes already produced (the auto sample) to be reused as they are. ``history`` receives
+    each timestep's true planes and writes the companion's chunks of the cell (C25).
     """
     result = CellResult(row, col, {})
     arrays = [(f"{level_path}/{layout.variable}", True)]
@@ -171,6 +189,8 @@ def write_cell_series(
 
     for i, t in enumerate(times):
         source, mask, cov = planes.get(t)
+        if history is not None:
+            history.add(t, source, mask, cov)
         ref = layout.ref(t)
         if encoded is not None and t in encoded:
             blob = encoded[t]
@@ -294,14 +314,24 @@ def default_workers() -> int:
 
 
 def split_tasks(
-    cells: Sequence[tuple[int, int]], times: range, shard_time: int | None, workers: int
+    cells: Sequence[tuple[int, int]],
+    times: range,
+    shard_time: int | None,
+    workers: int,
+    history_time: int | None = None,
 ) -> list[tuple[tuple[int, int], range]]:
     """(cell, timesteps) work items: whole time shards when sharded (a shard is assembled by one
-    task), else enough time groups that every worker is busy even when a level has one cell."""
+    task), else enough time groups that every worker is busy even when a level has one cell.
+    With a companion of ``history_time`` timesteps per chunk, groups hold whole chunks of it (and
+    whole shards) and are otherwise as large as without (C25)."""
     if not len(times):
         return []
-    if shard_time is not None:
-        groups: list[range] = []
+    groups: list[range] = []
+    if history_time is not None:
+        n_groups = max(1, min(len(times), math.ceil(2 * workers / max(1, len(cells)))))
+        size = shard_time if shard_time is not None else math.ceil(len(times) / n_groups)
+        groups = history_groups(times, history_time, shard_time, size)
+    elif shard_time is not None:
         t = times.start
         while t < times.stop:
             end = min((t // shard_time + 1) * shard_time, times.stop)

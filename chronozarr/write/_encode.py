@@ -32,6 +32,7 @@ from chronozarr.write._arguments import (
 from chronozarr.write._auto import select_encoding
 from chronozarr.write._cells import Layout
 from chronozarr.write._encode_plan import encode_plan
+from chronozarr.write._history import HistoryLayout
 from chronozarr.write._inputs import DEFAULT
 from chronozarr.write._runner import DEFAULT_RETRIES, DEFAULT_WORKER_TIMEOUT, Runner, RunOptions
 from chronozarr.write._worklog import WorkLog
@@ -103,6 +104,11 @@ def _layout(args: EncodeArgs, target: Store) -> Layout:
         plane_codecs=args.plane_codecs,
         has_mask=args.mask is not None,
         has_coverage=args.coverage is not None,
+        history=(
+            HistoryLayout(args.layout.history_time, int(args.layout.history_block or 1))
+            if args.layout.history
+            else None
+        ),
     )
 
 
@@ -139,6 +145,9 @@ def encode(
     shard_time: int | None = None,
     codec: str | Codec = "zstd",
     codec_options: Mapping[str, Any] | None = None,
+    history: bool = False,
+    history_time: int = 12,
+    history_block: int | None = None,
     layout: StoreLayout | None = None,
     provenance: Mapping[str, Any] | Callable[[list[Any]], Mapping[str, Any]] | None = None,
     provenance_items: Sequence[str] | Callable[[list[Any]], Sequence[str]] | None = None,
@@ -161,6 +170,11 @@ def encode(
     anchor interval, sharding, compressor), instead of the keywords ``chunk_size``, ``encoding``,
     ``anchor_interval``, ``shard``, ``shard_time``, ``codec`` and ``codec_options`` (which then
     stay at their defaults). ``codec`` may also be a compressor object (``ZstdCodec(level=9)``).
+
+    ``history``: also write the time-series companion of level 0 (docs/spec.md C25, decision
+    0048): the true values of every band, the mask and the coverage chunked ``history_time``
+    timesteps by ``history_block`` x ``history_block`` pixels, so that one pixel's history is
+    ``ceil(n_time / history_time)`` small objects.
 
     ``store``: a local path or ``file://`` URL, an ``s3://bucket/prefix`` URL (obstore;
     ``store_options`` are its endpoint, region, client_options...), an obstore store object, or
@@ -191,6 +205,9 @@ def encode(
         shard_time=shard_time,
         codec=codec,
         codec_options=codec_options,
+        history=history,
+        history_time=history_time,
+        history_block=history_block,
     )
     description = dict(
         times=times, bands=bands, crs=crs, transform=transform, nodata=nodata, mask=mask,

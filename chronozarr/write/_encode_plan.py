@@ -24,6 +24,7 @@ import numpy as np
 from chronozarr.errors import ClusterError, EncodeError
 from chronozarr.format import (
     SPEC_VERSION,
+    HistoryBlock,
     LevelInfo,
     RootAttrs,
     Temporal,
@@ -53,6 +54,7 @@ from chronozarr.write._cell_tasks import (
 )
 from chronozarr.write._cells import CellResult, Layout, merge_results, split_tasks
 from chronozarr.write._commit import write_metadata
+from chronozarr.write._history import history_block, history_documents
 from chronozarr.write._plan import Stage, WritePlan, morton, needs_below
 from chronozarr.write._runner import Runner
 from chronozarr.write._worklog import WorkLog, clear_work, pending_tasks
@@ -106,9 +108,9 @@ def _level_docs(args: EncodeArgs, info: LevelInfo) -> dict[str, dict[str, Any]]:
     return docs
 
 
-def _tasks(info: LevelInfo, args: EncodeArgs, threads: int) -> list[Any]:
+def _tasks(info: LevelInfo, args: EncodeArgs, threads: int, history_time: int | None) -> list[Any]:
     cells = [(r, c) for r in range(info.grid[0]) for c in range(info.grid[1])]
-    return list(split_tasks(cells, range(args.shape[0]), args.shard_time, threads))
+    return list(split_tasks(cells, range(args.shape[0]), args.shard_time, threads, history_time))
 
 
 def _check_visible(cells: Layout, args: EncodeArgs) -> None:
@@ -137,7 +139,8 @@ def _level0_stage(
     h, w = info.shape[2:]
     source = args.data if is_cell_source(args.data) else None
     array = None if source else ArrayInput(args.data, args.dtype, args.mask, args.coverage)
-    tasks = _tasks(info, args, runner.threads())
+    history = cells.history
+    tasks = _tasks(info, args, runner.threads(), history.time_block if history else None)
     if runner.remote and array is not None:  # each task carries its cell's part of the input
         tasks = [
             (cell, times, array.view(*cell_slice(cell[0], cell[1], args.cs, h, w)))
@@ -175,7 +178,7 @@ def _upper_stage(
     info, lower = levels[k], levels[k - 1]
     needed = {key: dict(doc) for key, doc in docs.items() if key.split("/", 1)[0] == lower.path}
     ctx = UpperContext(cells, info, lower, needed, work.key if work else None)
-    tasks = _tasks(info, args, runner.threads())
+    tasks = _tasks(info, args, runner.threads(), None)
     _todo, found = pending_tasks(tasks, info.path, work)
     return Stage(
         f"cz-level{info.path}", upper_task, ctx, tasks, done=found,
@@ -196,7 +199,11 @@ class EncodeCommit:
     work: WorkLog | None
     provenance: Any = None
     provenance_items: Any = None
+    history: HistoryBlock | None = None
     extras: list[Any] = field(default_factory=list)
+    history_objects: dict[str, tuple[dict[str, Any], Mapping[str, bytes]]] = field(
+        default_factory=dict
+    )  # the companion's field coordinates (docs/spec.md C25)
 
     def __call__(self, results: list[list[CellResult]]) -> list[Any]:
         args = self.args
@@ -232,11 +239,12 @@ class EncodeCommit:
             provenance=dict(prov) if prov is not None else None,
             levels=tuple(self.levels),
             shard_bytes=shard_bytes,
+            history=self.history,
         )
         write_metadata(
             self.target, attrs, self.docs, args.times_ms, volatility,
             multiscales([lv.path for lv in self.levels], args.crs), args.layout.codec,
-            extra_arrays=self._items(),
+            extra_arrays={**self.history_objects, **(self._items() or {})},
         )  # fmt: skip
         if self.work is not None:
             clear_work(self.target, self.work.key)  # after the root: the commit (decision 0017)
@@ -281,4 +289,25 @@ def encode_plan(
     commit = EncodeCommit(
         args, cells.store, levels, docs, temporal, work, provenance, provenance_items
     )
+    if cells.history is not None:  # the companion's documents (docs/spec.md C25)
+        commit.history = history_block(cells.history)
+        for info in levels:
+            if info.path in cells.history.levels:
+                history_docs, objects = history_documents(
+                    cells.history, level_path=info.path, shape=info.shape,
+                    dtype=args.dtype.name, codecs=args.data_codecs, fill_value=_fill(args),
+                    band_names=[b.name for b in args.bands], has_mask=args.mask is not None,
+                    has_coverage=args.coverage is not None, codec=args.layout.codec,
+                )  # fmt: skip
+                field_path = next(iter(objects)).rsplit("/c/", 1)[0]
+                commit.history_objects[field_path] = (history_docs.pop(field_path), objects)
+                docs.update(history_docs)
     return WritePlan(stages, commit, pipelined=True)
+
+
+def _fill(args: EncodeArgs) -> Any:
+    """The data array's fill_value (spec 2.3), which the companion shares (C25)."""
+    return data_array_doc(
+        shape=args.shape, dtype=args.dtype.name, cs=args.cs, codecs=args.data_codecs,
+        nodata=args.nodata, shard_time=None, crs=None, transform=args.transform,
+    )["fill_value"]  # fmt: skip

@@ -171,10 +171,18 @@ def series_cmd(
     out_file: Annotated[
         Path | None, typer.Option("--out", help="Write a chart (.png), .csv or .json instead.")
     ] = None,
+    no_history: Annotated[
+        bool,
+        typer.Option(
+            "--no-history",
+            help="Read every timestep's chunks even when the store has a time-series companion.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """A pixel's history: stored and physical values per band, validity, coverage (gap-filled
-    timesteps marked), read from that pixel's cell only."""
+    timesteps marked), read from the store's time-series companion when it has one (a few small
+    objects), else from that pixel's cell only (its timesteps in parallel)."""
     from cz.look.select import lonlat_to_xy, pixel_at
     from cz.look.series import read_series, write_series
 
@@ -191,7 +199,7 @@ def series_cmd(
             x, y = lonlat_to_xy(reader, lon, lat)
         assert x is not None and y is not None
         row, col = pixel_at(reader, x, y, level)
-        series = read_series(reader, row, col, level)
+        series = read_series(reader, row, col, level, use_history=False if no_history else None)
         written = None if out_file is None else write_series(series, out_file)
     except LookError as exc:  # a bad level, pixel or --out: usage error
         fail(str(exc), EXIT_USAGE)

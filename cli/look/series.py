@@ -1,5 +1,7 @@
-"""``cz series``: one pixel's history, read from that pixel's cell only (spec 10.4: per timestep
-one chunk read, or two for a delta and its anchor; mask and coverage from the same cell).
+"""``cz series``: one pixel's history, from the store's time-series companion when it has one
+(docs/spec.md C25: a few small objects), else from that pixel's cell only (spec 10.4: per timestep
+one chunk read, or two for a delta and its anchor; mask and coverage from the same cell), those
+reads in parallel.
 
 Stored values, physical values (stored * scale + offset, spec 3.6), validity per band (spec 2.3)
 and coverage (spec 2.5: 0 means gap-filled or never observed), as a table, CSV, JSON or chart.
@@ -17,7 +19,6 @@ from typing import Any
 import numpy as np
 
 import chronozarr
-from chronozarr.format import validity
 from cz.look.errors import LookError
 from cz.look.picture import plain_text
 
@@ -87,47 +88,36 @@ class PixelSeries:
         }
 
 
-def read_series(reader: chronozarr.Reader, row: int, col: int, level: int = 0) -> PixelSeries:
-    """Read pixel (row, col) of a level through time, touching only its cell's chunks."""
+def read_series(
+    reader: chronozarr.Reader,
+    row: int,
+    col: int,
+    level: int = 0,
+    *,
+    use_history: bool | None = None,
+) -> PixelSeries:
+    """Read pixel (row, col) of a level through time: from the time-series companion when the
+    level carries one (a few small objects, docs/spec.md C25), else from that pixel's cell only,
+    every timestep's chunks in parallel (spec 10.4). ``use_history`` False reads the chunks."""
     lv = reader.levels[level]
     h, w = lv.shape[-2:]
     if not (0 <= row < h and 0 <= col < w):
         raise LookError(f"pixel row {row}, col {col} is outside level {level} ({h} x {w})")
-    cs = reader.chunk_size(level)
-    (r, pr), (c, pc) = divmod(row, cs), divmod(col, cs)
-    n = reader.n_time
-    stored = np.empty((n, len(reader.bands)), dtype=reader.dtype)
-    mask = np.empty(n, dtype=np.uint8) if reader.has_mask else None
-    coverage = np.empty(n, dtype=np.uint8) if reader.has_coverage else None
-    for t in range(n):
-        stored[t] = reader.read_cell(t, r, c, level)[:, pr, pc]
-        if mask is not None:
-            assert reader.attrs.mask_variable is not None
-            mask[t] = reader.plane_cell(reader.attrs.mask_variable, t, r, c, level)[pr, pc]
-        if coverage is not None:
-            assert reader.attrs.coverage_variable is not None
-            coverage[t] = reader.plane_cell(reader.attrs.coverage_variable, t, r, c, level)[pr, pc]
-    # validity and physical values over (band, time, 1) planes: the library's own rules
-    planes = stored.T[:, :, None]
-    valid = validity(planes, reader.nodata, None if mask is None else mask[:, None])[:, :, 0].T
-    physical = reader.physical(stored.T[:, :, None], valid.T[:, :, None])[:, :, 0].T
-    a, b, c0, d, e, f = lv.transform
-    x = a * (col + 0.5) + b * (row + 0.5) + c0
-    y = d * (col + 0.5) + e * (row + 0.5) + f
+    history = reader.pixel_series(row, col, level, use_history=use_history)
     return PixelSeries(
         reader.store.url,
         level,
         row,
         col,
-        x,
-        y,
+        history.x,
+        history.y,
         reader.bands,
         list(reader.attrs.times),
-        stored,
-        np.ascontiguousarray(valid),
-        np.ascontiguousarray(physical),
-        mask,
-        coverage,
+        history.stored,
+        np.ascontiguousarray(history.valid()),
+        np.ascontiguousarray(history.physical()),
+        history.mask,
+        history.coverage,
     )
 
 

@@ -420,3 +420,48 @@ def test_star_delta_arrays_say_they_hold_residuals(delta_store: Path, tmp_path: 
     assert 0 in anchors and len(anchors) < N_TIME
     plain = _write(tmp_path / "n.zarr", "uint16", "none", False, False)
     assert "chronozarr:temporal" not in zarr.open_group(str(plain), mode="r")["0/data"].attrs
+
+
+# --- the time-series companion (docs/spec.md C25) ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def history_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("h") / "s.zarr"
+    return _write(path, "uint16", "star-delta", False, True, history=True, history_time=3)
+
+
+@pytest.mark.parametrize("physical", [True, False])
+def test_a_pixel_series_reads_the_companion_and_equals_the_chunks(
+    history_store: Path, delta_store: Path, physical: bool
+) -> None:
+    log = KeyLog(LocalStore(history_store))
+    ds = xr.open_dataset(chronozarr.open_store(log), engine="chronozarr", physical=physical)
+    got = {name: ds[name].isel(y=10, x=17).values for name in ("data", "mask", "coverage")}
+    # one companion object per time block (3 timesteps each), no cell chunk (decision 0048)
+    assert sorted(log.keys) == [*(f"0/history/values/c/{tb}/0/1/2" for tb in range(3)), "zarr.json"]
+    # the same data without the companion, read cell by cell (spec 10.4)
+    plain = xr.open_dataset(delta_store, engine="chronozarr", physical=physical)
+    for name, values in got.items():
+        np.testing.assert_array_equal(values, plain[name].isel(y=10, x=17).values)
+    window = ds["data"].isel(y=slice(2, 9), x=slice(15, 19), time=slice(1, 6)).values
+    np.testing.assert_array_equal(
+        window, plain["data"].isel(y=slice(2, 9), x=slice(15, 19), time=slice(1, 6)).values
+    )
+
+
+def test_a_timestep_still_reads_the_cells(history_store: Path) -> None:
+    log = KeyLog(LocalStore(history_store))
+    ds = xr.open_dataset(chronozarr.open_store(log), engine="chronozarr")
+    ds["data"].isel(time=4).values  # noqa: B018
+    assert not [k for k in log.keys if k.startswith("0/history/")]
+    assert _data_chunks(log.keys)
+
+
+def test_open_datatree_sees_the_companion_aligned_with_its_level(history_store: Path) -> None:
+    """zarr-python through xarray: the companion group inherits time, y and x of level 0."""
+    tree = xr.open_datatree(history_store, engine="zarr", consolidated=True)
+    node = tree["0/history"]
+    assert node["values"].dims == ("time", "field", "y", "x")
+    assert list(node["field"].values) == ["B04", "B08", "mask", "coverage"]
+    assert node["values"].sizes["time"] == tree["0"].sizes["time"] == N_TIME

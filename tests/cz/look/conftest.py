@@ -43,7 +43,9 @@ class LookStore:
     times: list[str]
 
 
-def make_store(path: Path, *, shard: bool = False, encoding: str = "star-delta") -> LookStore:
+def make_store(
+    path: Path, *, shard: bool = False, encoding: str = "star-delta", history: bool = False
+) -> LookStore:
     data = synthetic_series(N_TIME, N_BAND, H, W, "uint16", seed=3)
     data[data == 0] = 1  # 0 is nodata: only where we put it
     data[4, 1, 0:3, 0:3] = 0  # nodata in one band (green) at t = 4, top-left corner
@@ -67,6 +69,8 @@ def make_store(path: Path, *, shard: bool = False, encoding: str = "star-delta")
         anchor_interval=3,
         chunk_size=CS,
         shard=shard,
+        history=history,
+        history_time=4,
     )
     return LookStore(path, data, mask, coverage, times)
 

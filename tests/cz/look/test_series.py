@@ -140,3 +140,25 @@ def test_bad_points_are_usage_errors(look_store: LookStore, args: list[str], mes
     result = run("series", look_store.path, *args)
     assert result.exit_code == 2, result.stdout
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_store_with_the_companion_is_read_from_it(tmp_path: Path) -> None:
+    """docs/spec.md C25: one object per time block of 4, the same table as every chunk gives."""
+    from tests.cz.look.conftest import make_store
+
+    ls = make_store(tmp_path / "h.zarr", history=True)
+    x, y = xy(ROW, COL)
+    outs = {}
+    for flag in ([], ["--no-history"]):
+        out = tmp_path / f"s{len(flag)}.csv"
+        result = run("series", ls.path, "--x", x, "--y", y, "--out", out, *flag)
+        assert result.exit_code == 0, result.stderr
+        outs[bool(flag)] = out.read_text()
+    assert outs[True] == outs[False]
+    store = LocalStore(ls.path)
+    reader = chronozarr.open_store(store)
+    store.stats.reset()
+    read_series(reader, ROW, COL)
+    by, bx = ROW // 16, COL // 16  # the default block: 16 pixels, here a whole cell
+    keys = sorted(key for _, key in store.stats.keys)
+    assert keys == [f"0/history/values/c/{tb}/0/{by}/{bx}" for tb in range(-(-N_TIME // 4))]
