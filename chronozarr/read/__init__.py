@@ -7,13 +7,15 @@ The xarray backend is the public module :mod:`chronozarr.read.xarray_backend` (t
 
 from __future__ import annotations
 
-from chronozarr.read._history import PixelSeries, Window
-from chronozarr.read._reader import ArrayReader, Reader, open_store
+from chronozarr.read._arrays import ArrayReader
+from chronozarr.read._history import PixelSeries, Window, history_array
+from chronozarr.read._reader import Reader, open_store
 
 __all__ = [
     "ArrayReader",
     "PixelSeries",
     "Reader",
     "Window",
+    "history_array",
     "open_store",
 ]

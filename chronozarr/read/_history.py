@@ -30,9 +30,10 @@ from chronozarr.format import (
     history_fields,
     validity,
 )
+from chronozarr.read._arrays import ArrayReader
 
 if TYPE_CHECKING:  # the reader imports this module
-    from chronozarr.read._reader import ArrayReader, Reader
+    from chronozarr.read._reader import Reader
 
 __all__ = [
     "DEFAULT_REQUESTS",
@@ -136,8 +137,6 @@ def history_array(reader: Reader, level: int) -> ArrayReader | None:
             f" array of shape {list(expected)} with chunks (T, {len(fields)}, B, B) (C25);"
             f" found {info.dtype} {list(info.shape)} chunks {list(info.chunk_shape)}"
         )
-    from chronozarr.read._reader import ArrayReader  # the reader module imports this one
-
     arr = ArrayReader(reader.store, path, info)
     with reader._lock:
         return reader._history_arrays.setdefault(level, arr)

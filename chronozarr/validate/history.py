@@ -24,8 +24,7 @@ from chronozarr.format import (
     history_fields,
     vlen_utf8_decode,
 )
-from chronozarr.read import Reader
-from chronozarr.read._history import history_array
+from chronozarr.read import Reader, history_array
 from chronozarr.validate.arrays import check_array
 from chronozarr.validate.context import Context
 
