@@ -478,6 +478,8 @@ def run_build_errors(exc: BaseException) -> None:
     raise exc
 
 
+# Long by its signature: typer reads the command's options from it, each with its help text
+# (the --help a user sees). The body is short: parse, call the package, report.
 def build_cmd(
     recipe: Annotated[str, typer.Argument(help="The recipe YAML file.", show_default=False)],
     dry_run: Annotated[

@@ -42,6 +42,8 @@ def _say(text: str) -> None:
     out.print(Text(text), highlight=False)
 
 
+# Long by its signature: typer reads the command's options from it, each with its help text
+# (the --help a user sees). The body is short: parse, call the package, report.
 def quicklook_cmd(
     store: StoreArg,
     time: Annotated[
