@@ -127,6 +127,12 @@ def convert_cmd(
         int | None, typer.Option("--chunk-size", help="Cell size in pixels (512).")
     ] = None,
     shard: Annotated[bool, typer.Option("--shard", help="Write a sharded store.")] = False,
+    history: Annotated[
+        bool,
+        typer.Option(
+            "--history", help="Also write the time-series companion (a pixel's history, C25)."
+        ),
+    ] = False,
     shard_time: Annotated[
         int | None, typer.Option("--shard-time", help="Timesteps per shard (with --shard).")
     ] = None,
@@ -175,6 +181,7 @@ def convert_cmd(
             anchor_interval=anchor_interval,
             chunk_size=chunk_size,
             shard=shard or None,
+            history=history or None,
             shard_time=shard_time,
             codec=codec,
             codec_level=codec_level,
