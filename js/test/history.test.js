@@ -10,7 +10,8 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as zarr from "zarrita";
-import { openStore } from "../chronozarr/decoder.js";
+import { ChronozarrError, openStore } from "../chronozarr/decoder.js";
+import { parseHistory } from "../chronozarr/metadata.js";
 import { chronozarrStore } from "../chronozarr/store-adapter.js";
 import { HERE, countingFetch, python } from "./fixtures.js";
 import { startServer } from "./server.js";
@@ -102,4 +103,25 @@ describe("store.series with the time-series companion", () => {
       assert.deepEqual(row, [want.stored[0][t], want.stored[1][t], want.mask[t], want.coverage[t]], `t ${t}`);
     }
   });
+});
+
+describe("the root's chronozarr.history block (parseHistory)", () => {
+  test("absent: null; a block: its path and the store's listed levels", () => {
+    assert.equal(parseHistory(undefined, ["0"]), null);
+    assert.deepEqual(parseHistory({ path: "history", levels: ["0", "7"] }, ["0", "1"]), { path: "history", levels: ["0"] });
+  });
+  for (const [label, block] of [
+    ["not an object", ["history"]],
+    ["a path that climbs", { path: "../up", levels: ["0"] }],
+    ["no levels", { path: "history", levels: [] }],
+    ["repeated levels", { path: "history", levels: ["0", "0"] }],
+    ["a level that is no name", { path: "history", levels: [0] }],
+  ]) {
+    test(`${label}: a typed error naming the key`, () => {
+      assert.throws(
+        () => parseHistory(block, ["0"]),
+        (e) => e instanceof ChronozarrError && /chronozarr\.history/.test(e.message),
+      );
+    });
+  }
 });
