@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 
 import chronozarr
-from cz.commands.build import RichProgress
+from cz.commands.build import build_progress
 from cz.convert.errors import ConvertError
 from cz.output import EXIT_USAGE, err, fail, out, print_json
 
@@ -204,7 +204,7 @@ def convert_cmd(
             else:
                 _print_plan(plan, store, spec)
             return
-        with RichProgress() as progress:
+        with build_progress() as progress:
             result = convert(plan, store, spec, append=append, workers=workers, progress=progress)
     except ConvertError as exc:
         fail(str(exc))
@@ -273,7 +273,7 @@ def export_cmd(
     from cz.convert.export import export
 
     try:
-        with RichProgress() as progress:
+        with build_progress() as progress:
             result = export(
                 store,
                 out_dir,
