@@ -209,6 +209,12 @@ def _dims(ds: Any, var: Any, name: str, source: str) -> tuple[Any, Any, Any, Any
 def _times(ds: Any, t_dim: Any, source: str, checks: list[dict[str, str]]) -> np.ndarray:
     """The timesteps, strictly increasing and unique."""
     times = np.asarray(ds[t_dim].values).astype("datetime64[ms]")
+    if times.size == 0 or min(var.shape[2:]) == 0:
+        raise ConvertError(
+            source,
+            f"variable {name} has no data: {dict(zip(var.dims, var.shape, strict=True))} "
+            "(every axis needs at least one element)",
+        )
     for i in range(1, len(times)):
         if times[i] <= times[i - 1]:
             what = "duplicate" if times[i] == times[i - 1] else "not after"
