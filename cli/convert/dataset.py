@@ -206,8 +206,10 @@ def _dims(ds: Any, var: Any, name: str, source: str) -> tuple[Any, Any, Any, Any
     return var, t_dim, y_dim, x_dim, b_dim
 
 
-def _times(ds: Any, t_dim: Any, source: str, checks: list[dict[str, str]]) -> np.ndarray:
-    """The timesteps, strictly increasing and unique."""
+def _times(
+    ds: Any, var: Any, name: str, t_dim: Any, source: str, checks: list[dict[str, str]]
+) -> np.ndarray:
+    """The timesteps, strictly increasing and unique (and an axis of no element refused)."""
     times = np.asarray(ds[t_dim].values).astype("datetime64[ms]")
     if times.size == 0 or min(var.shape[2:]) == 0:
         raise ConvertError(
@@ -356,7 +358,7 @@ def plan_dataset(source: str, options: ConvertOptions) -> DatasetPlan:
     name = _variable(ds, source, options)
     var, t_dim, y_dim, x_dim, b_dim = _dims(ds, ds[name], name, source)
     n_band = var.shape[1]
-    times = _times(ds, t_dim, source, checks)
+    times = _times(ds, var, name, t_dim, source, checks)
     band_names, origin = _band_names(ds, options, b_dim, name, n_band, source, checks)
     attrs = var.attrs
     scale = float(attrs.get("scale_factor", 1.0))
