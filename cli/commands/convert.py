@@ -51,6 +51,8 @@ def _print_plan(plan: Any, store: str, spec: Any) -> None:
     )
 
 
+# Long by its signature: typer reads the command's options from it, each with its help text
+# (the --help a user sees). The body is short: parse, call the package, report.
 def convert_cmd(
     source: Annotated[
         str,
