@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 
 import chronozarr
-from cz.commands.build import RichProgress
+from cz.commands.build import build_progress
 from cz.convert.errors import ConvertError
 from cz.output import EXIT_USAGE, err, fail, out, print_json
 
@@ -128,6 +128,12 @@ def convert_cmd(
         int | None, typer.Option("--chunk-size", help="Cell size in pixels (512).")
     ] = None,
     shard: Annotated[bool, typer.Option("--shard", help="Write a sharded store.")] = False,
+    history: Annotated[
+        bool,
+        typer.Option(
+            "--history", help="Also write the time-series companion (a pixel's history, C25)."
+        ),
+    ] = False,
     shard_time: Annotated[
         int | None, typer.Option("--shard-time", help="Timesteps per shard (with --shard).")
     ] = None,
@@ -184,6 +190,7 @@ def convert_cmd(
             anchor_interval=anchor_interval,
             chunk_size=chunk_size,
             shard=shard or None,
+            history=history or None,
             shard_time=shard_time,
             codec=codec,
             codec_level=codec_level,
@@ -217,8 +224,12 @@ def convert_cmd(
                 _print_plan(plan, store, spec, size)
             check_size(size, yes=yes)  # a dry run says what the run would refuse
             return
+<<<<<<< HEAD
         check_size(size, yes=yes)
         with RichProgress() as progress:
+=======
+        with build_progress() as progress:
+>>>>>>> main
             result = convert(plan, store, spec, append=append, workers=workers, progress=progress)
     except ConvertError as exc:
         fail(str(exc))
@@ -287,7 +298,7 @@ def export_cmd(
     from cz.convert.export import export
 
     try:
-        with RichProgress() as progress:
+        with build_progress() as progress:
             result = export(
                 store,
                 out_dir,

@@ -242,6 +242,7 @@ def convert(
                 chunk_size=spec.chunk_size,
                 shard=spec.shard,
                 shard_time=spec.shard_time,
+                history=spec.history,
                 codec=spec.codec.name,
                 codec_options=spec.codec.writer_options(),
                 provenance=provenance(plan),
