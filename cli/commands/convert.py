@@ -224,12 +224,8 @@ def convert_cmd(
                 _print_plan(plan, store, spec, size)
             check_size(size, yes=yes)  # a dry run says what the run would refuse
             return
-<<<<<<< HEAD
         check_size(size, yes=yes)
-        with RichProgress() as progress:
-=======
         with build_progress() as progress:
->>>>>>> main
             result = convert(plan, store, spec, append=append, workers=workers, progress=progress)
     except ConvertError as exc:
         fail(str(exc))
