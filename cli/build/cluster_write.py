@@ -18,6 +18,7 @@ import chronozarr
 from cz.build.errors import BuildError
 from cz.build.executor import CompositeStats, Executor
 from cz.build.options import BuildOptions, BuildResult, Progress
+from cz.build.preflight import check_workers, needs_of, on_workers
 from cz.build.store_args import month_document, store_bands
 from cz.errors import CzError
 from cz.load import SkippedAsset
@@ -122,8 +123,14 @@ class ClusterWrite:
             on_task=on_task,
         )
 
-    def run(self, write: Callable[[], T], words: Wording) -> T:
-        """``write()`` with the cells' progress; the library's errors as the toolkit's."""
+    def run(self, write: Callable[[], T], words: Wording, target: Any = None) -> T:
+        """``write()`` with the cells' progress; the library's errors as the toolkit's. With a
+        ``target``, every worker is checked first (:mod:`cz.build.preflight`): a bad one is
+        named and left out, and none good stops the run before any task."""
+        good = None
+        if target is not None and self.executor.client is not None:
+            needs = needs_of(target, self.plan)
+            good = check_workers(self.executor.client, needs, self.progress)
         grid = self.plan.grid
         self.progress.start(
             "cells",
@@ -133,7 +140,8 @@ class ClusterWrite:
         self._started = time.perf_counter()
         resume = "re-run the same command to resume"
         try:
-            done = write()
+            with on_workers(good):  # dask's worker restrictions: the good workers only
+                done = write()
         except words.refused as exc:  # refused before any write
             raise words.refuse(exc) from exc
         except chronozarr.ChronozarrError as exc:  # the write failed: what stays, and what to do
