@@ -101,3 +101,43 @@ def test_no_good_worker_stops_before_any_write(
     assert "(wrong-endpoint): cannot write the target s3://" in message
     assert "nothing was written" in message
     assert list_keys(s3, bucket, "") == {}
+
+
+def test_scheduler_loss_is_one_line_and_says_how_to_resume(
+    scenes_dir: Path, tmp_path: Path
+) -> None:
+    """main: ~40 lines of stderr with two tracebacks (distributed's reconnect logs) before the
+    line that mattered, which did not say the workers went too."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    path = recipe(scenes_dir, start="2024-01", end="2024-04", name="lost.yaml")
+    out = tmp_path / "lost.zarr"
+    cz = str(Path(sys.executable).with_name("cz"))
+    with dask_cluster(tmp_path / "dask", 2, {}) as procs:
+        run = subprocess.Popen(
+            [cz, "build", str(path), "--out", str(out), "--scheduler", procs.address],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "COLUMNS": "400"},
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while not (out.exists() and any(out.rglob("c/*"))) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the first chunk written by a worker: the build is under way
+        assert procs.scheduler is not None
+        os.killpg(procs.scheduler.pid, signal.SIGKILL)
+        _stdout, stderr = run.communicate(timeout=120)
+        deadline = time.monotonic() + 30
+        while any(w.poll() is None for w in procs.workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert all(w.poll() is not None for w in procs.workers)  # they went with it, as said
+    assert run.returncode == 1, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert "Traceback" not in stderr and "ERROR distributed" not in stderr, stderr
+    errors = [line for line in lines if line.startswith("error:")]
+    assert errors == [lines[-1]], stderr
+    assert errors[0].startswith(f"error: lost the dask scheduler at {procs.address} mid-run")
+    assert "the workers connected to it stop with it" in errors[0]
+    assert "re-run the same command to resume" in errors[0]
+    assert not (out / "zarr.json").exists()
