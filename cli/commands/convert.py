@@ -151,7 +151,7 @@ def convert_cmd(
         bool, typer.Option("--dry-run", help="Run the checks, print the plan, write nothing.")
     ] = False,
     workers: Annotated[
-        int | None, typer.Option("--workers", min=1, help="Cells written at once.")
+        int | None, typer.Option("--workers", min=1, max=64, help="Cells written at once.")
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the plan/summary as JSON.")
