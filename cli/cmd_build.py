@@ -39,7 +39,17 @@ from chronozarr.errors import ChronozarrError
 from cz.build import BuildOptions, BuildResult, Progress, build
 from cz.errors import CzError, RecipeError
 from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
-from cz.output import EXIT_RUNTIME, EXIT_USAGE, err, fail, human_bytes, out, print_json
+from cz.output import (
+    EXIT_BUSY,
+    EXIT_RUNTIME,
+    EXIT_USAGE,
+    err,
+    fail,
+    human_bytes,
+    is_busy,
+    out,
+    print_json,
+)
 from cz.periods import period_adjective
 from cz.plan import DroppedItem, Plan, PlannedItem, plan_recipe
 from cz.recipe import load_recipe
@@ -463,6 +473,8 @@ def run_build_errors(exc: BaseException) -> None:
     """Turn a build/append error into a message on stderr and an exit code."""
     if isinstance(exc, RecipeError):
         _recipe_failure(exc)
+    if is_busy(exc):  # another writer holds or committed the target (decision 0051)
+        fail(str(exc), EXIT_BUSY)
     if isinstance(exc, CzError):
         fail(str(exc), EXIT_RUNTIME)
     if isinstance(exc, ChronozarrError):  # the format library's typed errors (decision 0013)

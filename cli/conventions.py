@@ -26,7 +26,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from cz.signals import EXIT_SIGINT, EXIT_SIGTERM, is_terminated, received
+from cz.signals import EXIT_SIGINT, EXIT_SIGTERM, after_commit, is_terminated, received
 
 __all__ = [
     "LOG_ENV",
@@ -163,8 +163,9 @@ def run(app: typer.Typer, argv: list[str] | None = None) -> int:
     try:
         result = app(args=args, prog_name="cz", standalone_mode=False)
     except typer.Exit as exc:  # the command chose its code (unless a signal stopped it)
-        if received() is not None:
+        if received() is not None and not after_commit():
             return _interrupted(exc)
+        _note_after_commit()
         return int(exc.exit_code or 0)
     except (typer.Abort, KeyboardInterrupt) as exc:  # Ctrl-C or SIGTERM (cz.signals)
         return _interrupted(exc)
@@ -186,6 +187,14 @@ def run(app: typer.Typer, argv: list[str] | None = None) -> int:
         else:
             sys.stderr.write(f"error: {message}\n")
         return 1
-    if received() is not None:  # typer turned Ctrl-C / SIGTERM into a silent 130
+    if received() is not None and not after_commit():  # typer made Ctrl-C a silent 130
         return _interrupted(KeyboardInterrupt())
+    _note_after_commit()
     return int(result) if isinstance(result, int) else 0
+
+
+def _note_after_commit() -> None:
+    """One line when a signal arrived after the commit: the run finished anyway (cz.signals)."""
+    if received() is not None and after_commit():
+        name = "SIGTERM" if received() == signal.SIGTERM else "SIGINT"
+        sys.stderr.write(f"received {name} after the commit; the run finished\n")

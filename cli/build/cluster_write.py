@@ -136,6 +136,8 @@ class ClusterWrite:
             done = write()
         except words.refused as exc:  # refused before any write
             raise words.refuse(exc) from exc
+        except chronozarr.ConcurrentWriteError:  # another writer: exit 75 (decision 0051)
+            raise
         except chronozarr.ChronozarrError as exc:  # the write failed: what stays, and what to do
             raise BuildError(f"{words.failed}: {exc} ({words.kept}; {resume})") from exc
         except CzError:  # the toolkit's own errors (an unreadable asset) as they are

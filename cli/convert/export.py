@@ -14,7 +14,9 @@ time of day), so ``cz convert OUT_DIR`` reads the folder back with the default d
 
 from __future__ import annotations
 
+import os
 import re
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -173,34 +175,39 @@ def export(
             "nodata": nodata,
         }
         final = out / name
-        part = out / f".{name}.part"
-        with MemoryFile() as mem, mem.open(**profile) as ds:
-            ds.write(values)
-            for b, band in enumerate(reader.bands, start=1):
-                ds.set_band_description(b, band.name)
+        # a name of this process's own: concurrent exports into one folder never share a part
+        # file (each renames a complete file into place; the last rename wins, same content)
+        part = out / f".{name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.part"
+        try:  # a failed or interrupted export leaves no part file behind
+            with MemoryFile() as mem, mem.open(**profile) as ds:
+                ds.write(values)
+                for b, band in enumerate(reader.bands, start=1):
+                    ds.set_band_description(b, band.name)
+                    if not physical:
+                        ds.update_tags(b, scale=band.effective_scale, offset=band.effective_offset)
+                    if band.units:
+                        ds.set_band_unit(b, band.units)
                 if not physical:
-                    ds.update_tags(b, scale=band.effective_scale, offset=band.effective_offset)
-                if band.units:
-                    ds.set_band_unit(b, band.units)
-            if not physical:
-                ds.scales = [b.effective_scale for b in reader.bands]
-                ds.offsets = [b.effective_offset for b in reader.bands]
-            if mask is not None and not physical:
-                ds.write_mask(np.where(mask > 0, 255, 0).astype(np.uint8))
-            ds.update_tags(
-                time=str(reader.times[i]) + "Z",
-                store=store,
-                level=str(level),
-                values="physical" if physical else "stored",
-            )
-            rio_copy(
-                ds,
-                str(part),
-                driver="COG",
-                compress="DEFLATE",
-                predictor="2" if dtype != "float32" else "3",
-            )
-        part.replace(final)
+                    ds.scales = [b.effective_scale for b in reader.bands]
+                    ds.offsets = [b.effective_offset for b in reader.bands]
+                if mask is not None and not physical:
+                    ds.write_mask(np.where(mask > 0, 255, 0).astype(np.uint8))
+                ds.update_tags(
+                    time=str(reader.times[i]) + "Z",
+                    store=store,
+                    level=str(level),
+                    values="physical" if physical else "stored",
+                )
+                rio_copy(
+                    ds,
+                    str(part),
+                    driver="COG",
+                    compress="DEFLATE",
+                    predictor="2" if dtype != "float32" else "3",
+                )
+            part.replace(final)
+        finally:
+            part.unlink(missing_ok=True)
         written.append(str(final))
         progress.advance("export")
     progress.finish("export")
