@@ -1,6 +1,6 @@
-"""Time to give up on a Planetary Computer SAS token endpoint that fails (cz.signing), in one run:
+"""Time to give up on a Planetary Computer SAS token endpoint that fails (cz.stac.signing), in one run:
 ``planetary_computer.sas.get_token`` (the plain alternative: 10 retries, backoff 0.8, no
-timeout) against ``cz.signing.TokenSource`` with a recipe's default retry policy.
+timeout) against ``cz.stac.signing.TokenSource`` with a recipe's default retry policy.
 
 Two endpoints on 127.0.0.1: *unreachable* (a port nobody listens on: connection refused) and
 *silent* (accepts the connection, never answers). Each call runs in a child process killed after
@@ -35,7 +35,7 @@ else:
             held.append(srv.accept()[0])  # accepted, never answered
     threading.Thread(target=accept, daemon=True).start()
 url = f"http://127.0.0.1:{port}/token"
-from cz.signing import import_planetary_computer, TokenSource
+from cz.stac.signing import import_planetary_computer, TokenSource
 pc = import_planetary_computer()
 pc.settings.Settings.get().sas_url = url
 try:
@@ -82,7 +82,7 @@ def main() -> None:
         "a recipe's default policy (max_retries 5, backoff 0.5 s capped at 30 s, timeout "
         "30 s; bound 390 s) and reports a wait past 5 s on stderr.",
         "",
-        "| endpoint | planetary_computer.get_token s | cz.signing s | plain / cz |",
+        "| endpoint | planetary_computer.get_token s | cz.stac.signing s | plain / cz |",
         "|---|---:|---:|---:|",
     ]
     for mode, plain, plain_capped, ours, ours_capped in rows:

@@ -1,6 +1,6 @@
 """The ``cz`` (alias ``chronozarr``) command-line application.
 
-Each command lives in its own module exposing ``register(app)``. Exit codes, for every command:
+Each command lives in a module of :mod:`cz.commands` exposing ``register(app)``. Exit codes, for every command:
 0 success, 1 runtime error, 2 usage error, 3 invalid store (``validate``).
 """
 
@@ -12,10 +12,8 @@ from typing import Annotated
 
 import typer
 
-from cz import cmd_append, cmd_build, cmd_publish, cmd_store, cmd_worker
+from cz.commands import append, build, convert, look, publish, store, worker
 from cz.conventions import COMMON_EPILOG, CONTEXT_SETTINGS, CzGroup, run
-from cz.convert import cmd as cmd_convert
-from cz.look import commands as look_commands
 
 app = typer.Typer(
     name="cz",
@@ -49,13 +47,13 @@ def _root(
     """chronozarr: satellite time series as Zarr v3 stores a browser scrubs like video."""
 
 
-cmd_store.register(app)
-cmd_build.register(app)
-cmd_append.register(app)
-cmd_publish.register(app)
-look_commands.register(app)
-cmd_convert.register(app)
-cmd_worker.register(app)
+store.register(app)
+build.register(app)
+append.register(app)
+publish.register(app)
+look.register(app)
+convert.register(app)
+worker.register(app)
 
 
 def main() -> None:

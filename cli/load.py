@@ -16,7 +16,7 @@ item, the asset and its href (:class:`AssetReadError`). With ``skip_failed`` the
 left out of that block instead, and reported (:class:`SkippedAsset`) so the build records it in
 the store's provenance. An item whose signed hrefs are refused with HTTP 403 (a Planetary
 Computer token that expired while the month was read) is signed again with a fresh token and
-read once more before it counts as failed (:mod:`cz.signing`).
+read once more before it counts as failed (:mod:`cz.stac.signing`).
 
 Everything here is picklable and free of global state, so the same function runs in a local
 thread or on a dask.distributed worker.
@@ -153,7 +153,7 @@ class ItemRef:
     correction: int
     solar_day: str
     #: the token request bounds (``RetryPolicy`` fields) when the hrefs are signed, so a read
-    #: refused with HTTP 403 (an expired token) can be signed again once (cz.signing)
+    #: refused with HTTP 403 (an expired token) can be signed again once (cz.stac.signing)
     signing: tuple[int, float, float, float] | None = None
 
 
@@ -374,7 +374,7 @@ def _signed_again(ref: ItemRef, error: BaseException) -> ItemRef | None:
     hrefs were signed (a token that expired during the month's work); else ``None``."""
     if ref.signing is None or not _FORBIDDEN.search(str(error)):
         return None
-    from cz.signing import resign_item_dict
+    from cz.stac.signing import resign_item_dict
 
     log.info("item %s: HTTP 403 on signed hrefs; signing again with a fresh token", ref.id)
     return dataclasses.replace(ref, stac=resign_item_dict(ref.stac, ref.signing))

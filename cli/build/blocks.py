@@ -53,14 +53,14 @@ def item_refs(month: MonthPlan, recipe: Recipe, *, sign: bool = True) -> list[It
 
 def sign_refs(refs: Sequence[ItemRef]) -> tuple[ItemRef, ...]:
     """``refs`` with their hrefs signed now, for a read that starts now: each token has at least
-    :data:`cz.signing.MIN_TOKEN_LIFETIME_S` left (the process's token source re-requests one
+    :data:`cz.stac.signing.MIN_TOKEN_LIFETIME_S` left (the process's token source re-requests one
     with less), so a long build on a cluster never reads with a token signed hours ago on the
     client (decision 0021). Refs without :attr:`ItemRef.signing` are returned as they are."""
     if not any(ref.signing is not None for ref in refs):
         return tuple(refs)
     from cz.errors import SigningError
-    from cz.signing import import_planetary_computer, sign_item_dicts, token_source
     from cz.stac import RetryPolicy
+    from cz.stac.signing import import_planetary_computer, sign_item_dicts, token_source
 
     try:
         import_planetary_computer()

@@ -6,7 +6,7 @@ target grid of a resampling), :mod:`~cz.convert.dtypes` (the dtype rules),
 :mod:`~cz.convert.plan` (every check, before writing), :mod:`~cz.convert.dataset` (NetCDF/Zarr
 variables through xarray), :mod:`~cz.convert.stream` (lazy window reads for the writer),
 :mod:`~cz.convert.run` (encode/append), :mod:`~cz.convert.export` (COGs) and
-:mod:`~cz.convert.cmd` (the typer commands). See docs/convert.md.
+:mod:`cz.commands.convert` (the typer commands). See docs/convert.md.
 """
 
 from cz.convert.errors import ConvertError

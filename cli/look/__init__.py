@@ -5,6 +5,6 @@ Modules of one concern each: :mod:`~cz.look.select` (bands, timesteps, levels, p
 :mod:`~cz.look.picture` (matplotlib/Pillow rendering), :mod:`~cz.look.quicklook`,
 :mod:`~cz.look.series`, :mod:`~cz.look.viewer` (where the viewer bundle is),
 :mod:`~cz.look.httpserve` (a Range + CORS static server), :mod:`~cz.look.share` and
-:mod:`~cz.look.commands` (the typer commands). Everything reads through ``chronozarr``'s public
+:mod:`cz.commands.look` (the typer commands). Everything reads through ``chronozarr``'s public
 API (``open_store``, ``Reader``); matplotlib is imported only where a picture is drawn.
 """

@@ -1,6 +1,6 @@
 """A rule broken many times is listed a few times and counted (decision 0013): a root whose
 ``chronozarr.times`` lists thousands of timesteps its arrays do not hold breaks spec 4.2 once
-per timestep, and the report (and ``cz validate``, ``tests/cz/test_cmd_store.py``) printed one line for each, a million lines
+per timestep, and the report (and ``cz validate``, ``tests/cz/commands/test_store.py``) printed one line for each, a million lines
 for a million times (past 120 s in ``cz validate --deep``).
 
 The oracle is the spec's rule, counted here: in a star-delta store whose only anchor is 0, every

@@ -216,7 +216,8 @@ def test_dry_run_states_the_mask_rules_and_the_method(
     import typer
     from typer.testing import CliRunner
 
-    from cz import cmd_build, output
+    from cz import output
+    from cz.commands import build as cmd_build
 
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 

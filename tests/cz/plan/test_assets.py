@@ -19,7 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from cz import cmd_build, output
+from cz import output
+from cz.commands import build as cmd_build
 from cz.errors import RecipeError
 from cz.plan import make_plan, plan_recipe
 from cz.plan.assets import band_names_of_assets, did_you_mean, resolve_asset

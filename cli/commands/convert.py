@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 
 import chronozarr
-from cz.cmd_build import RichProgress
+from cz.commands.build import RichProgress
 from cz.convert.errors import ConvertError
 from cz.output import EXIT_BUSY, EXIT_USAGE, err, fail, is_busy, out, print_json
 

@@ -18,7 +18,7 @@ import pytest
 
 from cz.errors import StacError
 from cz.stac import RetryPolicy, make_stac_io, search_endpoint
-from cz.stac_guard import guarded_pages
+from cz.stac.guard import guarded_pages
 
 FEATURE = {"type": "Feature", "id": "x", "properties": {}, "assets": {}, "links": []}
 

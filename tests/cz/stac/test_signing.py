@@ -24,8 +24,8 @@ import pytest
 from cz.errors import SigningError
 from cz.plan import plan_recipe
 from cz.recipe import load_recipe
-from cz.signing import TokenSource, sign_item_dicts
 from cz.stac import RetryPolicy, read_local_items, sign_items
+from cz.stac.signing import TokenSource, sign_item_dicts
 from tests.cz.helpers import PC_35MNM, RECIPE_35MNM, free_port, need, write_recipe
 
 FAST = RetryPolicy(max_retries=2, backoff_factor=0.0, backoff_max=0.1, timeout=2.0)
@@ -146,7 +146,7 @@ def test_short_tokens_are_used_with_a_warning_and_renewed(
     endpoint.clock = lambda: now[0]
     endpoint.lifetime = 5 * 60  # the endpoint issues five-minute tokens
     source = TokenSource(endpoint.url, FAST, min_lifetime=20 * 60, clock=lambda: now[0])
-    with caplog.at_level(logging.WARNING, logger="cz.signing"):
+    with caplog.at_level(logging.WARNING, logger="cz.stac.signing"):
         first = source.token("acct", "cont")
     assert any("expires in" in r.getMessage() for r in caplog.records)
     now[0] += 30  # the rest of this month's hrefs: the same token, not one request each
@@ -183,14 +183,14 @@ def test_server_errors_are_retried_per_the_policy(endpoint: TokenEndpoint) -> No
 def test_a_slow_endpoint_fails_within_the_policy_bound_and_says_so(
     endpoint: TokenEndpoint, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cz.signing
+    import cz.stac.signing
 
-    monkeypatch.setattr(cz.signing, "WAIT_NOTICE_S", 0.2)
+    monkeypatch.setattr(cz.stac.signing, "WAIT_NOTICE_S", 0.2)
     endpoint.delay = 5.0
     policy = RetryPolicy(max_retries=1, backoff_factor=0.0, backoff_max=0.1, timeout=0.4)
     started = time.monotonic()
     with (
-        caplog.at_level(logging.WARNING, logger="cz.signing"),
+        caplog.at_level(logging.WARNING, logger="cz.stac.signing"),
         pytest.raises(SigningError) as caught,
     ):
         TokenSource(endpoint.url, policy).token("acct", "cont")
@@ -215,7 +215,7 @@ def _pc_recipe(tmp_path: Path, retries: str = "") -> Any:
 
 @pytest.fixture
 def pc_settings(endpoint: TokenEndpoint, monkeypatch: pytest.MonkeyPatch) -> TokenEndpoint:
-    from cz.signing import import_planetary_computer
+    from cz.stac.signing import import_planetary_computer
 
     Settings = import_planetary_computer().settings.Settings
     monkeypatch.setattr(Settings.get(), "sas_url", endpoint.url)
@@ -245,11 +245,11 @@ def test_a_cluster_build_signs_on_the_worker_at_read_time(
     here; the clock of the endpoint and of the worker's token source jumps ahead)."""
     import pickle
 
-    import cz.signing
+    import cz.stac.signing
     from cz.build.options import BuildOptions
     from cz.build.sources import make_source
 
-    monkeypatch.setattr(cz.signing, "_SOURCES", {})  # this "worker" has no token yet
+    monkeypatch.setattr(cz.stac.signing, "_SOURCES", {})  # this "worker" has no token yet
     rec = _pc_recipe(tmp_path)
     plan = plan_recipe(rec)
     source = make_source(rec, plan, BuildOptions())
@@ -266,7 +266,7 @@ def test_a_cluster_build_signs_on_the_worker_at_read_time(
         return {a["href"].rsplit("sig=", 1)[-1] for r in items for a in r.stac["assets"].values()}
 
     assert signed_tokens() == {"token1"}
-    cz.signing.token_source(RetryPolicy.from_recipe(rec)).clock = lambda: now[0]
+    cz.stac.signing.token_source(RetryPolicy.from_recipe(rec)).clock = lambda: now[0]
     now[0] += 30 * 60  # 30 min left: still used
     assert signed_tokens() == {"token1"}
     now[0] += 15 * 60  # 15 min left, under the 20 min a read should have: signed again

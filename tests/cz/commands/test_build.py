@@ -10,7 +10,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from cz import cmd_build, output
+from cz import output
+from cz.commands import build as cmd_build
 from cz.plan import plan_recipe
 from cz.recipe import load_recipe
 from tests.cz.helpers import PC_35MNM, RECIPE_35MNM, free_port, need, write_recipe

@@ -41,7 +41,7 @@ from chronozarr.io import is_url
 from cz.errors import RecipeError, SigningError, StacError
 from cz.months import month_datetime_range
 from cz.recipe import Recipe
-from cz.stac_guard import CountingRetry, DeadlineAdapter, attempts_made, guarded_pages
+from cz.stac.guard import CountingRetry, DeadlineAdapter, attempts_made, guarded_pages
 
 __all__ = [
     "RETRY_STATUSES",
@@ -224,7 +224,7 @@ def _api_error(
     what: str, url: str, exc: Exception, policy: RetryPolicy, stac_io: Any = None
 ) -> StacError:
     """One line for a failed request, with the attempts it really made (the adapter counts
-    them, cz.stac_guard.CountingRetry); the policy's maximum only when nothing was counted."""
+    them, cz.stac.guard.CountingRetry); the policy's maximum only when nothing was counted."""
     status = getattr(exc, "status_code", None)
     text = str(exc).strip().replace("\n", " ")
     if len(text) > 300:
@@ -477,7 +477,7 @@ def signing_available(recipe: Recipe) -> str | None:
     """``None`` when the recipe's signing can be done here, else why not (for a dry run)."""
     if recipe.catalog.sign == "none":
         return None
-    from cz.signing import import_planetary_computer
+    from cz.stac.signing import import_planetary_computer
 
     try:
         import_planetary_computer()
@@ -494,14 +494,14 @@ def sign_items(items: Iterable[pystac.Item], recipe: Recipe) -> list[pystac.Item
 
     Call it per month, right before reading pixels: Planetary Computer SAS tokens expire (about
     an hour), so a plan never stores signed URLs, and each token used has at least
-    :data:`cz.signing.MIN_TOKEN_LIFETIME_S` left; the token request is bounded by the recipe's
-    retry policy (:mod:`cz.signing`). With ``sign: none`` the items are returned as they are.
+    :data:`cz.stac.signing.MIN_TOKEN_LIFETIME_S` left; the token request is bounded by the recipe's
+    retry policy (:mod:`cz.stac.signing`). With ``sign: none`` the items are returned as they are.
     Raises :class:`SigningError` when signing is asked for and cannot be done.
     """
     items = list(items)
     if recipe.catalog.sign == "none":
         return items
-    from cz.signing import import_planetary_computer, sign_item_dicts, token_source
+    from cz.stac.signing import import_planetary_computer, sign_item_dicts, token_source
 
     try:
         import_planetary_computer()

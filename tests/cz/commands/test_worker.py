@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cz.cmd_worker import PROFILE_ENV, worker_command
+from cz.commands.worker import PROFILE_ENV, worker_command
 
 pytest.importorskip("distributed")
 
