@@ -11,6 +11,10 @@
   errors included (:func:`run`).
 - No traceback, ever: an unexpected exception is one ``error: internal error ...`` line (exit 1),
   with the traceback only under ``-vv``/``CZ_LOG_LEVEL=DEBUG``.
+- Exit 75 (sysexits' ``EX_TEMPFAIL``) when another writer holds the target or committed it
+  first: nothing was written, run again later (decision 0051). Ctrl-C exits 130, SIGTERM 143,
+  unless the signal came after the run's commit: the run then finishes and exits with its own
+  code, saying so in one line on stderr (:mod:`cz.signals`).
 """
 
 from __future__ import annotations

@@ -12,16 +12,22 @@ held for the whole run. The kernel drops the lock when the process dies, however
 sweep never needs to trust a pid on another host or a clock. A run removes its own files before
 it releases its lock, so a sweep that wins the lock finds only what a dead run left.
 
-What the sweep does (:func:`sweep`), called by ``cz build``, ``cz append`` and ``cz publish`` on
-their target before they start:
+One run per target (decision 0051). Before anything else, :func:`start_run` takes the target's
+own lock, ``.NAME.lock`` (:class:`TargetLock`): a second run on the same target stops there with
+:class:`~cz.build.errors.TargetBusyError` (exit 75), before it writes or sweeps anything.
+
+What the sweep does (:func:`sweep`), called by ``cz build``, ``cz append``, ``cz convert`` and
+``cz publish`` on their target once they hold its lock:
 
 - finishes or rolls back an interrupted ``--overwrite`` swap whose run is dead
   (:func:`cz.build.swap.recover`): afterwards the old store or the new one is at the target;
 - removes the tagged siblings of every dead run (staging, spill, replaced store, lock file);
-- removes ``.*.tmp`` files (a write in flight when its process died) inside the target, only
-  when the target holds a complete store (a root ``zarr.json``) or is a publish target, no live
-  run holds a lock on it, and the file is older than :data:`TMP_MIN_AGE` seconds (a writer that
-  takes no lock, on another host, is not cut short).
+- removes ``.*.tmp`` files (a write in flight when its process died) inside the target, when
+  the target holds a complete store (a root ``zarr.json``) or is a publish target, whatever
+  their age: under the target's lock no other cz run writes there; a library writer that takes
+  no such lock is known by its live lease in the store (:mod:`chronozarr.io._lease`), and while
+  it lives nothing inside is touched. A dead writer's lease goes too. (:func:`inspect` without
+  the lock, as ``cz validate`` calls it, reports only files older than :data:`TMP_MIN_AGE`.)
 
 What it never touches: the target folder itself, a folder without a root ``zarr.json`` (a
 resumable cluster build keeps its partial there, with its progress under ``.cz-build/``:

@@ -12,7 +12,8 @@ on a dask.distributed cluster; ``--workers N`` sets the local threads. A URL ``-
 (``s3://...``) is built locally, then published with ``cz publish``'s machinery.
 
 Exit codes: 0 done, 1 runtime error (catalog unreachable, an unreadable asset, an unwritable
-target), 2 usage error (a broken recipe: every problem is listed with file, line and field).
+target), 2 usage error (a broken recipe: every problem is listed with file, line and field), 75
+another run holds the target (nothing written; run again later: decision 0051).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ what`` on stderr (no traceback). ``--dry-run`` prints the checks and the plan (`
 JSON) and writes nothing. Progress bars are drawn on stderr; the summary goes to stdout.
 Store, recipe and file text is never rendered as rich markup.
 
-Exit codes: 0 done, 1 a refused source or store (or a runtime failure), 2 usage error.
+Exit codes: 0 done, 1 a refused source or store (or a runtime failure), 2 usage error, 75 another
+run holds the target (nothing written; decision 0051).
 """
 
 from __future__ import annotations

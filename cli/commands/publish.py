@@ -1,7 +1,8 @@
 """``cz publish``: copy a store to a bucket or a served directory, root zarr.json last.
 
 Results go to stdout (a summary, or JSON with ``--json``); the progress bar and errors go to
-stderr. Exit codes: 0 published (or nothing to do), 1 refused or failed, 2 usage error.
+stderr. Exit codes: 0 published (or nothing to do), 1 refused or failed, 2 usage error, 75 another
+writer holds the target or committed it first (nothing a reader sees was written; decision 0051).
 """
 
 from __future__ import annotations

@@ -463,3 +463,41 @@ def test_concurrent_exports_into_one_folder(tmp_path: Path) -> None:
     assert len(files) == 3
     for f, want in zip(files, values, strict=True):
         np.testing.assert_array_equal(read_tif(f), want)
+
+
+@pytest.mark.filterwarnings("ignore::rasterio.errors.NotGeoreferencedWarning")
+def test_two_local_overwrites(tmp_path: Path) -> None:
+    """Two ``cz build --overwrite`` of one store at once (a two-month and a three-month
+    recipe): the store is one of the two builds, whole; the other run exits 75 naming the
+    first; nothing is left beside the store."""
+    from tests.cz.scenes import recipe, scenario, write_items
+
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    write_items(catalog, scenario()[0])
+    two = recipe(catalog, start="2024-01", end="2024-02", name="two.yaml")
+    three = recipe(catalog, start="2024-01", end="2024-03", name="three.yaml")
+    out = tmp_path / "out"
+    out.mkdir()
+    store = out / "s.zarr"
+    first = subprocess.run(
+        [sys.executable, "-m", "cz", "build", str(two), "--out", str(store), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert first.returncode == 0, first.stderr
+    cmd = [sys.executable, "-m", "cz", "build"]
+    (ca, ea, _ta), (cb, eb, _tb) = race(
+        [*cmd, str(two), "--out", str(store), "--overwrite", "-q"],
+        [*cmd, str(three), "--out", str(store), "--overwrite", "-q"],
+        0.0,
+        env_for(None, 0.05),
+        tmp_path,
+    )
+    assert sorted([ca, cb]) == [0, BUSY], (ea, eb)
+    loser = eb if ca == 0 else ea
+    assert "another cz run holds this target" in loser and "Traceback" not in loser, loser
+    assert chronozarr.open_store(store).n_time == (2 if ca == 0 else 3)
+    assert_valid(str(store))
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
