@@ -24,7 +24,14 @@ export default [
   },
   {
     // Functions handed to playwright's page.evaluate run in the page.
-    files: ["test/browser.test.js", "test/map.test.js", "test/zarr-layer.test.js", "test/package.test.js", "test/decode-pool.test.js"],
+    files: [
+      "test/browser.test.js",
+      "test/map.test.js",
+      "test/zarr-layer.test.js",
+      "test/openlayers.test.js",
+      "test/package.test.js",
+      "test/decode-pool.test.js",
+    ],
     languageOptions: { globals: { ...globals.node, ...globals.browser } },
   },
   {

@@ -19,6 +19,7 @@ import numpy as np
 from chronozarr.errors import EncodeError
 from chronozarr.format._common import DELTA_DTYPES
 from chronozarr.format._compressors import Codec, ZstdCodec
+from chronozarr.format._geozarr import MULTISCALES_FORMS
 from chronozarr.format._history import HISTORY_BLOCK, HISTORY_TIME
 
 __all__ = ["ENCODINGS", "StoreLayout"]
@@ -77,6 +78,15 @@ def _history_block(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _multiscales(value: Any) -> str:
+    if value not in MULTISCALES_FORMS:
+        raise EncodeError(
+            "multiscales",
+            f"expected 'list' (ndpyramid, spec 3.4) or 'layout' (zarr-conventions), got {value!r}",
+        )
+    return str(value)
+
+
 _CHECKS = {
     "chunk_size": _chunk_size,
     "encoding": _encoding,
@@ -85,6 +95,7 @@ _CHECKS = {
     "history": _history,
     "history_time": _history_time,
     "history_block": _history_block,
+    "multiscales": _multiscales,
 }
 
 
@@ -99,7 +110,9 @@ class StoreLayout:
     ``codec``: the compressor of every chunk (8). ``history``: also write the time-series
     companion at level 0 (docs/spec.md C25; decision 0048), ``history_time`` timesteps and
     ``history_block`` pixels per side in each of its chunks (default: 16, or the largest
-    divisor of the cell size below it; a block never straddles two cells).
+    divisor of the cell size below it; a block never straddles two cells). ``multiscales``: the
+    form of the root's ``multiscales`` attribute, ``list`` (ndpyramid, spec 3.4) or ``layout``
+    (the zarr-conventions object form; docs/spec.md C26, decision 0054).
     """
 
     chunk_size: int = 512
@@ -111,6 +124,7 @@ class StoreLayout:
     history: bool = False
     history_time: int = HISTORY_TIME
     history_block: int | None = None
+    multiscales: str = "list"
 
     def __post_init__(self) -> None:
         for name, check in _CHECKS.items():

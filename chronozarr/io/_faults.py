@@ -21,7 +21,7 @@ import signal
 import threading
 import time
 
-__all__ = ["FAULT_AT_ENV", "FAULT_DELAY_ENV", "FAULT_TRACE_ENV", "fault_point"]
+__all__ = ["FAULT_AT_ENV", "FAULT_DELAY_ENV", "FAULT_TRACE_ENV", "fault_point", "not_counted"]
 
 FAULT_AT_ENV = "CZ_FAULT_AT"
 FAULT_TRACE_ENV = "CZ_FAULT_TRACE"
@@ -31,8 +31,19 @@ _lock = threading.Lock()
 _count = 0
 
 
+_thread = threading.local()
+
+
+def not_counted() -> None:
+    """The calling thread's writes are not kill points (the lease's renewal thread: its timing
+    would make the numbering of a run's steps differ from one run to the next)."""
+    _thread.off = True
+
+
 def fault_point(kind: str, what: object = "") -> None:
     """Count a durable write step; SIGKILL this process when it is the ``CZ_FAULT_AT``-th."""
+    if getattr(_thread, "off", False):
+        return
     at = os.environ.get(FAULT_AT_ENV)
     trace = os.environ.get(FAULT_TRACE_ENV)
     delay = os.environ.get(FAULT_DELAY_ENV)

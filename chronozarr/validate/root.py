@@ -10,6 +10,7 @@ from typing import Any
 from chronozarr.errors import ChronozarrError
 from chronozarr.format import RootAttrs, name_problem, store_names
 from chronozarr.validate.context import Context, Stop
+from chronozarr.validate.geozarr import check_geozarr, check_layout
 
 __all__ = ["check_band_objects", "check_multiscales", "check_nodata", "check_root"]
 
@@ -33,6 +34,7 @@ def check_root(ctx: Context) -> tuple[Mapping[str, Any], RootAttrs]:
         ctx.add("root.consolidated", "no consolidated metadata (SHOULD be written)", "zarr.json")
     _check_required_keys(ctx, raw, attrs.spec_version.startswith("0.2."))
     check_multiscales(ctx, attributes.get("multiscales"), attrs)
+    check_geozarr(ctx, attributes, attrs)
     check_band_objects(ctx, raw, attrs)
     check_nodata(ctx, raw)
     return raw, attrs
@@ -108,8 +110,16 @@ def _check_required_keys(ctx: Context, raw: Mapping[str, Any], v02: bool) -> Non
 
 def check_multiscales(ctx: Context, ms: Any, attrs: RootAttrs) -> None:
     key = "zarr.json#multiscales"
+    if isinstance(ms, Mapping) and "layout" in ms:  # the conventions' object form (C26)
+        ctx.levels_from_ms = check_layout(ctx, ms)
+        return
     if not isinstance(ms, list) or not ms or not isinstance(ms[0], Mapping):
-        ctx.add("multiscales.missing", "multiscales must be a list with one entry", key)
+        ctx.add(
+            "multiscales.missing",
+            "multiscales must be the ndpyramid list with one entry or the conventions' object "
+            "with layout[]",
+            key,
+        )
         return
     entry = ms[0]
     datasets = entry.get("datasets")

@@ -144,6 +144,7 @@ _KEYWORD_DEFAULTS: dict[str, Any] = {
     "history": False,
     "history_time": 12,
     "history_block": None,
+    "multiscales": "list",
 }
 
 
@@ -151,7 +152,7 @@ def layout_of(layout: StoreLayout | None, **keywords: Any) -> StoreLayout:
     """The store layout of an ``encode`` call: ``layout`` as given (then every layout keyword
     must be left at its default), or one made of the keywords (``chunk_size``, ``encoding``,
     ``anchor_interval``, ``shard``, ``shard_time``, ``codec``, ``codec_options``, ``history``,
-    ``history_time``, ``history_block``)."""
+    ``history_time``, ``history_block``, ``multiscales``)."""
     if layout is not None:
         if not isinstance(layout, StoreLayout):
             raise EncodeError("layout", f"expected a chronozarr.StoreLayout, got {layout!r}")

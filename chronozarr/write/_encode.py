@@ -163,6 +163,7 @@ def encode(
     history: bool = False,
     history_time: int = 12,
     history_block: int | None = None,
+    multiscales: str = "list",
     layout: StoreLayout | None = None,
     provenance: Mapping[str, Any] | Callable[[list[Any]], Mapping[str, Any]] | None = None,
     provenance_items: Sequence[str] | Callable[[list[Any]], Sequence[str]] | None = None,
@@ -190,6 +191,11 @@ def encode(
     0048): the true values of every band, the mask and the coverage chunked ``history_time``
     timesteps by ``history_block`` x ``history_block`` pixels, so that one pixel's history is
     ``ceil(n_time / history_time)`` small objects.
+
+    ``multiscales``: the form of the root's ``multiscales`` attribute: ``"list"`` (the ndpyramid
+    list of spec 3.4, the default) or ``"layout"`` (the zarr-conventions object form GDAL 3.13 and
+    deck.gl-raster read; docs/spec.md C26, decision 0054). Either way the root also carries the
+    conventions' ``zarr_conventions``, ``proj:*`` and ``spatial:*`` attributes.
 
     ``store``: a local path or ``file://`` URL, an ``s3://bucket/prefix`` URL (obstore;
     ``store_options`` are its endpoint, region, client_options...), an obstore store object, or
@@ -223,6 +229,7 @@ def encode(
         history=history,
         history_time=history_time,
         history_block=history_block,
+        multiscales=multiscales,
     )
     description = dict(
         times=times, bands=bands, crs=crs, transform=transform, nodata=nodata, mask=mask,

@@ -36,9 +36,11 @@ from chronozarr.format import (
     level_resolution,
     level_shapes,
     level_transform,
-    multiscales,
+    multiscales_layout,
+    multiscales_list,
     plane_array_doc,
     residuals_attribute,
+    root_geo_attributes,
     volatility_value,
 )
 from chronozarr.io import Store
@@ -243,12 +245,19 @@ class EncodeCommit:
         )
         write_metadata(
             self.target, attrs, self.docs, args.times_ms, volatility,
-            multiscales([lv.path for lv in self.levels], args.crs), args.layout.codec,
+            self._multiscales(), args.layout.codec,
+            other_root_attrs=root_geo_attributes(args.crs, self.levels, args.layout.multiscales),
             extra_arrays={**self.history_objects, **(self._items() or {})},
         )  # fmt: skip
         if self.work is not None:
             clear_work(self.target, self.work.key)  # after the root: the commit (decision 0017)
         return self.extras
+
+    def _multiscales(self) -> Any:
+        """The root's multiscales in the layout's form (spec 3.4; docs/spec.md C26)."""
+        if self.args.layout.multiscales == "layout":
+            return multiscales_layout(self.levels)
+        return multiscales_list(self.levels, self.args.crs)
 
     def _items(self) -> dict[str, tuple[dict[str, Any], Mapping[str, bytes]]] | None:
         """The ``provenance_items`` array (one JSON document per timestep, spec 3.8)."""

@@ -6,6 +6,7 @@
 //   renders of the same data written `none` and read plainly; without the adapter it differs;
 // - a plain `none` store opened by URL (no adapter): band selected by name and time by its int64
 //   value, through the root-level time and band arrays the writer adds (root_coordinates.py);
+// - the same with the CRS taken from the store's own proj:code (docs/spec.md C26), no proj4 string;
 // Saves artifacts/zarr-layer-adapter-t1.png and zarr-layer-plain-t1.png (a delta timestep).
 
 import assert from "node:assert/strict";
@@ -143,6 +144,47 @@ describe("stock zarr-layer in headless Chromium", { skip, timeout: 240_000 }, ()
       }
     }
     assert.ok(checked >= 12, `${checked} values checked`);
+    assert.deepEqual(pageErrors, []);
+  });
+
+  test("a plain none store by URL with the CRS from its own proj:code (no proj4 string written)", async () => {
+    // zarr-layer 0.5.0 reads no proj: attribute; the smallest help is the store's own proj:code
+    // (docs/spec.md C26) as its proj4 option: proj4js knows the WGS 84 UTM zones by code.
+    const code = readRoot(none).attributes["proj:code"];
+    assert.equal(code, "EPSG:32631");
+    const exp = loadExpected(dir, none);
+    const [nt, , h, w] = none.levels[0].shape;
+    // what it draws with the code equals what it draws with the hand-written proj4 string
+    const red = exp[0][1].data.subarray(0, h * w).filter((v) => v !== none.nodata);
+    const sorted = Float64Array.from(red).sort();
+    const clim = [sorted[Math.floor(sorted.length * 0.02)], sorted[Math.floor(sorted.length * 0.98)]];
+    const shot = async (proj4) => {
+      const options = { proj4, zarrVersion: 3, clim, selector: { time: { selected: 1, type: "index" }, band: "B04" } };
+      await page.evaluate((a) => window.czMap.open(a), { url: url(none), adapter: false, view, options });
+      const png = (await page.locator("#map").screenshot()).toString("base64");
+      return { png, lit: await page.evaluate(() => window.czMap.lit()) };
+    };
+    const byHand = await shot(UTM31);
+    const byCode = await shot(code);
+    assert.ok(byCode.lit > 0.2, `it drew (${byCode.lit} of the canvas lit)`);
+    assert.equal(byCode.png, byHand.png, "the render with proj:code differs from the one with the proj4 string");
+    let checked = 0;
+    for (const t of [0, nt - 1]) {
+      for (const [row, col] of [
+        [0, 0],
+        [40, 100],
+        [h - 1, w - 1],
+      ]) {
+        const want = exp[0][t].data[row * w + col];
+        if (want === none.nodata) continue;
+        const [x, y] = centreOf(row, col);
+        const sel = { time: { selected: t, type: "index" }, band: "B04" };
+        const got = await page.evaluate((a) => window.czMap.query(a.def, a.x, a.y, a.sel), { def: UTM31, x, y, sel });
+        assert.deepEqual(got.values, [want], `t ${t} pixel (${row}, ${col})`);
+        checked++;
+      }
+    }
+    assert.ok(checked >= 4, `${checked} values checked`);
     assert.deepEqual(pageErrors, []);
   });
 

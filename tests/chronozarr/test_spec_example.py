@@ -221,6 +221,25 @@ def test_root_zarr_json(example: Any) -> None:
             assert (path / lvl / "data" / "c" / ts / "0" / r / c).stat().st_size == size
     assert got_cz == want_cz
     assert list(got_cz) == list(want_cz)  # key order of the example
+    # docs/spec.md C26: the zarr-conventions attributes beside the example's, level 0's values,
+    # and each multiscales entry's spatial:shape and spatial:transform
+    attributes = root["attributes"]
+    root_extra = {k: attributes.pop(k) for k in list(attributes) if k not in want["attributes"]}
+    level0 = _extra_attrs(700, 600, 0)
+    assert root_extra == {
+        "zarr_conventions": root_extra["zarr_conventions"],
+        **{k: level0[k] for k in level0 if k != "_CRS"},
+    }
+    assert [c["uuid"] for c in root_extra["zarr_conventions"]] == [
+        "f17cb550-5864-4468-aeb7-f3180cfb622f",  # proj:, zarr-conventions/geo-proj
+        "689b58e2-cf7b-45e0-9fff-9cfc0883d6b4",  # spatial:, zarr-conventions/spatial
+    ]
+    for k, entry in enumerate(attributes["multiscales"][0]["datasets"]):
+        lv = _extra_attrs(*((700, 600) if k == 0 else (350, 300)), k)
+        assert (entry.pop("spatial:shape"), entry.pop("spatial:transform")) == (
+            lv["spatial:shape"],
+            lv["spatial:transform"],
+        )
     assert _without(root, "consolidated_metadata") == want
     assert root["consolidated_metadata"]["kind"] == "inline"
 

@@ -1,7 +1,8 @@
 """The sweep of what dead runs left (cz.build.leftovers): a dead run's staging, spill and lock go,
 a live run's stay, names without a lock file are only reported, ``.tmp`` files go only from a
-complete store and only when old, and a resumable cluster partial (``.cz-build/``, no root) is
-never touched (docs/decisions/0017-resumable-builds.md)."""
+complete store (only when old without the target's lock; whatever their age under it, decision
+0051), one run at a time holds a target, and a resumable cluster partial (``.cz-build/``, no
+root) is never touched (docs/decisions/0017-resumable-builds.md)."""
 
 from __future__ import annotations
 
