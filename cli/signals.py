@@ -37,6 +37,7 @@ __all__ = [
     "install",
     "is_terminated",
     "received",
+    "reopen",
 ]
 
 EXIT_SIGINT = 130
@@ -94,6 +95,16 @@ def commit_section() -> Iterator[None]:
 def committed() -> None:
     """The run's commit is done (a toolkit commit outside :func:`commit_section`)."""
     _commit[1] = 1
+
+
+def reopen() -> None:
+    """The commit just done was not the run's last (a build's local copy, before its publish):
+    signals interrupt again, and one that waited is raised now."""
+    _commit[1] = 0
+    if _commit[0] == 0 and _received:
+        if _received[0] == signal.SIGTERM:
+            raise Terminated(f"terminated by signal {_received[0]} (SIGTERM)")
+        raise KeyboardInterrupt
 
 
 def after_commit() -> bool:
