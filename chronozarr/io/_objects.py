@@ -5,8 +5,10 @@ Phases, in order (spec 9, 14): every chunk and shard object (band/x/y coordinate
 included); ``time/c/0`` of every level and the volatility chunk; every ``zarr.json`` below the
 root; the root ``zarr.json``. An object *changes in place* when an append may rewrite it under
 the same key: every zarr.json, every 1-d time coordinate chunk, the volatility chunk, and for
-every sharded array along time the shard holding the last timestep (the one an append grows).
-Every other chunk and shard object is immutable.
+every sharded array along time the shard holding the last timestep (the one an append grows), as
+for every array whose chunks hold several timesteps (the time-series companion, docs/spec.md
+C25: an append rewrites the chunk holding the old last timestep whole). Every other chunk and
+shard object is immutable.
 
 The array documents are read leniently (:class:`ChunkGeometry`): coordinate arrays (``int64``
 time, ``string`` bands, ``float64`` x/y) are outside what :class:`chronozarr.format.ArrayInfo`
@@ -264,7 +266,7 @@ def classify_objects(source: str | os.PathLike[str]) -> tuple[list[StoreObject],
             continue
         if arr.is_time_coordinate or (volatility and arr.path == volatility):
             objects.append(StoreObject(key, size, Phase.COORDINATES, True, arr.path))
-        elif arr.sharded and arr.along_time:
+        elif arr.along_time and (arr.sharded or arr.chunk_shape[0] > 1):
             trailing = coords[0] == arr.last_time_chunk()
             objects.append(StoreObject(key, size, Phase.CHUNKS, trailing, arr.path))
         else:

@@ -37,10 +37,16 @@ def check_temporal(
         ctx.add("temporal.anchor_interval", f"anchor_interval must be >= 1, got {k}", tkey)
         return
     want = anchor_indices(n_time, k)
-    if list(temporal.anchor_indices) != want:
+    got = list(temporal.anchor_indices)
+    if got != want:
+        first = next(
+            (i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b),
+            min(len(got), len(want)),
+        )
         ctx.add(
             "temporal.anchor_indices",
-            f"anchor_indices must be {want}, got {list(temporal.anchor_indices)}",
+            f"anchor_indices must be {_short(want)}, got {_short(got)}"
+            + (f" (first difference at position {first})" if len(want) > _SHOWN else ""),
             tkey,
         )
     anchors = set(temporal.anchor_indices)
@@ -73,6 +79,17 @@ def check_temporal(
                 f"delta_reference names timestep {t} outside 0..{n_time - 1}",
                 tkey,
             )
+
+
+_SHOWN = 12  # list items a message shows: a root listing 10^6 times made a 1.3 MB line
+
+
+def _short(values: list[int]) -> str:
+    """A list for a message: whole when short, else its first items and its length."""
+    if len(values) <= _SHOWN:
+        return str(values)
+    head = ", ".join(str(v) for v in values[:_SHOWN])
+    return f"[{head}, ... ({len(values):,} in all)]"
 
 
 def _check_selection(ctx: Context, attrs: RootAttrs, levels: list[dict[str, Any]]) -> None:

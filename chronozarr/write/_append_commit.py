@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from chronozarr.format import (
+    HISTORY_ARRAY,
     ChunkCodec,
     consolidated_entry,
     dumps,
@@ -97,6 +98,11 @@ def _write_coordinates(
     for lv in reader.levels:
         for name in array_names(attrs):
             new_docs[f"{lv.path}/{name}"] = doc_with_shape(reader, lv.path, name, n_new)
+    history = attrs.history  # the companion's values grow with the axis (docs/spec.md C25)
+    if history is not None:
+        name = f"{history.path}/{HISTORY_ARRAY}"
+        for level_path in history.levels:
+            new_docs[f"{level_path}/{name}"] = doc_with_shape(reader, level_path, name, n_new)
     return new_docs
 
 

@@ -33,7 +33,7 @@ from chronozarr.format import (
     schedule,
 )
 from chronozarr.io import Store
-from chronozarr.read import Reader
+from chronozarr.read import Reader, history_array
 from chronozarr.write._append_checks import refuse
 from chronozarr.write._append_tasks import (
     AppendContext,
@@ -43,6 +43,7 @@ from chronozarr.write._append_tasks import (
     append_upper_task,
 )
 from chronozarr.write._cells import Layout
+from chronozarr.write._history import HistoryLayout
 from chronozarr.write._journal import journaled_volatility
 from chronozarr.write._plan import Stage
 from chronozarr.write._runner import Runner
@@ -146,6 +147,7 @@ def append_state(reader: Reader, target: Store, n_add: int, times: Sequence[Any]
         plane_codecs=plane_codecs if plane_path else [dict(c) for c in data_codecs],
         has_mask=attrs.mask_variable is not None,
         has_coverage=attrs.coverage_variable is not None,
+        history=_history_layout(reader),
     )
     if (layout.has_mask and attrs.mask_variable != "mask") or (
         layout.has_coverage and attrs.coverage_variable != "coverage"
@@ -156,6 +158,32 @@ def append_state(reader: Reader, target: Store, n_add: int, times: Sequence[Any]
         reader, target, attrs, layout, n_old, n_new, all_times_ms, new_temporal, vol_refs,
         old_vol_anchors, old_vol_refs, moved, shard_bytes,
     )  # fmt: skip
+
+
+def _history_layout(reader: Reader) -> HistoryLayout | None:
+    """The store's time-series companion as written (docs/spec.md C25): its chunking read from
+    each listed level's ``values`` array, which must agree (and match the level, as the reader
+    checks), so that the append extends it exactly as a fresh encode would have written it."""
+    block = reader.attrs.history
+    if block is None:
+        return None
+    chunkings = set()
+    for k, lv in enumerate(reader.levels):
+        if lv.path in block.levels:
+            arr = history_array(reader, k)
+            assert arr is not None  # the level is listed: the reader checked its array
+            chunkings.add((arr.info.chunk_shape[0], arr.info.chunk_shape[2]))
+    known = {lv.path for lv in reader.levels}
+    if len(chunkings) != 1 or not set(block.levels) <= known:
+        raise refuse(
+            "layout",
+            f"the time-series companion lists levels {list(block.levels)} with chunkings "
+            f"{sorted(chunkings)}: an append needs one chunking over levels of the store",
+        )
+    time_block, size = chunkings.pop()
+    if reader.chunk_size(0) % size:
+        raise refuse("layout", f"the companion's block {size} does not divide the cell size")
+    return HistoryLayout(time_block, size, block.path, block.levels)
 
 
 @dataclass

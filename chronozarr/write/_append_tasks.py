@@ -33,6 +33,7 @@ from chronozarr.io import Store
 from chronozarr.read import Reader
 from chronozarr.write._cell_tasks import ArrayInput
 from chronozarr.write._cells import CellResult, Layout, Planes, Readback, write_cell_series
+from chronozarr.write._history import HistoryBuffer
 from chronozarr.write._worklog import WorkLog, result_json, task_name
 
 __all__ = [
@@ -173,6 +174,30 @@ def _prefix_getter(ctx: AppendContext, level_path: str) -> Any:
     return get
 
 
+def _history(
+    ctx: AppendContext, level: int, row: int, col: int, extent: tuple[int, int]
+) -> HistoryBuffer | None:
+    """The companion writer of a cell at a level that carries it (docs/spec.md C25), already
+    given the old timesteps of the time block that receives the first new one: that chunk is
+    rewritten whole (the store's one companion object that changes, spec 14), equal to what a
+    fresh encode of the grown axis writes. Those timesteps are read back from the data, mask and
+    coverage (the true values the companion must equal), never from the old companion chunk."""
+    reader = ctx.view.reader
+    history = ctx.layout.history_buffer(reader.levels[level].path, row, col, extent)
+    if history is None:
+        return None
+    start = ctx.n_old - ctx.n_old % history.spec.time_block
+    mask_name, cov_name = reader.attrs.mask_variable, reader.attrs.coverage_variable
+    for t in range(start, ctx.n_old):
+        history.add(
+            t,
+            reader.read_cell(t, row, col, level),
+            None if mask_name is None else reader.plane_cell(mask_name, t, row, col, level),
+            None if cov_name is None else reader.plane_cell(cov_name, t, row, col, level),
+        )
+    return history
+
+
 def _record(ctx: AppendContext, name: str, res: CellResult) -> CellResult:
     if ctx.work_key is not None:  # after every chunk object of the task (decision 0017)
         WorkLog(ctx.layout.store, ctx.work_key).record(name, result_json(res))
@@ -197,9 +222,11 @@ def append_level0_task(ctx: AppendContext, task: tuple[Any, ...]) -> CellResult:
         return np.asarray(values, dtype=layout.dtype), m, cv
 
     planes = Planes(planes_at)
+    extent = (ys.stop - ys.start, xs.stop - xs.start)
     res = write_cell_series(
-        layout, "0", r, c, planes, times, volatility=True, shard_prefix=_prefix_getter(ctx, "0")
-    )
+        layout, "0", r, c, planes, times, volatility=True, shard_prefix=_prefix_getter(ctx, "0"),
+        history=_history(ctx, 0, r, c, extent),
+    )  # fmt: skip
     for t in ctx.moved:  # none stores: nominal references that the new anchors moved
         src = planes.get(t)[0]
         res.vol_sum += abs_diff_sum(src, planes.get(ctx.vol_refs[t])[0])
@@ -243,8 +270,10 @@ def append_upper_task(ctx: UpperAppendContext, task: tuple[tuple[int, int], rang
         return rb.reduced(t, r, c)
 
     path = levels[k].path
+    ys, xs = cell_slice(r, c, base.layout.cs, *levels[k].shape[-2:])
     res = write_cell_series(
         base.layout, path, r, c, Planes(planes_at), times, volatility=False,
         shard_prefix=_prefix_getter(base, path),
+        history=_history(base, k, r, c, (ys.stop - ys.start, xs.stop - xs.start)),
     )  # fmt: skip
     return _record(base, task_name(path, task), res)

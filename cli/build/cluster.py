@@ -56,8 +56,9 @@ def _target(recipe: Recipe, where: str, n_months: int) -> Any:
     """The target as the workers and this process write it: a folder (absolute, for workers on
     the shared filesystem) or ``s3://`` with the headers ``cz publish`` would set."""
     if location(where).kind == "s3":  # the headers `cz publish` would set (headers.py)
-        shard_time = recipe.store.layout.shard_time_for(n_months)
-        return HeaderedStore(where, n_months, shard_time)
+        layout = recipe.store.layout
+        history_time = layout.history_time if layout.history else None
+        return HeaderedStore(where, n_months, layout.shard_time_for(n_months), history_time)
     return open_target(where)  # encode refuses an existing store before any write
 
 

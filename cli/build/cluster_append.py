@@ -29,6 +29,7 @@ from typing import Any
 import chronozarr
 from chronozarr.io import location, open_target
 from chronozarr.provenance import with_periods, with_skipped_items
+from chronozarr.read import history_array
 from cz.build.cluster import build_fingerprint
 from cz.build.cluster_write import ClusterWrite, Wording
 from cz.build.errors import AppendRefusedError
@@ -53,14 +54,16 @@ def append_fingerprint(recipe: Recipe, plan: Plan, times: Sequence[str]) -> str:
     return "append-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _open_target(where: str, n_time: int, shard_time: int | None) -> Any:
+def _open_target(
+    where: str, n_time: int, shard_time: int | None, history_time: int | None = None
+) -> Any:
     """The store as the workers and this process write it: a folder (absolute, for workers on
     the shared filesystem) or ``s3://`` with the headers ``cz publish`` would set."""
 
     if not is_url(where):
         return open_target(str(local_path(where)))
     if location(where).kind == "s3":
-        return HeaderedStore(where, n_time, shard_time)
+        return HeaderedStore(where, n_time, shard_time, history_time)
     raise AppendRefusedError(
         f"cz append --scheduler writes a folder every worker sees or an s3:// store, not {where}"
     )
@@ -99,7 +102,11 @@ def append_on_cluster(
         progress.plan_warnings(plan)
         info0 = reader.array(0).info
         n_new = reader.n_time + len(plan.months)
-        target = _open_target(where, n_new, info0.shard_time if info0.sharded else None)
+        companion = history_array(reader, 0)  # the time-series companion (spec C25)
+        target = _open_target(
+            where, n_new, info0.shard_time if info0.sharded else None,
+            None if companion is None else companion.info.chunk_shape[0],
+        )  # fmt: skip
         run = ClusterWrite("append", recipe, plan, options, progress, executor, _cell_summary)
         _append(
             run,

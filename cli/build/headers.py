@@ -6,7 +6,8 @@ metadata (:mod:`cz.publish.classify`, :mod:`cz.publish.targets`). A cluster buil
 objects from the workers without a local copy to classify, so :class:`HeaderedStore` decides
 the class from the key as it is written, with the same rule: metadata, the time coordinates,
 volatility and provenance_items are in place; with shards, so is the trailing time shard of
-data, mask and coverage (spec 14); every other chunk is immutable. The store is then served as
+data, mask and coverage (spec 14), and the time-series companion's chunks holding the last
+timestep (docs/spec.md C25); every other chunk is immutable. The store is then served as
 it is, with the headers a published store has.
 """
 
@@ -25,12 +26,20 @@ _IN_PLACE = re.compile(
     rf"(.*/)?{re.escape(ROOT_KEY)}|(\d+/)?time/c/0|volatility/c/0/0|provenance_items/c/\d+"
 )
 _TIME_CHUNK = re.compile(r"\d+/[^/]+/c/(\d+)/.+")  # data, mask, coverage of a level
+_HISTORY_CHUNK = re.compile(r"\d+/[^/]+/values/c/(\d+)/.+")  # the companion (spec C25)
 
 
-def in_place(key: str, n_time: int, shard_time: int | None) -> bool:
-    """True when an append may rewrite ``key`` under the same name (spec 14)."""
+def in_place(
+    key: str, n_time: int, shard_time: int | None, history_time: int | None = None
+) -> bool:
+    """True when an append may rewrite ``key`` under the same name (spec 14): with a
+    time-series companion of ``history_time`` timesteps a chunk, its chunks holding the last
+    timestep too (docs/spec.md C25)."""
     if _IN_PLACE.fullmatch(key) or key.startswith(WORK_PREFIX + "/"):
         return True
+    h = _HISTORY_CHUNK.fullmatch(key)
+    if h is not None:
+        return bool(history_time and int(h.group(1)) == (n_time - 1) // history_time)
     m = _TIME_CHUNK.fullmatch(key)
     return bool(shard_time and m and int(m.group(1)) == (n_time - 1) // shard_time)
 
@@ -38,10 +47,18 @@ def in_place(key: str, n_time: int, shard_time: int | None) -> bool:
 class HeaderedStore:
     """An :class:`ObjectStore` whose puts carry the headers ``cz publish`` would set."""
 
-    def __init__(self, url: str, n_time: int, shard_time: int | None, **options: Any):
+    def __init__(
+        self,
+        url: str,
+        n_time: int,
+        shard_time: int | None,
+        history_time: int | None = None,
+        **options: Any,
+    ):
         self.inner = ObjectStore(url, **options)
         self.n_time = n_time
         self.shard_time = shard_time
+        self.history_time = history_time
         self.url = self.inner.url
         self._options = options
 
@@ -54,16 +71,18 @@ class HeaderedStore:
             "url": self.url,
             "n_time": self.n_time,
             "shard_time": self.shard_time,
+            "history_time": self.history_time,
             "options": self._options,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(  # type: ignore[misc]
-            state["url"], state["n_time"], state["shard_time"], **state["options"]
-        )
+            state["url"], state["n_time"], state["shard_time"], state["history_time"],
+            **state["options"],
+        )  # fmt: skip
 
     def headers(self, key: str, data: bytes) -> dict[str, str]:
-        short = in_place(key, self.n_time, self.shard_time)
+        short = in_place(key, self.n_time, self.shard_time, self.history_time)
         return {
             "Cache-Control": SHORT_CACHE_CONTROL if short else LONG_CACHE_CONTROL,
             "Content-Type": (

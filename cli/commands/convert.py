@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 
 import chronozarr
-from cz.commands.build import RichProgress
+from cz.commands.build import build_progress
 from cz.convert.errors import ConvertError
 from cz.output import EXIT_USAGE, err, fail, out, print_json
 
@@ -127,6 +127,12 @@ def convert_cmd(
         int | None, typer.Option("--chunk-size", help="Cell size in pixels (512).")
     ] = None,
     shard: Annotated[bool, typer.Option("--shard", help="Write a sharded store.")] = False,
+    history: Annotated[
+        bool,
+        typer.Option(
+            "--history", help="Also write the time-series companion (a pixel's history, C25)."
+        ),
+    ] = False,
     shard_time: Annotated[
         int | None, typer.Option("--shard-time", help="Timesteps per shard (with --shard).")
     ] = None,
@@ -175,6 +181,7 @@ def convert_cmd(
             anchor_interval=anchor_interval,
             chunk_size=chunk_size,
             shard=shard or None,
+            history=history or None,
             shard_time=shard_time,
             codec=codec,
             codec_level=codec_level,
@@ -197,7 +204,7 @@ def convert_cmd(
             else:
                 _print_plan(plan, store, spec)
             return
-        with RichProgress() as progress:
+        with build_progress() as progress:
             result = convert(plan, store, spec, append=append, workers=workers, progress=progress)
     except ConvertError as exc:
         fail(str(exc))
@@ -266,7 +273,7 @@ def export_cmd(
     from cz.convert.export import export
 
     try:
-        with RichProgress() as progress:
+        with build_progress() as progress:
             result = export(
                 store,
                 out_dir,

@@ -210,6 +210,12 @@ def plan_dataset(source: str, options: ConvertOptions) -> DatasetPlan:
     n_band = var.shape[1]
 
     times = np.asarray(ds[t_dim].values).astype("datetime64[ms]")
+    if times.size == 0 or min(var.shape[2:]) == 0:
+        raise ConvertError(
+            source,
+            f"variable {name} has no data: {dict(zip(var.dims, var.shape, strict=True))} "
+            "(every axis needs at least one element)",
+        )
     for i in range(1, len(times)):
         if times[i] <= times[i - 1]:
             what = "duplicate" if times[i] == times[i - 1] else "not after"

@@ -30,7 +30,7 @@ from cz.convert.dataset import DatasetPlan, is_dataset, plan_dataset
 from cz.convert.errors import ConvertError
 from cz.convert.grid import same_crs
 from cz.convert.plan import ConvertOptions, RasterPlan, plan_rasters
-from cz.convert.stream import WindowReader, lazy_series
+from cz.convert.stream import WindowReader, WindowSource
 
 __all__ = ["ConvertResult", "Plan", "append_check", "convert", "plan_source", "store_spec"]
 
@@ -191,8 +191,7 @@ def _lazy(plan: Plan, chunk: int, progress: Progress) -> tuple[Any, Any, WindowR
         data, mask = plan.lazy(chunk, on_block)
         return data, mask, None
     reader = WindowReader(plan, on_block)
-    data, mask = lazy_series(reader, chunk)
-    return data, mask, reader
+    return WindowSource(reader), None, reader  # the writer's cell source: nothing per window
 
 
 def _cells(plan: Plan, chunk: int) -> int:
@@ -243,6 +242,7 @@ def convert(
                 chunk_size=spec.chunk_size,
                 shard=spec.shard,
                 shard_time=spec.shard_time,
+                history=spec.history,
                 codec=spec.codec.name,
                 codec_options=spec.codec.writer_options(),
                 provenance=provenance(plan),
@@ -346,7 +346,7 @@ def _append(
         with dask.config.set(scheduler="synchronous"):
             chronozarr.append(
                 str(target),
-                data[lo:hi],
+                _part(data, lo, hi),
                 times=times[lo:hi],
                 mask=None if mask is None else mask[lo:hi],
                 bands=list(plan.band_names),
@@ -374,6 +374,13 @@ def _append(
         time.perf_counter() - start,
         *_size(target),
     )
+
+
+def _part(data: Any, lo: int, hi: int) -> Any:
+    """Timesteps ``lo .. hi`` of the data: a dask array's slice, or a narrower cell source."""
+    if isinstance(data, WindowSource):
+        return WindowSource(data.reader, data.start + lo, data.start + hi)
+    return data[lo:hi]
 
 
 def _where(plan: Plan, i: int) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import glob
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -268,10 +267,15 @@ def read_manifest(path: str) -> list[RasterFile]:
         raise ConvertError(path, f"cannot read the manifest ({exc})") from exc
     rows: list[tuple[str, dict[str, object]]] = []
     if file.suffix.lower() == ".json":
-        try:
-            doc = json.loads(text)
-        except ValueError as exc:
-            raise ConvertError(path, f"not valid JSON ({exc})") from exc
+        from chronozarr.errors import CorruptStoreError
+        from chronozarr.format import load_json
+
+        try:  # the store's bounded JSON loader: nesting, huge numbers, NaN are typed errors
+            doc = load_json(text, path)
+        except CorruptStoreError as exc:
+            raise ConvertError(
+                path, f"not valid JSON ({str(exc).removeprefix(path + ': ')})"
+            ) from exc
         items = doc.get("items") if isinstance(doc, dict) else doc
         if not isinstance(items, list):
             raise ConvertError(path, 'expected a list of {"time", "path"[, "band"]} objects')

@@ -7,11 +7,18 @@ whole object, which RFC 9110 allows), 416 for a range past the end, 404 for abse
 missing chunk reads as fill, spec 7.2), serves ``index.html`` for a folder, refuses paths that
 leave their mount, sends ``Cache-Control: no-store`` (a rebuilt store shows at once) and the
 CORS headers of docs/hosting.md, so a viewer on another origin can read the store too.
+
+Malformed requests get a 4xx, never a traceback: a request line over 64 KiB (414), a
+Range that is not ASCII digits (``bytes=\xb2-``: 416), a name the filesystem refuses (a segment
+over 255 bytes: 404). Connections are bounded: an idle or half-sent request is dropped after
+``IDLE_SECONDS``, and at most ``MAX_CONNECTIONS`` are served at once; one more is answered 503
+at once and closed (so 1,500 idle sockets cannot take 1,500 threads).
 """
 
 from __future__ import annotations
 
 import mimetypes
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,6 +26,14 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 __all__ = ["StaticServer"]
+
+IDLE_SECONDS = 15.0  # a connection that sends nothing for this long is closed
+MAX_CONNECTIONS = 64  # served at once (a viewer opens a few); more are answered 503
+_RANGE = re.compile(r"bytes=([0-9]{0,19})-([0-9]{0,19})", re.ASCII)  # 19 digits: below 2^63
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nRetry-After: 1\r\n"
+    b"Connection: close\r\n\r\n"
+)
 
 _TYPES = {
     ".js": "text/javascript",
@@ -33,10 +48,12 @@ _TYPES = {
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout = IDLE_SECONDS  # socket timeout: an idle or half-sent request ends the connection
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
-        self.server.log_request_line(self.command, self.path)
+        # also called for a request refused before it was parsed (414, 400): no path then
+        self.server.log_request_line(getattr(self, "command", ""), getattr(self, "path", ""))
 
     def log_error(self, format: str, *args: Any) -> None:  # no stderr noise per request
         pass
@@ -58,6 +75,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def _resolve(self) -> Path | None:
+        try:
+            return self._lookup()
+        except (OSError, ValueError):  # ENAMETOOLONG, a name the filesystem refuses: absent
+            return None
+
+    def _lookup(self) -> Path | None:
         path = unquote(urlsplit(self.path).path)
         for prefix, root in self.server.mounts:
             if path == prefix.rstrip("/") and prefix != "/":
@@ -87,20 +110,25 @@ class _Handler(BaseHTTPRequestHandler):
             if body:
                 self.wfile.write(msg)
             return
-        size = file.stat().st_size
+        try:
+            size = file.stat().st_size
+        except OSError:  # removed since it was found
+            self._send(404, 0, {})
+            return
         start, end, status = 0, size - 1, 200
         ctype = _TYPES.get(file.suffix) or mimetypes.guess_type(file.name)[0]
         extra = {"Content-Type": ctype or "application/octet-stream"}
         header = self.headers.get("Range")
         if header and header.startswith("bytes=") and "," not in header:
-            first, _, last = header[6:].strip().partition("-")
-            if first == "" and last.isdigit():
+            match = _RANGE.fullmatch(header.replace(" ", ""))
+            first, last = match.groups() if match else ("", "")
+            if first == "" and last != "":
                 start = max(0, size - int(last))
-            elif first.isdigit():
+            elif first != "":
                 start = int(first)
-                end = min(int(last), size - 1) if last.isdigit() else size - 1
+                end = min(int(last), size - 1) if last != "" else size - 1
             else:
-                start, end = 0, -1  # malformed: 416 below
+                start, end = 0, -1  # malformed (not ASCII digits, too long, bytes=-): 416 below
             if start >= size or end < start:
                 self._send(416, 0, {"Content-Range": f"bytes */{size}"})
                 return
@@ -109,6 +137,10 @@ class _Handler(BaseHTTPRequestHandler):
         length = end - start + 1
         self._send(status, length, extra)
         if body:
+            self._copy(file, start, length)
+
+    def _copy(self, file: Path, start: int, length: int) -> None:
+        try:
             with open(file, "rb") as fh:
                 fh.seek(start)
                 remaining = length
@@ -118,6 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
                         break
                     self.wfile.write(block)
                     remaining -= len(block)
+        except OSError:  # the file went away mid-body, or the client hung up: end this one
+            self.close_connection = True
 
     def do_GET(self) -> None:
         self._serve(True)
@@ -134,13 +168,44 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128
     mounts: list[tuple[str, Path]]
     requests: int
+    refused: int
     lock: threading.Lock
+    slots: threading.BoundedSemaphore
 
     def log_request_line(self, method: str, path: str) -> None:
         with self.lock:
             self.requests += 1
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread per connection while fewer than MAX_CONNECTIONS are open; else 503."""
+        if not self.slots.acquire(blocking=False):
+            with self.lock:
+                self.refused += 1
+            try:
+                request.settimeout(1.0)
+                request.sendall(_BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection's failure (reset, timeout) ends that connection, silently: never a
+        traceback on the user's terminal."""
 
 
 class StaticServer:
@@ -159,7 +224,9 @@ class StaticServer:
             ((p, Path(d).resolve()) for p, d in mounts.items()), key=lambda m: -len(m[0])
         )
         self.server.requests = 0
+        self.server.refused = 0
         self.server.lock = threading.Lock()
+        self.server.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._thread: threading.Thread | None = None
 
     @property

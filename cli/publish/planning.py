@@ -245,6 +245,8 @@ class _OldRoot:
         last = arr.last_time_chunk()
         if arr.sharded:
             return coords[0] < last, coords[0] == last
+        if arr.chunk_shape[0] > 1:  # several timesteps a chunk (C25): the last one is rewritten
+            return coords[0] < last, False
         return coords[0] <= last, False
 
 

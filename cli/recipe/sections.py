@@ -458,6 +458,8 @@ class StoreSpec(SectionModel):
     shard: bool = False
     shard_time: int | None = None
     codec: Annotated[CodecSpec, BeforeValidator(as_codec)] = Field(default_factory=CodecSpec)
+    # the time-series companion at level 0 (docs/spec.md C25; decision 0048)
+    history: bool = False
 
     @field_validator("chunk_size", "anchor_interval", "shard_time")
     @classmethod
@@ -477,6 +479,7 @@ class StoreSpec(SectionModel):
             shard=self.shard,
             shard_time=self.shard_time,
             codec=self.codec.compressor(),
+            history=self.history,
         )
 
     @property

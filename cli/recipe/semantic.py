@@ -135,7 +135,9 @@ def _store_problems(recipe: Recipe) -> Found:
         found.append((("store", "shard_time"), "shard_time is only used with shard: true"))
     if store.nodata is not None:
         low_high = NODATA_RANGE.get(store.dtype)
-        if low_high is not None:
+        if not math.isfinite(store.nodata):  # before int(): .nan/.inf are YAML floats
+            found.append((("store", "nodata"), "NaN and infinity are not valid nodata (spec 2.3)"))
+        elif low_high is not None:
             low, high = low_high
             if store.nodata != int(store.nodata) or not low <= store.nodata <= high:
                 found.append(
@@ -145,8 +147,6 @@ def _store_problems(recipe: Recipe) -> Found:
                         f"got {store.nodata:g}",
                     )
                 )
-        elif not math.isfinite(store.nodata):
-            found.append((("store", "nodata"), "NaN and infinity are not valid nodata (spec 2.3)"))
     codec = store.codec
     level_range = {"zstd": (-7, 22), "gzip": (0, 9), "blosc": (0, 9)}[codec.name]
     if codec.level is not None and not level_range[0] <= codec.level <= level_range[1]:

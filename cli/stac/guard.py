@@ -13,7 +13,10 @@ refusal is one :class:`~cz.errors.StacError` line naming the URL and the page.
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import json
+import logging
+import re
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -26,21 +29,50 @@ from urllib3.util.retry import Retry
 from cz.errors import StacError
 
 __all__ = [
+    "ANNOUNCE_WAIT_S",
     "MAX_PAGES",
     "SEARCH_DEADLINE_S",
     "CountingRetry",
     "DeadlineAdapter",
+    "RetryAfterTooLong",
     "attempts_made",
     "guarded_pages",
 ]
 
+log = logging.getLogger(__name__)
 _LOCAL = threading.local()  # the box of the request the current (worker) thread sends
+
+
+class RetryAfterTooLong(requests.exceptions.RequestException):
+    """The server asked (``Retry-After``) for a longer wait than the policy's cap: waiting the
+    cap and asking again would be refused again, so the request ends at once (decision 0046)."""
+
+
+#: A wait shorter than this is not announced on stderr.
+ANNOUNCE_WAIT_S = 1.0
+
+
+def _retry_after_seconds(raw: str) -> float | None:
+    """Seconds a ``Retry-After`` value asks for (delay-seconds or an HTTP date), uncapped; None
+    for a value that is neither (then the backoff applies)."""
+    raw = raw.strip()
+    if re.fullmatch(r"[0-9]{1,12}", raw, re.ASCII):
+        return float(int(raw))
+    parsed = email.utils.parsedate_tz(raw)
+    if parsed is None:
+        return None
+    return max(0.0, email.utils.mktime_tz(parsed) - time.time())
 
 
 class CountingRetry(Retry):
     """urllib3's ``Retry`` that counts the attempts a request really made (decision 0013: messages
     said "after N attempts" with N the policy's maximum whatever happened). Each retry urllib3
-    schedules is one more attempt; the last one raises instead of scheduling."""
+    schedules is one more attempt; the last one raises instead of scheduling.
+
+    Its waits are said on stderr (a warning naming the URL, the reason and the seconds), and a
+    ``Retry-After`` beyond ``retry_after_max`` ends the request at once with
+    :class:`RetryAfterTooLong` instead of waiting the cap again and again (decision 0046: a 429
+    asking for 3600 s waited 151 s silently on main, then failed anyway)."""
 
     def increment(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         new = super().increment(*args, **kwargs)  # raises MaxRetryError when none is left
@@ -48,6 +80,42 @@ class CountingRetry(Retry):
         if box is not None:
             box["attempts"] = box.get("attempts", 1) + 1
         return new
+
+    def sleep(self, response: Any = None) -> None:
+        last = self.history[-1] if self.history else None
+        box = getattr(_LOCAL, "box", None) or {}
+        url = box.get("url") or getattr(last, "url", None) or "the STAC API"
+        attempt = len(self.history) + 1
+        asked = None
+        if self.respect_retry_after_header and response is not None:
+            raw = response.headers.get("Retry-After")
+            asked = _retry_after_seconds(raw) if isinstance(raw, str) else None
+        status = getattr(response, "status", None)
+        if asked is not None and asked > float(self.retry_after_max):
+            if "attempts" in box:  # increment() counted the attempt this refusal never makes
+                box["attempts"] -= 1
+            raise RetryAfterTooLong(
+                f"the server answered HTTP {status} asking to wait {asked:.0f} s (Retry-After),"
+                f" more than the cap of {float(self.retry_after_max):g} s"
+                " (catalog.backoff_max): try again later, or raise backoff_max"
+            )
+        wait = asked if asked is not None else self.get_backoff_time()
+        if wait >= ANNOUNCE_WAIT_S:
+            why = f"HTTP {status}" if status is not None else _reason(last)
+            source = "as its Retry-After asks" if asked is not None else "backoff"
+            log.warning(
+                "%s: %s; waiting %.0f s (%s) before attempt %d", url, why, wait, source, attempt
+            )
+        if wait > 0:
+            time.sleep(wait)
+
+
+def _reason(last: Any) -> str:
+    error = getattr(last, "error", None)
+    if error is None:
+        return "no answer"
+    name = type(error).__name__
+    return "no answer within the read timeout" if "Timeout" in name else f"failed ({name})"
 
 
 def attempts_made(session: Any, url: str) -> int | None:
@@ -148,7 +216,7 @@ class DeadlineAdapter(HTTPAdapter):
 
     def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         kwargs["stream"] = True
-        box: dict[str, Any] = {"attempts": 1}
+        box: dict[str, Any] = {"attempts": 1, "url": request.url}
         self.last_attempts = 1
 
         def work() -> None:

@@ -63,6 +63,10 @@ log = logging.getLogger(__name__)
 #: HTTP statuses worth retrying: rate limiting and transient server/gateway failures.
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 
+#: Retries of a request that got no answer within ``timeout`` (decision 0046): a silent server
+#: rarely answers the third time, and each try costs the whole timeout (main: ~390 s).
+READ_RETRIES = 1
+
 #: Called after each page: (page number, items so far).
 PageCallback = Callable[[int, int], None]
 
@@ -93,7 +97,7 @@ class RetryPolicy:
         return CountingRetry(  # a Retry that counts attempts made, for the messages
             total=n,
             connect=n,
-            read=n,
+            read=min(n, READ_RETRIES),  # a server that hangs is asked twice, not n + 1 times
             status=n,
             other=n,
             redirect=5,

@@ -124,6 +124,8 @@ export function parseRoot(doc, where = "zarr.json") {
     throw new CorruptStoreError("chronozarr.shard_bytes: expected an object {level: {key: length}}");
   }
 
+  const history = parseHistory(cz.history, levelPaths);
+
   let consolidated = null;
   const cm = doc.consolidated_metadata;
   if (isObject(cm) && isObject(cm.metadata)) consolidated = cm.metadata;
@@ -146,9 +148,29 @@ export function parseRoot(doc, where = "zarr.json") {
     levels,
     levelPaths,
     shardBytes,
+    history,
     consolidated,
     attributes: attrs,
   };
+}
+
+/**
+ * The time-series companion's block `chronozarr.history` (docs/spec.md C25): {path, levels}, or
+ * null when the store has none. Every name is checked before it becomes a URL path (decision 0016).
+ * @returns {{path: string, levels: string[]} | null}
+ */
+export function parseHistory(block, levelPaths) {
+  if (block == null) return null;
+  if (!isObject(block)) throw new CorruptStoreError(`chronozarr.history: expected an object, got ${shown(block)}`);
+  const path = checkName(block.path, "chronozarr.history.path");
+  const levels = block.levels;
+  if (!Array.isArray(levels) || levels.length === 0 || new Set(levels).size !== levels.length) {
+    throw new CorruptStoreError(`chronozarr.history.levels: expected a non-empty list of distinct level paths, got ${shown(levels)}`);
+  }
+  levels.forEach((level, i) => checkName(level, `chronozarr.history.levels[${i}]`));
+  // A listed level the store lacks is the validator's finding (history.block), not a reason to
+  // refuse the store: such a level is simply never read from the companion (as in Python).
+  return { path, levels: levels.filter((level) => levelPaths.includes(level)) };
 }
 
 /**

@@ -127,6 +127,8 @@ export class ChronozarrStore {
     this._v01Scale = options.v01Scale ?? V01_DEFAULT_SCALE;
     /** @internal @type {{rows: number, cols: number, data: Float32Array} | null | undefined} */
     this._volatility = undefined;
+    /** @internal the time-series companion's parsed arrays by level path (C25) @type {Map<string, Promise<any>>} */
+    this._historyArrays = new Map();
   }
 
   // --- open (10.1, 10.2) --------------------------------------------------------------------------
@@ -506,12 +508,76 @@ export class ChronozarrStore {
   }
 
   /**
+   * The time-series companion's `values` array of level L (docs/spec.md C25), parsed and checked
+   * against the level, or null when the level carries none. Read once per level and session.
+   * @internal
+   */
+  _historyArray(L, signal) {
+    const block = this.meta.history;
+    if (!block || !block.levels.includes(L.path)) return Promise.resolve(null);
+    let got = this._historyArrays.get(L.path);
+    if (!got) {
+      const path = `${L.path}/${block.path}/values`;
+      got = (async () => {
+        const doc = this.meta.consolidated?.[path] ?? (await this.source.json(`${path}/zarr.json`, signal));
+        const arr = parseArray(doc, path, [this.dtype]);
+        const nFields = this.nBands + (L.mask ? 1 : 0) + (L.coverage ? 1 : 0);
+        const want = [this.nTime, nFields, L.height, L.width];
+        const [, cf, by, bx] = arr.chunkShape;
+        if (arr.sharding !== null || want.some((n, i) => arr.shape[i] !== n) || cf !== nFields || by !== bx) {
+          throw new CorruptStoreError(
+            `${this.url}${path}/zarr.json: the companion must be an unsharded ${this.dtype} array of shape ${JSON.stringify(want)} in chunks (T, ${nFields}, B, B) (C25); found ${JSON.stringify(arr.shape)} in ${JSON.stringify(arr.chunkShape)}`,
+          );
+        }
+        return arr;
+      })();
+      got.catch(() => this._historyArrays.delete(L.path)); // a failed read is tried again next time
+      this._historyArrays.set(L.path, got);
+    }
+    return got;
+  }
+
+  /**
+   * A pixel's whole history from the companion: one chunk per time block (T timesteps of the
+   * pixel's B x B block, every band then mask then coverage), `concurrency` at a time; decoded
+   * chunks stay in the chunk cache, so the next pixel of the block costs no request. @internal
+   */
+  async _historySeries(arr, p, out, signal, onProgress) {
+    const [T, nF, B] = arr.chunkShape;
+    const by = Math.floor(p.row / B);
+    const bx = Math.floor(p.col / B);
+    const at = (p.row - by * B) * B + (p.col - bx * B);
+    const nT = this.nTime;
+    const blocks = [...Array(Math.ceil(nT / T)).keys()];
+    let done = 0;
+    await pool(
+      blocks,
+      this._concurrency,
+      async (tb) => {
+        const chunk = await this.chunks.trueChunk(arr, [tb, 0, by, bx], signal);
+        for (let i = 0; i < T && tb * T + i < nT; i++) {
+          const t = tb * T + i;
+          const field = (f) => chunk[(i * nF + f) * B * B + at];
+          for (let b = 0; b < this.nBands; b++) out.stored[b][t] = field(b);
+          if (out.mask) out.mask[t] = field(this.nBands);
+          if (out.coverage) out.coverage[t] = field(this.nBands + (out.mask ? 1 : 0));
+          onProgress?.(++done, nT);
+        }
+      },
+      signal,
+    );
+  }
+
+  /**
    * Every timestep at one pixel (projected {x, y} or pixel {row, col}): per band the stored values
    * (TypedArray), physical values (Float64Array, NaN where invalid) and validity (Uint8Array).
-   * @param {PixelRef & {onProgress?: (done: number, total: number) => void}} req
+   * With the time-series companion at the level (docs/spec.md C25) the history is one small object
+   * per time block (`source` "history"); else, or with `history: false`, every timestep's chunks,
+   * `concurrency` at a time, anchors first (`source` "chunks"). Both give the same values.
+   * @param {PixelRef & {onProgress?: (done: number, total: number) => void, history?: boolean}} req
    * @returns {Promise<Series | null>}
    */
-  async series({ x, y, row, col, level = 0, signal, onProgress }) {
+  async series({ x, y, row, col, level = 0, signal, onProgress, history = true }) {
     const p = this._locate({ x, y, row, col, level });
     if (!p) return null;
     const { L } = p;
@@ -519,19 +585,24 @@ export class ChronozarrStore {
     const stored = this.bands.map(() => new this.TypedArray(nT));
     const mask = L.mask ? new Uint8Array(nT) : null;
     const coverage = L.coverage ? new Uint8Array(nT) : null;
-    let done = 0;
-    await pool(
-      anchorsFirst(nT, this.temporal), // so that every delta finds its anchor resident (10)
-      this._concurrency,
-      async (t) => {
-        const [v, m, c] = await this._pixelValues(p, t, signal);
-        for (let b = 0; b < this.nBands; b++) stored[b][t] = v[b];
-        if (mask) mask[t] = m;
-        if (coverage) coverage[t] = c;
-        onProgress?.(++done, nT);
-      },
-      signal,
-    );
+    const companion = history ? await this._historyArray(L, signal) : null;
+    if (companion) {
+      await this._historySeries(companion, p, { stored, mask, coverage }, signal, onProgress);
+    } else {
+      let done = 0;
+      await pool(
+        anchorsFirst(nT, this.temporal), // so that every delta finds its anchor resident (10)
+        this._concurrency,
+        async (t) => {
+          const [v, m, c] = await this._pixelValues(p, t, signal);
+          for (let b = 0; b < this.nBands; b++) stored[b][t] = v[b];
+          if (mask) mask[t] = m;
+          if (coverage) coverage[t] = c;
+          onProgress?.(++done, nT);
+        },
+        signal,
+      );
+    }
     const bands = this.bands.map((band, b) => {
       const valid = new Uint8Array(nT);
       const values = new Float64Array(nT);
@@ -543,7 +614,20 @@ export class ChronozarrStore {
       return { ...band, stored: stored[b], physical: values, valid };
     });
     const centre = pixelCentre(L.transform, p.row, p.col);
-    return { level, row: p.row, col: p.col, x: centre.x, y: centre.y, times: this.times, timesMs: this.timesMs, bands, mask, coverage };
+    const source = companion ? "history" : "chunks";
+    return {
+      level,
+      row: p.row,
+      col: p.col,
+      x: centre.x,
+      y: centre.y,
+      times: this.times,
+      timesMs: this.timesMs,
+      bands,
+      mask,
+      coverage,
+      source,
+    };
   }
 
   /**

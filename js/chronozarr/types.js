@@ -131,6 +131,7 @@
  * @property {Array<Band & {stored: StoredArray, physical: Float64Array, valid: Uint8Array}>} bands physical is NaN where invalid
  * @property {Uint8Array | null} mask
  * @property {Uint8Array | null} coverage
+ * @property {"history" | "chunks"} source the time-series companion (docs/spec.md C25) or every timestep's chunks
  */
 
 /**

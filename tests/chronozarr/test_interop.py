@@ -186,3 +186,47 @@ def test_xarray_reads_reader_to_xarray_with_datetimes(none_store: Any) -> None:
     assert np.array_equal(da.sel(band="B08").values, data[:, 1])
     assert np.array_equal(da[1:3, :, 5:17, 3:11].values, data[1:3, :, 5:17, 3:11])
     assert np.array_equal(da[-1, 0, -1, -1].values, data[-1, 0, -1, -1])
+
+
+@pytest.fixture(scope="module", params=["unsharded", "sharded-multi"])
+def companion_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, series
+) -> tuple[Path, np.ndarray, np.ndarray, np.ndarray]:
+    """A star-delta store with the time-series companion (docs/spec.md C25), grown by an append
+    across a time block: plain readers read its true values, never residuals."""
+    mask = (series[:, 0] % 3 != 0).astype(np.uint8)
+    cov = (series[:, 1] % 7).astype(np.uint8)
+    path = tmp_path_factory.mktemp("companion") / f"{request.param}.zarr"
+    _encode(
+        path, series[:3], encoding="star-delta", anchor_interval=2, mask=mask[:3],
+        coverage=cov[:3], history=True, history_time=2, **LAYOUTS[request.param],
+    )  # fmt: skip
+    chronozarr.append(path, series[3:], times=monthly(5)[3:], mask=mask[3:], coverage=cov[3:])
+    return path, series, mask, cov
+
+
+def test_xarray_reads_the_companion_as_a_dataset(companion_store: Any) -> None:
+    path, data, mask, cov = companion_store
+    ds = xr.open_zarr(path, group="0/history")
+    assert ds["values"].dims == ("time", "field", "y", "x")
+    assert list(ds["field"].values) == ["B04", "B08", "mask", "coverage"]
+    got = ds["values"].values
+    assert np.array_equal(got[:, :2], data) and np.array_equal(got[:, 2], mask)
+    assert np.array_equal(got[:, 3], cov)
+    # and the consolidated root lists it: zarr-python opens it from the root's metadata
+    root = zarr.open_consolidated(path, mode="r")
+    assert root["0/history/values"].shape == (5, 4, 21, 19)
+
+
+def test_tensorstore_reads_the_companion(companion_store: Any) -> None:
+    path, data, mask, cov = companion_store
+    arr = ts.open(
+        {
+            "driver": "zarr3",
+            "kvstore": {"driver": "file", "path": str(path / "0" / "history" / "values")},
+        }
+    ).result()
+    got = arr.read().result()
+    assert got.shape == (5, 4, 21, 19) and np.array_equal(got[:, :2], data)
+    assert np.array_equal(got[:, 2], mask) and np.array_equal(got[:, 3], cov)
+    assert arr[:, :, 13, 17].read().result()[:, 0].tolist() == data[:, 0, 13, 17].tolist()

@@ -171,6 +171,34 @@ def test_non_tty_progress_is_one_line_per_phase(store: Path) -> None:
     assert len(lines[0]) < 80 and "…" not in lines[0] and "..." not in lines[0]
 
 
+def test_convert_in_a_log_prints_plain_lines(tmp_path: Path) -> None:
+    """cz convert into a log (stderr not a terminal) prints one plain line per phase, no bar
+    glyphs: convert shares the build's progress choice (bars only on a terminal)."""
+    import rasterio
+    from rasterio.transform import Affine
+
+    folder = tmp_path / "tifs"
+    folder.mkdir()
+    for month in ("2023-01", "2023-02"):
+        with rasterio.open(
+            folder / f"red_{month}-01.tif",
+            "w",
+            driver="GTiff",
+            height=32,
+            width=32,
+            count=1,
+            dtype="uint16",
+            crs="EPSG:32633",
+            transform=Affine(10, 0, 500000, 0, -10, 5000000),
+        ) as dst:
+            dst.write(np.arange(32 * 32, dtype="uint16").reshape(1, 32, 32))
+    done = _cz("convert", str(folder), str(tmp_path / "out.zarr"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines and all(re.match(r"[a-z ]+: ", line) for line in lines), lines
+    assert not re.search("[\u2500-\u259f\u2800-\u28ff]", done.stderr), done.stderr
+
+
 def test_internal_errors_are_one_line(
     store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -59,3 +59,12 @@ def test_a_rule_is_listed_a_few_times_and_counted(report: chronozarr.Report) -> 
         max(sum(f.rule == r for f in report.findings) for r in {f.rule for f in report.findings})
         <= FINDINGS_PER_RULE
     )
+
+
+def test_every_message_is_short_whatever_the_lists(report: chronozarr.Report) -> None:
+    """The anchor_indices finding quoted the whole expected list: 1.3 MB in one line for a
+    root listing 10^6 times. Lists are cut to their first items and their length."""
+    (anchors,) = [f for f in report.findings if f.rule == "temporal.anchor_indices"]
+    n_anchors = len(range(0, 3 + EXTRA, 6))  # anchor_interval 6 over 3 + EXTRA timesteps
+    assert f"... ({n_anchors:,} in all)], got [0]" in anchors.message
+    assert max(len(f.message) for f in report.findings) < 400

@@ -53,14 +53,16 @@ def decoded(path: Path) -> dict[str, list[np.ndarray]]:
     return out
 
 
-@pytest.mark.parametrize("encoding", ["none", "star-delta", "sharded"])
+@pytest.mark.parametrize("encoding", ["none", "star-delta", "sharded", "history"])
 def test_append_equals_the_thirteen_month_build(folder: Path, encoding: str) -> None:
-    layout = "  shard: true\n  shard_time: 5\n" if encoding == "sharded" else ""
-    enc = "star-delta" if encoding == "sharded" else encoding
+    """``history``: the recipe's ``store.history`` (docs/spec.md C25), and January opens the
+    companion's second time block: the grown store's companion objects are the fresh one's."""
+    layout = {"sharded": "  shard: true\n  shard_time: 5\n", "history": "  history: true\n"}
+    enc = "star-delta" if encoding in layout else encoding
 
     def write(start: str, end: str, name: str) -> Path:
         path = recipe(folder, start=start, end=end, max_age=2, encoding=enc, name=name)
-        path.write_text(path.read_text() + layout)
+        path.write_text(path.read_text() + layout.get(encoding, ""))
         return path
 
     twelve = load_recipe(write("2024-01", "2024-12", f"a-{encoding}.yaml"))
@@ -87,6 +89,13 @@ def test_append_equals_the_thirteen_month_build(folder: Path, encoding: str) -> 
     assert read_provenance_items(grown) == read_provenance_items(fresh)
     report = chronozarr.validate(grown, deep=True)
     assert report.ok, [f.message for f in report.findings]
+    if encoding == "history":
+        companion = sorted(k for k in listing(fresh) if "/history/" in k)
+        assert any("/values/c/1/" in k for k in companion)
+        assert companion == sorted(k for k in listing(grown) if "/history/" in k)
+        for key in companion:
+            if not key.endswith("zarr.json"):
+                assert (grown / key).read_bytes() == (fresh / key).read_bytes(), key
     if encoding == "none":  # unchanged layout: the very same chunk objects
         files_a, files_b = listing(grown), listing(fresh)
         arrays = ("/data/c/", "/mask/c/", "/coverage/c/", "provenance_items/c/")

@@ -15,9 +15,11 @@ from cz.build.headers import HeaderedStore, in_place
 from tests.conftest import monthly, synthetic_series
 
 
-@pytest.mark.parametrize("shard_time", [None, 3, 7])
+@pytest.mark.parametrize(
+    ("shard_time", "history_time"), [(None, None), (3, None), (7, None), (None, 4), (3, 12)]
+)
 def test_in_place_by_key_matches_the_store_classification(
-    tmp_path: Path, shard_time: int | None
+    tmp_path: Path, shard_time: int | None, history_time: int | None
 ) -> None:
     n_time = 7
     data = synthetic_series(n_time, 2, 20, 18, "uint16", seed=2)
@@ -26,12 +28,16 @@ def test_in_place_by_key_matches_the_store_classification(
     chronozarr.encode(
         data, out, times=monthly(n_time), bands=["a", "b"], crs=32631,
         transform=[10, 0, 0, 0, -10, 0], chunk_size=8, mask=mask, coverage=mask,
-        shard_time=shard_time, workers=1,
+        shard_time=shard_time, workers=1, history=history_time is not None,
+        history_time=history_time or 12,
     )  # fmt: skip
     objects, skipped = classify_objects(out)
     assert not skipped
     for obj in objects:
-        assert in_place(obj.key, n_time, shard_time) == obj.in_place, obj.key
+        assert in_place(obj.key, n_time, shard_time, history_time) == obj.in_place, obj.key
+    if history_time == 4:  # the companion's trailing chunks are in place, the others not
+        assert any(o.in_place and "/history/values/c/1/" in o.key for o in objects)
+        assert any(not o.in_place and "/history/values/c/0/" in o.key for o in objects)
     if shard_time:  # the trailing shards are in place, the others not: both cases were seen
         assert any(o.in_place and "/data/c/" in o.key for o in objects)
     assert any(not o.in_place for o in objects)

@@ -70,3 +70,30 @@ def test_append_refusals(tmp_path: Path) -> None:
     result = cz("convert", tmp_path / "src", store, "--append")
     assert result.exit_code == 1 and "uint8" in result.output
     assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
+
+
+def test_convert_with_history_then_append_keeps_the_companion_exact(tmp_path: Path) -> None:
+    """`cz convert --history` writes the time-series companion (docs/spec.md C25) and
+    `--append` grows it (its open time block rewritten: tests/chronozarr/test_history_append.py
+    covers block boundaries); the oracle is the GeoTIFFs, read through zarr-python from the
+    companion's plain array."""
+    import zarr
+
+    values = series(5, 2, 20, 18, "uint16", seed=43)
+    files = write_series(tmp_path / "src", values[:3], DATES[:3], nodata=0)
+    store = tmp_path / "s.zarr"
+    first = cz("convert", tmp_path / "src", store, "--chunk-size", "8", "--history")
+    assert first.exit_code == 0, first.output
+    arr = zarr.open_group(store, mode="r")["0/history/values"]
+    assert arr.shape == (3, 2, 20, 18) and arr.metadata.dimension_names[0] == "time"
+    files += write_series(tmp_path / "src", values[3:], DATES[3:], nodata=0)
+    result = cz("convert", tmp_path / "src", store, "--append", "--json")
+    assert result.exit_code == 0, result.output
+    got = zarr.open_group(store, mode="r")["0/history/values"][:]
+    want = np.stack([read_tif(f) for f in files])
+    assert got.shape == (5, 2, 20, 18) and (got == want).all()
+    reader = chronozarr.open_store(store)
+    fast, slow = reader.pixel_series(11, 7, use_history=True), reader.pixel_series(11, 7)
+    assert fast.source == "history" and (fast.stored == values[:, :, 11, 7]).all()
+    assert (slow.stored == fast.stored).all()
+    assert chronozarr.validate(str(store), deep=True).ok

@@ -204,3 +204,35 @@ def test_broken_manifests_name_the_manifest_and_row(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text)
         out = _refused(tmp_path / name, tmp_path / "s.zarr")
         assert message in out, (name, out)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "not valid JSON (JSON nested deeper than 64 levels)"),
+        ('[{"time": "2024-01-01", "path": "a.tif", "x": ' + "9" * 5000 + "}]", "not valid JSON"),
+        ('[{"time": NaN, "path": "a.tif"}]', "not valid JSON"),
+    ],
+)
+def test_hostile_json_manifests_are_one_line(tmp_path: Path, text: str, message: str) -> None:
+    # main: a manifest nested 10^5 deep was an internal RecursionError
+    (tmp_path / "m.json").write_text(text)
+    out = _refused(tmp_path / "m.json", tmp_path / "s.zarr")
+    assert f"m.json: {message}" in out, out
+
+
+@pytest.mark.parametrize("empty", ["time", "x"])
+def test_a_dataset_with_an_empty_axis(tmp_path: Path, empty: str) -> None:
+    # main: a NetCDF with a zero-length time axis was an internal IndexError
+    xr = pytest.importorskip("xarray")
+    n_t, n_x = (0, 5) if empty == "time" else (2, 0)
+    times = np.array(["2024-01-01", "2024-02-01"][:n_t], "datetime64[ns]")
+    ds = xr.Dataset(
+        {"v": (("time", "y", "x"), np.zeros((n_t, 4, n_x), "uint16"))},
+        coords={"time": times, "y": np.arange(4.0) * -10, "x": np.arange(float(n_x)) * 10},
+    )
+    nc = tmp_path / "zero.nc"
+    ds.to_netcdf(nc, engine="h5netcdf")
+    for extra in ((), ("--dry-run",)):
+        out = _refused(nc, tmp_path / "s.zarr", "--crs", "EPSG:32631", *extra)
+        assert "zero.nc: variable v has no data" in out and f"'{empty}': 0" in out, out

@@ -559,3 +559,61 @@ def test_get_only_search_link(tmp_path: Path, scripted_api: ScriptedAPI) -> None
     assert plan.source["method"] == "GET"
     assert api.count("POST", "/search") == 0 and api.count("GET", "/search") == 1
     assert plan.totals.items_kept == 1
+
+
+def test_a_retry_after_beyond_the_cap_ends_at_once(
+    tmp_path: Path, scripted_api: ScriptedAPI
+) -> None:
+    """Decision 0046: a 429 asking for 3600 s waited the cap five times, silently (151 s on
+    main with the default recipe settings), then failed anyway; it now fails at once."""
+    api = scripted_api
+    api.script[("GET", "/")] = [(200, {}, landing_page(api.url))]
+    api.script[("POST", "/search")] = [(429, {"Retry-After": "3600"}, {"error": "slow down"})]
+    extra = "\n  max_retries: 5\n  backoff_max: 30"
+    started = time.monotonic()
+    with pytest.raises(StacError) as info:
+        plan_recipe(api_recipe(tmp_path, api, extra))
+    assert time.monotonic() - started < 5
+    message = str(info.value)
+    assert f"searching {api.url}/search failed after 1 attempt" in message
+    assert "asking to wait 3600 s (Retry-After), more than the cap of 30 s" in message
+    assert api.count("POST", "/search") == 1
+
+
+def test_a_retry_after_within_the_cap_is_waited_and_said(
+    tmp_path: Path, scripted_api: ScriptedAPI, caplog: pytest.LogCaptureFixture
+) -> None:
+    api = scripted_api
+    api.script[("GET", "/")] = [(200, {}, landing_page(api.url))]
+    api.script[("POST", "/search")] = [
+        (429, {"Retry-After": "1"}, {"error": "slow down"}),
+        (200, {}, feature_collection(one_item())),
+    ]
+    extra = "\n  max_retries: 2\n  backoff_max: 5"
+    started = time.monotonic()
+    with caplog.at_level("WARNING", logger="cz.stac.guard"):
+        plan = plan_recipe(api_recipe(tmp_path, api, extra))
+    assert time.monotonic() - started >= 1.0  # the server's wait is honoured
+    assert plan.totals.items_kept == 1
+    said = [r.getMessage() for r in caplog.records if r.name == "cz.stac.guard"]
+    assert said == [
+        f"{api.url}/search: HTTP 429; waiting 1 s (as its Retry-After asks) before attempt 2"
+    ]
+
+
+def test_a_hanging_search_ends_after_two_timeouts(
+    tmp_path: Path, scripted_api: ScriptedAPI
+) -> None:
+    """Decision 0046: a server that never answers is asked twice, each bounded by
+    ``catalog.timeout`` (main asked max_retries + 1 times: ~390 s with the defaults)."""
+    api = scripted_api
+    api.script[("GET", "/")] = [(200, {}, landing_page(api.url))]
+    recipe = api_recipe(tmp_path, api, "\n  max_retries: 5\n  backoff_factor: 0.01\n  timeout: 2")
+    api.delay = 30.0  # every answer (the landing page too) comes after the timeout
+    started = time.monotonic()
+    with pytest.raises(StacError) as info:
+        plan_recipe(recipe)
+    elapsed = time.monotonic() - started
+    assert 4.0 <= elapsed < 8.0, elapsed  # two attempts of 2 s, not six
+    assert "failed after 2 attempts" in str(info.value) and "timed out" in str(info.value)
+    assert api.count("GET", "/") == 2
