@@ -4,7 +4,7 @@
 // URL and the array name (the page registers proj4), zarr-layer with the URL, the array name and
 // the store's own proj:code as its proj4 option. One band shown, greyscale stretch.
 //
-//   cd js && node ../bench/js/peers.mjs [--reps 5] [--rtt 80] [--steps 48] [--no-write]
+//   cd js && node ../bench/js/peers.mjs [--reps 5] [--rtt 80] [--steps 48] [--no-write] [--first-only] [--trace]
 //
 // The store: bench/js/make_store.py --encoding none (24 x 2 x 1024 x 1024 uint16, cs 512, none,
 // zstd, unsharded: every library reads it), served by nginx on 127.0.0.1. First frames go through
@@ -51,7 +51,9 @@ const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name
 const reps = opt("--reps", 5);
 const RTT = opt("--rtt", 80);
 const STEPS = opt("--steps", 48);
-const write = !args.includes("--no-write");
+const trace = args.includes("--trace"); // print each first frame's requests and the viewer's marks
+const firstOnly = args.includes("--first-only"); // first frames alone, printed, nothing written
+const write = !args.includes("--no-write") && !firstOnly;
 const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
 const BASE = [
   "--headless",
@@ -148,10 +150,13 @@ try {
       const sorted = [...res].sort((a, b) => a.startTime - b.startTime);
       for (const r of sorted)
         depth.set(r, 1 + Math.max(0, ...sorted.filter((q) => q.responseEnd <= r.startTime).map((q) => depth.get(q) ?? 0)));
-      return { ms: at, chain: Math.max(...depth.values()), storeGets: res.filter((r) => /store\.zarr\//.test(r.name)).length };
+      const reqs = sorted.map((r) => `${r.name.split("/").slice(-3).join("/")} ${r.startTime.toFixed(0)}-${r.responseEnd.toFixed(0)} d${depth.get(r)}`);
+      const marks = Object.fromEntries(Object.entries({ ...(window.CHRONOZARR_VIEWER?.early?.marks ?? {}), ...(window.viewer?.marks ?? {}) }).filter(([, v]) => typeof v === "number").map(([k, v]) => [k, Math.round(v)]));
+      return { ms: at, chain: Math.max(...depth.values()), storeGets: res.filter((r) => /store\.zarr\//.test(r.name)).length, reqs, marks };
     }, lib);
     await ctx.close();
     if (out.error) throw new Error(`${lib}: ${out.error}`);
+    if (trace) console.error(lib, Math.round(out.ms), JSON.stringify(out.marks), "\n  " + out.reqs.join("\n  "));
     return out;
   };
 
@@ -201,7 +206,7 @@ try {
     const first = Object.fromEntries(LIBS.map((l) => [l, []]));
     for (let i = 0; i < reps; i++) for (const lib of LIBS) first[lib].push(await firstFrame(browser, lib)); // interleaved
     const scrubs = {};
-    for (const lib of LIBS) scrubs[lib] = await scrub(browser, lib);
+    for (const lib of LIBS) scrubs[lib] = firstOnly ? { rate: 0, cpu: {}, cpuAll: 0, gets: 0, bytes: 0 } : await scrub(browser, lib);
     await browser.close();
     results[flagName] = Object.fromEntries(
       LIBS.map((lib) => [
