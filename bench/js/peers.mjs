@@ -5,6 +5,7 @@
 // the store's own proj:code as its proj4 option. One band shown, greyscale stretch.
 //
 //   cd js && node ../bench/js/peers.mjs [--reps 5] [--rtt 80] [--steps 48] [--no-write] [--first-only] [--trace]
+//       [--libs viewer,openlayers] [--flags angle] [--viewer-query rendering=interleaved]
 //
 // The store: bench/js/make_store.py --encoding none (24 x 2 x 1024 x 1024 uint16, cs 512, none,
 // zstd, unsharded: every library reads it), served by nginx on 127.0.0.1. First frames go through
@@ -117,7 +118,7 @@ try {
   const zoom = Math.log2((156543.03392 * Math.cos((lat * Math.PI) / 180)) / mPerPx);
   const nt = root.chronozarr.times.length;
   const urls = {
-    viewer: "viewer/index.html?style=style.json&store=../store.zarr/&mode=band&band=B04",
+    viewer: `viewer/index.html?style=style.json&store=../store.zarr/&mode=band&band=B04${args.includes("--viewer-query") ? `&${args[args.indexOf("--viewer-query") + 1]}` : ""}`,
     openlayers: "peer-openlayers.html?store=store.zarr/",
     "zarr-layer": `peer-zarr-layer.html?store=store.zarr/&proj4=${code}&center=${lon},${lat}&zoom=${zoom}&nt=${nt}`,
   };
