@@ -154,7 +154,7 @@ try {
       const sorted = [...res].sort((a, b) => a.startTime - b.startTime);
       for (const r of sorted)
         depth.set(r, 1 + Math.max(0, ...sorted.filter((q) => q.responseEnd <= r.startTime).map((q) => depth.get(q) ?? 0)));
-      const reqs = sorted.map((r) => `${r.name.split("/").slice(-3).join("/")} ${r.startTime.toFixed(0)}-${r.responseEnd.toFixed(0)} d${depth.get(r)}`);
+      const reqs = sorted.map((r) => `${r.name.split("/").slice(-3).join("/")} ${r.startTime.toFixed(0)}-${r.responseEnd.toFixed(0)} d${depth.get(r)}${r.connectEnd > r.connectStart ? " new-conn" : ""} ${r.transferSize ?? ""}`);
       const marks = Object.fromEntries(Object.entries({ ...(window.CHRONOZARR_VIEWER?.early?.marks ?? {}), ...(window.viewer?.marks ?? {}) }).filter(([, v]) => typeof v === "number").map(([k, v]) => [k, Math.round(v)]));
       return { ms: at, chain: Math.max(...depth.values()), storeGets: res.filter((r) => /store\.zarr\//.test(r.name)).length, reqs, marks };
     }, lib);
