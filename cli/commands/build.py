@@ -12,7 +12,8 @@ on a dask.distributed cluster; ``--workers N`` sets the local threads. A URL ``-
 (``s3://...``) is built locally, then published with ``cz publish``'s machinery.
 
 Exit codes: 0 done, 1 runtime error (catalog unreachable, an unreadable asset, an unwritable
-target), 2 usage error (a broken recipe: every problem is listed with file, line and field).
+target), 2 usage error (a broken recipe: every problem is listed with file, line and field), 75
+another run holds the target (nothing written; run again later: decision 0051).
 """
 
 from __future__ import annotations
@@ -28,7 +29,17 @@ from chronozarr.errors import ChronozarrError
 from cz.build import BuildOptions, BuildResult, build
 from cz.errors import CzError, RecipeError
 from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
-from cz.output import EXIT_RUNTIME, EXIT_USAGE, err, fail, human_bytes, out, print_json
+from cz.output import (
+    EXIT_BUSY,
+    EXIT_RUNTIME,
+    EXIT_USAGE,
+    err,
+    fail,
+    human_bytes,
+    is_busy,
+    out,
+    print_json,
+)
 from cz.periods import period_adjective
 from cz.plan import DroppedItem, Plan, PlannedItem, plan_recipe
 from cz.progress import build_progress
@@ -345,6 +356,8 @@ def run_build_errors(exc: BaseException) -> None:
     """Turn a build/append error into a message on stderr and an exit code."""
     if isinstance(exc, RecipeError):
         _recipe_failure(exc)
+    if is_busy(exc):  # another writer holds or committed the target (decision 0051)
+        fail(str(exc), EXIT_BUSY)
     if isinstance(exc, CzError):
         fail(str(exc), EXIT_RUNTIME)
     if isinstance(exc, ChronozarrError):  # the format library's typed errors (decision 0013)

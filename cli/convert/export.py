@@ -14,7 +14,9 @@ time of day), so ``cz convert OUT_DIR`` reads the folder back with the default d
 
 from __future__ import annotations
 
+import os
 import re
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -147,9 +149,14 @@ def export(
     written: list[str] = []
     for i, name in zip(indices, names, strict=True):
         final = out / name
-        part = out / f".{name}.part"
-        _write_cog(reader, store, i, level, physical, profile, part)
-        part.replace(final)
+        # a name of this process's own: concurrent exports into one folder never share a part
+        # file (each renames a complete file into place; the last rename wins, same content)
+        part = out / f".{name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.part"
+        try:  # a failed or interrupted export leaves no part file behind
+            _write_cog(reader, store, i, level, physical, profile, part)
+            part.replace(final)
+        finally:
+            part.unlink(missing_ok=True)
         written.append(str(final))
         progress.advance("export")
     progress.finish("export")

@@ -492,6 +492,8 @@ def _store_nodata(value: float | None, dtype: str) -> float | int | None:
     """The nodata in the store's dtype, refused when the dtype cannot hold it exactly."""
     if value is None:
         return None
+    if not math.isfinite(value):  # before int(): --nodata nan/inf (typer reads them as floats)
+        raise ConvertError("--nodata", f"{value} is not a valid nodata (spec 2.3)")
     dt = np.dtype(dtype)
     if dt.kind in "ui":
         info = np.iinfo(dt)
