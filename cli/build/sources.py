@@ -13,7 +13,7 @@ them).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,7 @@ class _LazySpill:
 
     def _result(self, t: int) -> BlockResult:
         if t not in self.results:
-            self.results[t] = compute_block(
+            self.results[t] = self.source.composite(
                 self.source.task(t, self.row, self.col), self.source.ctx
             )
         return self.results[t]
@@ -138,6 +138,8 @@ class CompositeSource:
     gap: str = "carry-forward"
     has_mask: bool = True
     has_coverage: bool = True
+    # the composite of one (month, block): bench/scale_harness.py swaps in one that reads nothing
+    composite: Callable[[BlockTask, CompositeContext], BlockResult] = compute_block
     _shape4: tuple[int, int, int, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -154,6 +156,10 @@ class CompositeSource:
     def index_of(self, t: int, item_id: str) -> int:
         """The index of item ``item_id`` among month ``t``'s references."""
         return next(i for i, ref in enumerate(self.refs[t]) if ref.id == item_id)
+
+    def members_of(self, t: int, row: int, col: int) -> tuple[int, ...]:
+        """The indices (among month ``t``'s items) of the items touching block (row, col)."""
+        return self.members.get((t, row, col), ())
 
     def task(self, t: int, row: int, col: int) -> BlockTask:
         """The composite task of (month, block), its items signed now (read time)."""
