@@ -258,7 +258,6 @@ def run_one(cells: int, months: int, chunk: int, tile: int, per_month: int, sche
             work: Path, pixels: str = "none") -> dict[str, Any]:  # fmt: skip
     """One harness build in this process (see the module docstring): its figures."""
     import cz.build.cluster as cluster
-    import cz.build.sources as sources
     from cz.build import BuildOptions, Progress, build
     from cz.plan import plan_recipe
     from cz.recipe import load_recipe
@@ -277,12 +276,12 @@ def run_one(cells: int, months: int, chunk: int, tile: int, per_month: int, sche
         dropped.append(NullTarget(where))
         return dropped[-1]
 
-    made = sources.make_source
+    made = cluster.region_source
 
-    def make_source(*args: Any) -> Any:
-        import dataclasses
-
-        return dataclasses.replace(made(*args), composite=tiny_block)
+    def region_source(*args: Any) -> Any:
+        source = made(*args)
+        source.composite = tiny_block
+        return source
 
     if pixels == "none":  # the stages' functions, pickled by reference to this module
         import chronozarr.write._encode_plan as encode_plan
@@ -290,7 +289,7 @@ def run_one(cells: int, months: int, chunk: int, tile: int, per_month: int, sche
         setattr(encode_plan, "level0_task", level0_stub)  # noqa: B010
         setattr(encode_plan, "upper_task", upper_stub)  # noqa: B010
     setattr(cluster, "_target", target)  # noqa: B010
-    setattr(cluster, "make_source", make_source)  # noqa: B010
+    setattr(cluster, "region_source", region_source)  # noqa: B010
     from distributed import Client
 
     with Client(scheduler, set_as_default=False) as probe:
@@ -333,12 +332,13 @@ def sweep(sizes: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
             cl = Cluster(args.workers, Path(tmp))
             try:
                 cmd = [
-                    sys.executable, __file__, "run", "--cells", str(cells), "--months",
+                    sys.executable, os.environ.get("CZ_HARNESS_RUN", __file__), "run", "--cells", str(cells), "--months",
                     str(args.months), "--chunk", str(args.chunk), "--tile", str(args.tile),
                     "--per-month", str(args.per_month), "--scheduler", cl.address,
                     "--work", tmp, "--pixels", args.pixels,
                 ]  # fmt: skip
                 done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                sys.stderr.write(done.stderr[-3000:])
                 row = json.loads(done.stdout.strip().splitlines()[-1])
                 row["worker_peak_mb"] = [round(kb / 1024, 1) for kb in cl.worker_rss_kb()]
                 row["scheduler_peak_mb"] = round(_rss_kb(pid=str(cl.scheduler.pid)) / 1024, 1)

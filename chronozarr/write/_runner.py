@@ -3,19 +3,23 @@
 A plan's stages (:mod:`chronozarr.write._plan`) run here. Locally the stages run one after the
 other on ``workers`` threads. On a cluster (decision 0026):
 
-- **One graph, dask's own dependencies and priorities.** Each task is submitted with the futures
-  of the tasks it reads as its dependencies and at the dask priority of its stage, in
+- **Dependencies through the client, dask's priorities.** Tasks are taken in
   :func:`~chronozarr.write._plan.submission_order` (a pipelined plan: a coarser task right after
-  the last cell it reads), so the scheduler starts it the moment those are written, not when the
-  whole level is done. A plan that is not pipelined runs stage after stage.
+  the last cell it reads); a coarser task is submitted the moment the results of the tasks it
+  reads are here (their chunks are written), at the dask priority of its stage, so upper levels
+  drain as level 0 goes on. It is not given their futures as dask dependencies: dask keeps a
+  finished task's record while a dependent of it lives, so the pyramid's chain up to the last
+  level kept every task of the region on the scheduler until the end (decision 0058). A plan
+  that is not pipelined runs stage after stage.
 - **The contexts on every worker first.** The stages' contexts are one task's result, replicated
   to every worker before any task is submitted: a task depending on data held by one worker is
   otherwise placed on that worker (dask's ``decide_worker``), which ran a small phase on one
   worker while the others idled. dask recomputes it if every holder is lost, which scattered data
   would not survive.
 - **A bounded window.** At most ``window`` tasks of the stage being fed (stage 0 of a pipelined
-  plan) are in flight, refilled as results come back; the futures held do not grow with the
-  region (a future is dropped once its result is here and its dependents hold it).
+  plan) are in flight, refilled as results come back; a future is dropped once its result is
+  here. A stage's tasks may have group contexts instead of the shared one (``Stage.group``),
+  each a task submitted with the group's first task and dropped by the client with its last.
 - **Bounded waits.** Each task has dask's ``retries``; a worker lost mid-task has its task
   rescheduled by dask. Results are awaited with ``distributed.wait(FIRST_COMPLETED)`` and a
   short timeout, so that after ``worker_timeout`` seconds without any worker a
@@ -74,10 +78,14 @@ def _context(ctx: Any) -> Any:
     return ctx
 
 
-def _staged(fn: Callable[[Any, Any], Any], shared: Any, k: int, task: Any, *_needs: Any) -> Any:
-    """Stage ``k``'s task on a worker: its context from the shared tuple; ``_needs`` are the
-    results of the tasks it waited for (dependencies only: their chunks are at the target)."""
+def _staged(fn: Callable[[Any, Any], Any], shared: Any, k: int, task: Any) -> Any:
+    """Stage ``k``'s task on a worker: its context from the shared tuple."""
     return fn(shared[k], task)
+
+
+def _grouped(fn: Callable[[Any, Any], Any], ctx: Any, task: Any) -> Any:
+    """A task of a stage with group contexts on a worker (``ctx``: its group's)."""
+    return fn(ctx, task)
 
 
 def _result(fut: Any, name: str) -> Any:
@@ -168,7 +176,7 @@ class Runner:
 
     def _run_local(self, stage: Stage) -> list[Any]:
         def one(i: int) -> Any:
-            result = stage.fn(stage.ctx, stage.tasks[i])
+            result = stage.fn(stage.context(i), stage.tasks[i])
             if stage.on_result is not None:
                 stage.on_result(i, result)
             return result
@@ -199,20 +207,24 @@ class _ClusterRun:
         self.window = runner.window or 2 * runner.threads()
         self.sequence: Iterator[tuple[int, int]] = iter(submission_order(stages, pipelined))
         self.waiting: tuple[int, int] | None = None  # the next task, held back by the window
-        self.futures: list[dict[int, Any]] = [{} for _ in stages]
         self.ran: list[dict[int, Any]] = [{} for _ in stages]
         self.left = [len(stage.todo()) for stage in stages]
         self.finished = [False] * len(stages)
         self.pending: dict[Any, tuple[int, int]] = {}
         self.in_flight = 0  # windowed tasks submitted and not back
-        # (k, j) -> dependents not submitted yet: its future is kept until they hold it
-        self.holders: dict[tuple[int, int], int] = {}
-        if pipelined:
-            for k in range(1, len(stages)):
-                for i in stages[k].todo():
-                    for j in stages[k].wanted(i, stages[k - 1]):
-                        self.holders[(k - 1, j)] = self.holders.get((k - 1, j), 0) + 1
+        # a pipelined task whose needs are not all here: (k, i) -> needs still out, and
+        # (k - 1, j) -> the tasks of stage k parked on it (only tasks in flight: bounded)
+        self.parked: dict[tuple[int, int], int] = {}
+        self.parked_on: dict[tuple[int, int], list[int]] = {}
         self.shared: Any = None
+        # group contexts (decision 0058): (stage, group) -> its future, and tasks still to submit
+        self.groups: dict[tuple[int, Any], Any] = {}
+        self.group_left: dict[tuple[int, Any], int] = {}
+        for k, stage in enumerate(stages):
+            if stage.group is not None:
+                for i in stage.todo():
+                    key = (k, stage.group(i))
+                    self.group_left[key] = self.group_left.get(key, 0) + 1
 
     def run(self) -> list[list[Any]]:
         name = self.stages[0].name
@@ -242,6 +254,8 @@ class _ClusterRun:
             # (the flaky ResourceWarning of the tests/remote CI rehearsals, 2026-12-01).
             # Once nobody wants it and no task needs it, the scheduler forgets the context.
             self.shared.release()
+            for fut in self.groups.values():
+                fut.release()
         return [_merged(stage, ran) for stage, ran in zip(self.stages, self.ran, strict=True)]
 
     def _share(self, ctxs: tuple[Any, ...], key: str) -> Any:
@@ -265,7 +279,8 @@ class _ClusterRun:
         return k == 0 or not self.pipelined
 
     def _feed(self) -> None:
-        """Submit tasks in order until the window is full or a stage must finish first."""
+        """Submit tasks in order until the window is full or a stage must finish first; a
+        pipelined task whose needs are not all here is parked until they are."""
         while True:
             item = self.waiting if self.waiting is not None else next(self.sequence, None)
             if item is None:
@@ -277,28 +292,52 @@ class _ClusterRun:
                 self.waiting = item
                 return
             self.waiting = None
+            if self.pipelined and k > 0 and self._park(k, i):
+                continue
             self._submit(k, i)
+
+    def _park(self, k: int, i: int) -> bool:
+        """Park task (k, i) on its needs still out; False when they are all here."""
+        out = [j for j in self.stages[k].wanted(i, self.stages[k - 1]) if j not in self.ran[k - 1]]
+        if out:
+            self.parked[(k, i)] = len(out)
+            for j in out:
+                self.parked_on.setdefault((k - 1, j), []).append(i)
+        return bool(out)
+
+    def _group(self, k: int, i: int) -> Any:
+        """The future of task i's group context, submitted with the group's first task (a
+        task, not scattered data: dask recomputes it if every holder is lost); the client's
+        hold is dropped with its last task (the tasks hold it on the cluster)."""
+        stage = self.stages[k]
+        assert stage.group is not None and stage.group_context is not None
+        key = (k, stage.group(i))
+        fut = self.groups.get(key)
+        if fut is None:
+            fut = self.groups[key] = self.client.submit(
+                _context, stage.group_context(key[1]), pure=False, priority=k,
+                key=f"{stage.name}-group-{self.token}-{i}",
+            )  # fmt: skip
+        self.group_left[key] -= 1
+        if not self.group_left[key]:
+            self.groups.pop(key)
+        return fut
 
     def _submit(self, k: int, i: int) -> None:
         stage = self.stages[k]
-        wanted = stage.wanted(i, self.stages[k - 1]) if k and self.pipelined else []
-        needs = [self.futures[k - 1][j] for j in wanted]
+        fn: Callable[..., Any]
+        head: tuple[Any, ...]
+        if stage.group is not None:
+            fn, head = _grouped, (stage.fn, self._group(k, i))
+        else:
+            fn, head = _staged, (stage.fn, self.shared, k)
         fut = self.client.submit(
-            _staged, stage.fn, self.shared, k, stage.tasks[i], *needs,
+            fn, *head, stage.tasks[i],
             retries=self.runner.retries, pure=False, priority=k,
             key=f"{stage.name}-{self.token}-{i}",
         )  # fmt: skip
-        self.futures[k][i] = fut
         self.pending[fut] = (k, i)
         self.in_flight += self._windowed(k)
-        for j in wanted:
-            self.holders[(k - 1, j)] -= 1
-            self._release(k - 1, j)
-
-    def _release(self, k: int, j: int) -> None:
-        """Drop our hold on (k, j) once its result is here and its dependents hold it."""
-        if j in self.ran[k] and not self.holders.get((k, j), 0):
-            self.futures[k].pop(j, None)
 
     def _wait(self) -> set[Any]:
         from distributed import wait  # lazy: only a cluster run needs distributed (an extra)
@@ -317,10 +356,14 @@ class _ClusterRun:
         self.in_flight -= self._windowed(k)
         stage = self.stages[k]
         self.ran[k][i] = result = _result(fut, stage.name)
-        self._release(k, i)
         self.left[k] -= 1
         if stage.on_result is not None:
             stage.on_result(i, result)
+        for p in self.parked_on.pop((k, i), ()):  # a parked task of stage k + 1 may be ready
+            self.parked[(k + 1, p)] -= 1
+            if not self.parked[(k + 1, p)]:
+                del self.parked[(k + 1, p)]
+                self._submit(k + 1, p)
 
     def _finish_stages(self) -> None:
         """``on_done`` of each stage whose results are all here, in stage order."""
