@@ -60,7 +60,8 @@ class RunOptions:
     by the CPU count), or a dask.distributed ``scheduler`` with dask's ``retries`` per task and
     ``worker_timeout`` seconds without any worker before a :class:`ClusterError`;
     ``resume_key`` names the resumable work prefix (decision 0017, checked here);
-    ``on_task`` is called with each level-0 result (progress)."""
+    ``on_task`` is called with each level-0 result (progress); ``on_source`` with each level-0
+    task's index and cell source summary, which are then not kept (decision 0058)."""
 
     workers: int | None = None
     scheduler: Any = None
@@ -68,6 +69,7 @@ class RunOptions:
     worker_timeout: float = DEFAULT_WORKER_TIMEOUT
     resume_key: str | None = None
     on_task: Callable[[Any], None] | None = None
+    on_source: Callable[[int, Any], None] | None = None
 
     def __post_init__(self) -> None:
         check_resume_key(self.resume_key)

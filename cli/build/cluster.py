@@ -109,6 +109,7 @@ def build_on_cluster(
                 **run.arguments(),
             ),
             words,
+            target,
         )
     finally:
         executor.close()
