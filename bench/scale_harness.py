@@ -106,7 +106,7 @@ def write_catalog(
 ) -> Path:
     """A recipe over ``cells`` level-0 cells (a square of whole cells) and its synthetic
     catalog: tiles of ``tile`` x ``tile`` cells, ``per_month`` acquisitions of each a month
-    (items never opened). Returns the recipe's path."""
+    (their asset files are placeholders, never opened). Returns the recipe's path."""
     from cz.demo_catalog import s2_item
 
     side = math.isqrt(cells)
@@ -144,6 +144,11 @@ def write_catalog(
                         )
                     )
     folder.mkdir(parents=True, exist_ok=True)
+    for ty in range(tiles):  # never read, but a cluster's pre-flight opens a few (decision 0047)
+        for tx in range(tiles):
+            (folder / "scenes" / f"{ty}-{tx}").mkdir(parents=True, exist_ok=True)
+            for name in ("B04.tif", "B08.tif", "SCL.tif"):
+                (folder / "scenes" / f"{ty}-{tx}" / name).write_bytes(b"never read")
     (folder / "items.json").write_text(
         json.dumps({"type": "FeatureCollection", "features": features})
     )
@@ -332,13 +337,14 @@ def sweep(sizes: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
             cl = Cluster(args.workers, Path(tmp))
             try:
                 cmd = [
-                    sys.executable, os.environ.get("CZ_HARNESS_RUN", __file__), "run", "--cells", str(cells), "--months",
+                    sys.executable, __file__, "run", "--cells", str(cells), "--months",
                     str(args.months), "--chunk", str(args.chunk), "--tile", str(args.tile),
                     "--per-month", str(args.per_month), "--scheduler", cl.address,
                     "--work", tmp, "--pixels", args.pixels,
                 ]  # fmt: skip
-                done = subprocess.run(cmd, check=True, capture_output=True, text=True)
-                sys.stderr.write(done.stderr[-3000:])
+                done = subprocess.run(cmd, capture_output=True, text=True)
+                if done.returncode:
+                    raise SystemExit(f"the harness run failed:\n{done.stderr[-5000:]}")
                 row = json.loads(done.stdout.strip().splitlines()[-1])
                 row["worker_peak_mb"] = [round(kb / 1024, 1) for kb in cl.worker_rss_kb()]
                 row["scheduler_peak_mb"] = round(_rss_kb(pid=str(cl.scheduler.pid)) / 1024, 1)
