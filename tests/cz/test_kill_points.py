@@ -46,8 +46,11 @@ REPORT = os.environ.get("CZ_KILL_REPORT")
 
 
 def cz(args: list[str], cwd: Path, fault_at: int | None = None, trace: Path | None = None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CZ_FAULT")}
-    env["CZ_SWEEP_TMP_AGE"] = "0"  # the re-run sweeps the .tmp files a kill just left
+    # no CZ_SWEEP_TMP_AGE: the re-run sweeps the .tmp files a kill just left, whatever their age,
+    # because it holds the target's lock (decision 0051)
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("CZ_FAULT", "CZ_SWEEP_TMP_AGE"))
+    }
     if fault_at is not None:
         env["CZ_FAULT_AT"] = str(fault_at)
     if trace is not None:
