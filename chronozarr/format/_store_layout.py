@@ -22,7 +22,7 @@ from chronozarr.format._compressors import Codec, ZstdCodec
 from chronozarr.format._geozarr import MULTISCALES_FORMS
 from chronozarr.format._history import HISTORY_BLOCK, HISTORY_TIME
 
-__all__ = ["ENCODINGS", "StoreLayout"]
+__all__ = ["ENCODINGS", "MAX_SHARD_TIME", "StoreLayout"]
 
 ENCODINGS = ("auto", "none", "star-delta")  # spec 4.1, 4.3
 
@@ -52,9 +52,20 @@ def _anchor_interval(value: Any) -> int:
     return int(value)
 
 
+#: Timesteps per shard at most: a shard's index is 16 bytes per timestep whatever the store
+#: holds (spec 7.2; 1 MiB here), and the writer assembles a shard's chunk list in memory.
+MAX_SHARD_TIME = 65_536
+
+
 def _shard_time(value: Any) -> int | None:
     if value is not None and (not _is_int(value) or value < 1):
         raise EncodeError("shard_time", f"must be an integer >= 1 (spec 7.1), got {value!r}")
+    if value is not None and value > MAX_SHARD_TIME:
+        raise EncodeError(
+            "shard_time",
+            f"at most {MAX_SHARD_TIME:,} timesteps per shard (a shard's index holds 16 bytes per "
+            f"timestep, spec 7.2), got {value:,}",
+        )
     return None if value is None else int(value)
 
 

@@ -102,6 +102,7 @@ def build_on_cluster(
                 **run.arguments(),
             ),
             words,
+            target,
         )
     finally:
         executor.close()

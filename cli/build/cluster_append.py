@@ -149,4 +149,5 @@ def _append(run: ClusterWrite, reader: Any, target: Any, source: AppendSource) -
             **run.arguments(),
         ),
         words,
+        target,
     )

@@ -16,8 +16,9 @@ from typing import Any, TypeVar
 
 import chronozarr
 from cz.build.errors import BuildError
-from cz.build.executor import CompositeStats, Executor
+from cz.build.executor import CompositeStats, Executor, quiet_distributed
 from cz.build.options import BuildOptions, BuildResult, Progress
+from cz.build.preflight import check_workers, needs_of, on_workers
 from cz.build.store_args import month_document, store_bands
 from cz.errors import CzError
 from cz.load import SkippedAsset
@@ -25,6 +26,7 @@ from cz.plan import Plan
 from cz.recipe import Recipe
 
 __all__ = ["ClusterWrite", "Wording", "stats_of", "tally"]
+
 
 T = TypeVar("T")
 
@@ -122,8 +124,14 @@ class ClusterWrite:
             on_task=on_task,
         )
 
-    def run(self, write: Callable[[], T], words: Wording) -> T:
-        """``write()`` with the cells' progress; the library's errors as the toolkit's."""
+    def run(self, write: Callable[[], T], words: Wording, target: Any = None) -> T:
+        """``write()`` with the cells' progress; the library's errors as the toolkit's. With a
+        ``target``, every worker is checked first (:mod:`cz.build.preflight`): a bad one is
+        named and left out, and none good stops the run before any task."""
+        good = None
+        if target is not None and self.executor.client is not None:
+            needs = needs_of(target, self.plan)
+            good = check_workers(self.executor.client, needs, self.progress)
         grid = self.plan.grid
         self.progress.start(
             "cells",
@@ -133,16 +141,19 @@ class ClusterWrite:
         self._started = time.perf_counter()
         resume = "re-run the same command to resume"
         try:
-            done = write()
+            with on_workers(good), quiet_distributed():  # the good workers only; no log spew
+                done = write()
         except words.refused as exc:  # refused before any write
             raise words.refuse(exc) from exc
         except chronozarr.ConcurrentWriteError:  # another writer: exit 75 (decision 0051)
             raise
         except chronozarr.ChronozarrError as exc:  # the write failed: what stays, and what to do
+            self._scheduler_lost(words, exc)
             raise BuildError(f"{words.failed}: {exc} ({words.kept}; {resume})") from exc
         except CzError:  # the toolkit's own errors (an unreadable asset) as they are
             raise
         except Exception as exc:  # a worker without cz, a dask failure: a build error
+            self._scheduler_lost(words, exc)
             raise BuildError(
                 f"a cluster task failed: {type(exc).__name__}: {exc} ({words.kept}; {resume})"
             ) from exc
@@ -151,6 +162,21 @@ class ClusterWrite:
             raise
         self.progress.finish("cells")
         return done
+
+    def _scheduler_lost(self, words: Wording, exc: BaseException) -> None:
+        """One line when the scheduler went away mid-run (dask's own words name the futures it
+        cancelled, ~10 lines): what happened, that the workers went too, how to resume."""
+        client = self.executor.client
+        if client is None:
+            return
+        text = f"{type(exc).__name__}: {exc}"
+        if client.status == "running" and "scheduler-connection-lost" not in text:
+            return
+        raise BuildError(
+            f"lost the dask scheduler at {self.options.scheduler} mid-run; the workers connected "
+            f"to it stop with it. {words.kept[:1].upper()}{words.kept[1:]}: restart the scheduler "
+            f"and its workers, then re-run the same command to resume"
+        ) from exc
 
     def result(self, store: str, target: Any, encoding: str, started: float) -> BuildResult:
         """The run's result: statistics and fractions from the cells' summaries, the target's

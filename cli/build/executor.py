@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,8 +88,32 @@ class Executor:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
         if self.client is not None:
-            with contextlib.suppress(Exception):
+            # closing a client whose scheduler is gone logs its reconnect failure with two
+            # tracebacks: the run has said what happened in one line already
+            with contextlib.suppress(Exception), quiet_distributed():
                 self.client.close()
+
+
+@contextmanager
+def quiet_distributed() -> Iterator[None]:
+    """distributed's own ERROR logs (a lost scheduler: "Failed to reconnect ...") stay off the
+    user's stderr while a run is on: the run ends with its own one line. ``-vv`` or
+    ``CZ_DEBUG=1`` keep them (with their tracebacks)."""
+    if os.environ.get("CZ_DEBUG") or logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
+        yield
+        return
+    # distributed's loggers carry levels of their own (distributed.client...): each is set
+    names = ["distributed"] + [
+        n for n in logging.root.manager.loggerDict if n.startswith("distributed.")
+    ]
+    before = {n: logging.getLogger(n).level for n in names}
+    for name in names:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for name, level in before.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def result_of(future: Any) -> BlockResult:

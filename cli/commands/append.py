@@ -46,6 +46,8 @@ AppendSchedulerOpt = Annotated[
 ]
 
 
+# Long by its signature: typer reads the command's options from it, each with its help text
+# (the --help a user sees). The body is short: parse, call the package, report.
 def append_cmd(
     recipe: Annotated[str, typer.Argument(help="The recipe YAML file.", show_default=False)],
     month: Annotated[

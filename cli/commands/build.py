@@ -164,30 +164,38 @@ def _print_plan_header(plan: Plan) -> None:
             highlight=False,
         )
     if plan.mask is not None:
-        keep = ", ".join(str(k) for k in plan.mask["keep"] or ()) or "(any)"
-        extra = ""
-        for rule in plan.mask.get("bits") or ():
-            where = f"bit {rule['offset']}" + (
-                f"-{rule['offset'] + rule['length'] - 1}" if rule["length"] > 1 else ""
-            )
-            values = ",".join(str(v) for v in rule["values"])
-            extra += f"; rejects {escape(str(rule['name']))} ({where}) in {values}"
-        if plan.mask.get("open") or plan.mask.get("dilate"):
-            cleaned = ", ".join(str(c) for c in plan.mask.get("clean", [])) or "none"
-            extra += f"; cloud cleaned (classes {escape(cleaned)})"
-        if plan.mask.get("open"):
-            extra += f"; opening {plan.mask['open']} px"
-        if plan.mask.get("dilate"):
-            extra += f"; dilation {plan.mask['dilate']} px"
-        if plan.mask.get("cloud_probability_max") is not None:
-            assets = escape("|".join(plan.mask["cloud_probability_asset"]))
-            extra += (
-                f"; cloud probability ({assets}) at most {plan.mask['cloud_probability_max']:g} %"
-            )
-        out.print(
-            f"  mask      {escape('|'.join(plan.mask['asset']))}, classes kept {keep}{extra}",
-            highlight=False,
+        _print_mask(plan.mask)
+    _print_composite(plan)
+
+
+def _print_mask(mask: dict[str, Any]) -> None:
+    """The mask line: the classes kept, bit-flag rules, cloud cleaning, cloud probability."""
+    keep = ", ".join(str(k) for k in mask["keep"] or ()) or "(any)"
+    extra = ""
+    for rule in mask.get("bits") or ():
+        where = f"bit {rule['offset']}" + (
+            f"-{rule['offset'] + rule['length'] - 1}" if rule["length"] > 1 else ""
         )
+        values = ",".join(str(v) for v in rule["values"])
+        extra += f"; rejects {escape(str(rule['name']))} ({where}) in {values}"
+    if mask.get("open") or mask.get("dilate"):
+        cleaned = ", ".join(str(c) for c in mask.get("clean", [])) or "none"
+        extra += f"; cloud cleaned (classes {escape(cleaned)})"
+    if mask.get("open"):
+        extra += f"; opening {mask['open']} px"
+    if mask.get("dilate"):
+        extra += f"; dilation {mask['dilate']} px"
+    if mask.get("cloud_probability_max") is not None:
+        assets = escape("|".join(mask["cloud_probability_asset"]))
+        extra += f"; cloud probability ({assets}) at most {mask['cloud_probability_max']:g} %"
+    out.print(
+        f"  mask      {escape('|'.join(mask['asset']))}, classes kept {keep}{extra}",
+        highlight=False,
+    )
+
+
+def _print_composite(plan: Plan) -> None:
+    """The composite line: the period, the method and the gap-fill."""
     gap = plan.gap_fill
     rule = PeriodSpec.model_validate(plan.period).rule()
     unit = "months" if rule.kind == "month" else f"{rule.describe()} periods"
@@ -483,6 +491,8 @@ def run_build_errors(exc: BaseException) -> None:
     raise exc
 
 
+# Long by its signature: typer reads the command's options from it, each with its help text
+# (the --help a user sees). The body is short: parse, call the package, report.
 def build_cmd(
     recipe: Annotated[str, typer.Argument(help="The recipe YAML file.", show_default=False)],
     dry_run: Annotated[

@@ -34,7 +34,7 @@ def _split(text: str | None) -> tuple[str, ...] | None:
     return names
 
 
-def _print_plan(plan: Any, store: str, spec: Any) -> None:
+def _print_plan(plan: Any, store: str, spec: Any, size: Any) -> None:
     doc = plan.to_json()
     out.print(
         f"[bold]Convert[/] {escape(doc['source'])} -> {escape(store)} ({doc['kind']}, "
@@ -50,8 +50,11 @@ def _print_plan(plan: Any, store: str, spec: Any) -> None:
         f"{codec.name} {codec.effective_level}",
         highlight=False,
     )
+    out.print(f"  size     {escape(size.text())}", highlight=False)
 
 
+# Long by its signature: typer reads the command's options from it, each with its help text
+# (the --help a user sees). The body is short: parse, call the package, report.
 def convert_cmd(
     source: Annotated[
         str,
@@ -151,15 +154,23 @@ def convert_cmd(
         bool, typer.Option("--dry-run", help="Run the checks, print the plan, write nothing.")
     ] = False,
     workers: Annotated[
-        int | None, typer.Option("--workers", min=1, help="Cells written at once.")
+        int | None, typer.Option("--workers", min=1, max=64, help="Cells written at once.")
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the plan/summary as JSON.")
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            help="Convert even when the estimate exceeds 100 GB of values (the plan prints it).",
+        ),
     ] = False,
 ) -> None:
     """Convert dated GeoTIFFs, a manifest or a NetCDF/Zarr variable into a store."""
     from cz.convert.plan import ConvertOptions
     from cz.convert.run import append_check, convert, plan_source, store_spec
+    from cz.convert.size import check_size, estimate
 
     options = ConvertOptions(
         date_pattern=date_pattern,
@@ -187,9 +198,13 @@ def convert_cmd(
             codec=codec,
             codec_level=codec_level,
         )
+        n_time = len(plan.to_json()["times"])
+        if append:
+            reader, keep, skipped = append_check(plan, store)
+            n_time = len(keep)
+        size = estimate(plan, spec, n_time)
         if dry_run:
             if append:
-                reader, keep, skipped = append_check(plan, store)
                 times = plan.to_json()["times"]
                 plan.checks.append(
                     {
@@ -201,10 +216,18 @@ def convert_cmd(
                     }
                 )
             if as_json:
-                print_json({"plan": plan.to_json(), "store": {"path": store, **spec.model_dump()}})
+                print_json(
+                    {
+                        "plan": plan.to_json(),
+                        "store": {"path": store, **spec.model_dump()},
+                        "estimate": size.to_json(),
+                    }
+                )
             else:
-                _print_plan(plan, store, spec)
+                _print_plan(plan, store, spec, size)
+            check_size(size, yes=yes)  # a dry run says what the run would refuse
             return
+        check_size(size, yes=yes)
         with build_progress() as progress:
             result = convert(plan, store, spec, append=append, workers=workers, progress=progress)
     except ConvertError as exc:

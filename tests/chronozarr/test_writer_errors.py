@@ -192,8 +192,9 @@ def test_anchor_interval(tmp_path: Path, value: Any) -> None:
     assert_refused(tmp_path, "anchor_interval", anchor_interval=value)
 
 
-@pytest.mark.parametrize("value", [0, -3, 2.5, True])
+@pytest.mark.parametrize("value", [0, -3, 2.5, True, 65_537, 10**9])
 def test_shard_time(tmp_path: Path, value: Any) -> None:
+    # 10**9: a shard index of 16 GB, and a MemoryError on main (the shard's chunk list)
     assert_refused(tmp_path, "shard_time", shard_time=value)
 
 

@@ -252,6 +252,13 @@ def _deep(depth: int, kind: str) -> str:
     return ("[" * depth + "]" * depth) if kind == "list" else ('{"a":' * depth + "1" + "}" * depth)
 
 
+def _hourly_times(n: int) -> list[str]:
+    """``n`` strictly increasing valid times (spec 3.9 form), an hour apart from 2000-01-01."""
+    start = np.datetime64("2000-01-01T00:00:00", "s")
+    stamps = start + np.arange(n, dtype="int64") * np.timedelta64(3600, "s")
+    return [f"{t}Z" for t in stamps.astype(str)]
+
+
 def mutate(base: Path, case_dir: Path, rng: random.Random) -> str:
     """Copy ``base`` into ``case_dir`` and apply one mutation; return its description."""
     store = _copy_case(base, case_dir)
@@ -340,10 +347,18 @@ def mutate(base: Path, case_dir: Path, rng: random.Random) -> str:
         root.save(_dump(root.doc).replace('"@NUM@"', literal))
         return f"number: {'.'.join(map(str, path))}={literal[:12]}"
     if kind == "times":
-        value = rng.choice([[], ["x"] * 3, ["0000-01-01T00:00:00Z"] * 4, list(range(4)), None])
+        value = rng.choice(
+            [[], ["x"] * 3, ["0000-01-01T00:00:00Z"] * 4, list(range(4)), None, "null", "many"]
+        )
+        if value == "null":  # one entry null (the xarray backend's ValueError on main)
+            value = [*attrs["chronozarr"]["times"][:-1], None]
+        elif value == "many":  # a root listing far more times than the arrays hold
+            value = _hourly_times(rng.choice([10_000, 100_000]))
         attrs["chronozarr"]["times"] = value
         root.save()
-        return f"times: {str(value)[:40]}"
+        return f"times: {str(value)[:40]}" + (
+            f" ({len(value):,})" if value and len(value) > 9 else ""
+        )
     if kind == "v2-keys":
         # rename every data chunk to the v2 key form and say so in the metadata (Zarr v3 9.2)
         for key in root.arrays():

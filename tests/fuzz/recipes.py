@@ -26,6 +26,11 @@ mask:
 gap_fill:
   method: carry-forward
   max_age: 2
+store:
+  dtype: uint16
+  nodata: 0
+  shard: true
+  shard_time: 12
 """
 )
 
@@ -57,6 +62,8 @@ SCALARS = [
     "{}",
     "../../etc/passwd",
     "http://127.0.0.1:9/x",
+    "1000000000",
+    ".NaN",
 ]
 
 

@@ -65,3 +65,15 @@ def test_mutated_recipes_are_recipes_or_located_errors() -> None:
     )
     assert not outcomes["bad"], outcomes["bad"][:20]
     assert outcomes["error"] > N_RECIPES // 4 and outcomes["recipe"] > 0, outcomes
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the limited child reads /proc")
+def test_hostile_convert_inputs_end_in_one_line(tmp_path: Path) -> None:
+    # tests/fuzz/convert_inputs.py: each was an internal error or a MemoryError on main
+    from tests.fuzz.convert_inputs import CASES
+
+    outcomes = run_limited(
+        "tests.fuzz.convert_inputs:convert_slice", str(tmp_path), mem_mib=1024, timeout=600
+    )
+    assert outcomes["runs"] == 2 * len(CASES)
+    assert not outcomes["bad"], json.dumps(outcomes["bad"], indent=1)

@@ -236,3 +236,68 @@ def test_a_dataset_with_an_empty_axis(tmp_path: Path, empty: str) -> None:
     for extra in ((), ("--dry-run",)):
         out = _refused(nc, tmp_path / "s.zarr", "--crs", "EPSG:32631", *extra)
         assert "zero.nc: variable v has no data" in out and f"'{empty}': 0" in out, out
+
+
+def _huge_tifs(folder: Path, side: int = 1_000_000) -> list[Path]:
+    """Three GeoTIFFs declaring side x side px, written sparse by GDAL (no pixel data: a few
+    MB of tile index each), as a source whose declared size is the hostile part."""
+    import rasterio
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for date in DATES:
+        path = folder / f"h_{date}.tif"
+        with rasterio.open(
+            path, "w", driver="GTiff", width=side, height=side, count=1, dtype="uint16",
+            crs="EPSG:32631", transform=transform(), tiled=True, blockxsize=16384,
+            blockysize=16384, sparse_ok=True, BIGTIFF="YES",
+        ):  # fmt: skip
+            pass
+        paths.append(path)
+    return paths
+
+
+def test_huge_declared_rasters_are_estimated_and_refused(tmp_path: Path) -> None:
+    # main: three 10^6 x 10^6 px GeoTIFFs passed --dry-run with every check "ok", no estimate
+    _huge_tifs(tmp_path / "huge")
+    store = tmp_path / "s.zarr"
+    for extra in ((), ("--dry-run",), ("--yes",), ("--dry-run", "--yes")):
+        out = _refused(tmp_path / "huge", store, *extra)
+        assert "1000000 x 1000000 px: 8.0 TB of values" in out, out  # 3 x 2 B x 10^12 x 4/3
+        assert "3,818,116 level-0 cell(s)" in out and "more than 1,000,000 level-0 cells" in out
+
+
+@pytest.mark.parametrize(
+    ("resolution", "yes_converts"),
+    [("1e-9", False), ("0.0002", True)],  # 6.4 x 10^21 px: never; 1.6 x 10^11 px: with --yes
+)
+def test_a_tiny_resolution_is_estimated_and_refused(
+    tmp_path: Path, resolution: str, yes_converts: bool
+) -> None:
+    # main: --resolution 1e-9 ran out of memory (2.9 GB) planning the windows
+    _three(tmp_path)
+    store = tmp_path / "s.zarr"
+    out = _refused(tmp_path / "src", store, "--resolution", resolution)
+    assert "size: 3 timestep(s) x 1 band(s)" in out, out
+    dry = cz("convert", tmp_path / "src", store, "--resolution", resolution, "--dry-run", "--yes")
+    assert (dry.exit_code == 0) == yes_converts, dry.output
+    assert "size     3 timestep(s)" in dry.output
+    assert_nothing_written(store)
+
+
+def test_a_shard_time_beyond_the_bound_is_refused(tmp_path: Path) -> None:
+    # main: --shard-time 1000000000 was an internal MemoryError (the shard's chunk list)
+    _three(tmp_path)
+    out = _refused(tmp_path / "src", tmp_path / "s.zarr", "--shard", "--shard-time", "1000000000")
+    assert "--shard-time" in out and "at most 65,536 timesteps per shard" in out, out
+
+
+def test_the_estimate_is_in_the_json_plan(tmp_path: Path) -> None:
+    _three(tmp_path)
+    result = cz("convert", tmp_path / "src", tmp_path / "s.zarr", "--dry-run", "--json")
+    assert result.exit_code == 0, result.output
+    import json
+
+    size = json.loads(result.output)["estimate"]
+    # 3 timesteps of one 8 x 8 uint16 band: one level (one cell), 3 x 64 x 2 bytes
+    assert (size["cells"], size["levels"], size["value_bytes"], size["objects"]) == (1, 1, 384, 3)

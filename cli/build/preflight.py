@@ -1,0 +1,157 @@
+"""Before a cluster run: every worker checked for what its tasks need, a bad one named.
+
+One worker that could not reach the target (a wrong endpoint on that worker only) failed the
+whole build, late, with an error that named no worker. Here, before any task is submitted,
+each worker (``client.run``: on the worker, not as a task) writes a probe object under the
+target and reads it back, opens a connection to each host of the item hrefs and checks that a
+sample of local item files is readable; this process then checks it sees every probe (a local
+path must be on a filesystem every worker shares) and removes them. A worker with a problem is
+named (address, name, the problem) on stderr and left out of the run (dask worker restrictions:
+``dask.annotate(workers=...)``), so dask retries its tasks elsewhere; with no good worker left
+the run stops with one line naming each worker and its problem (decision 0047).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from cz.build.errors import BuildError
+
+__all__ = ["Needs", "check_workers", "needs_of", "on_workers"]
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 5.0  # per host, on each worker
+MAX_HOSTS = 8  # distinct item hosts probed
+MAX_FILES = 8  # local item files probed (one per folder)
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What every task of a run needs from its worker: the target, the item hosts, files."""
+
+    target: Any  # a picklable chronozarr Store (LocalStore, ObjectStore, HeaderedStore)
+    hosts: tuple[tuple[str, int], ...] = ()
+    files: tuple[str, ...] = ()
+
+
+def needs_of(target: Any, plan: Any) -> Needs:
+    """The target and a sample of the plan's item hrefs: each http(s) host, local files."""
+    hosts: dict[tuple[str, int], None] = {}
+    files: dict[str, str] = {}
+    for month in plan.months:
+        for item in month.items:
+            for href in item.hrefs.values():
+                parts = urlsplit(href)
+                if parts.scheme in ("http", "https") and parts.hostname:
+                    port = parts.port or (443 if parts.scheme == "https" else 80)
+                    if len(hosts) < MAX_HOSTS:
+                        hosts.setdefault((parts.hostname, port), None)
+                elif parts.scheme in ("", "file") and len(files) < MAX_FILES:
+                    path = parts.path if parts.scheme == "file" else href
+                    files.setdefault(os.path.dirname(path), path)
+    return Needs(target, tuple(hosts), tuple(files.values()))
+
+
+def _probe(needs: Needs, key: str) -> tuple[str | None, list[str]]:
+    """On a worker: (the probe key written, or None; the problems found)."""
+    problems: list[str] = []
+    written: str | None = None
+    target = needs.target
+    try:
+        target.put(key, key.encode())
+        written = key
+        if target.get(key) != key.encode():
+            problems.append(f"wrote {key} under {target.url} but read back something else")
+    except Exception as exc:  # any failure of the target is this worker's problem to name
+        problems.append(f"cannot write the target {target.url} ({type(exc).__name__}: {exc})")
+    for host, port in needs.hosts:
+        try:
+            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as exc:
+            problems.append(f"cannot reach the item host {host}:{port} ({exc})")
+    for path in needs.files:
+        if not os.access(path, os.R_OK):
+            problems.append(f"cannot read the item file {path}")
+    return written, problems
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_workers(client: Any, needs: Needs, progress: Any = None) -> list[str] | None:
+    """Probe every worker (see the module docstring). Returns the good workers' addresses when
+    some were left out (None: every worker is good); raises BuildError when none is."""
+    workers = client.scheduler_info().get("workers", {})
+    if not workers:
+        return None  # none yet: the runner waits for one (--worker-timeout)
+    token = uuid.uuid4().hex[:12]
+    keys = {addr: f".cz-preflight-{token}-{i}" for i, addr in enumerate(sorted(workers))}
+    answers: dict[str, Any] = {}
+    for addr, key in keys.items():  # one call per worker: each writes its own probe key
+        got = client.run(_probe, needs, key, workers=[addr], on_error="return")
+        answers[addr] = got.get(addr, RuntimeError("the worker did not answer"))
+    bad: dict[str, str] = {}
+    try:
+        for addr, answer in answers.items():
+            if isinstance(answer, BaseException):
+                bad[addr] = f"the check failed ({type(answer).__name__}: {answer})"
+                continue
+            written, problems = answer
+            if written is not None and not problems and needs.target.get(written) is None:
+                problems = [
+                    f"wrote {written} under {needs.target.url}, which this process does not see "
+                    "(a local path must be on a filesystem every worker shares, or use s3://)"
+                ]
+            if problems:
+                bad[addr] = "; ".join(problems)
+    finally:
+        for key in keys.values():
+            try:
+                needs.target.delete(key)
+            except Exception as exc:  # best effort: a probe the target refused is not there
+                log.debug("probe %s not removed: %s", key, exc)
+    if not bad:
+        return None
+    names = {addr: info.get("name", addr) for addr, info in workers.items()}
+
+    def who(addr: str) -> str:
+        name = str(names.get(addr, ""))
+        return f"worker {addr}" + (f" ({name})" if name and name != addr else "")
+
+    good = [addr for addr in workers if addr not in bad]
+    if not good:
+        raise BuildError(
+            "no dask worker can do this run: "
+            + "; ".join(f"{who(a)}: {_short(p)}" for a, p in sorted(bad.items()))
+            + " (nothing was written)"
+        )
+    for addr, problem in sorted(bad.items()):
+        message = f"leaving out {who(addr)}: {_short(problem)}"
+        log.warning("%s", message)
+        if progress is not None:
+            progress.note(message)
+    return good
+
+
+@contextmanager
+def on_workers(good: list[str] | None) -> Iterator[None]:
+    """Every task submitted inside runs on ``good`` only (None: anywhere)."""
+    if good is None:
+        with nullcontext():
+            yield
+        return
+    import dask
+
+    with dask.annotate(workers=good, allow_other_workers=False):
+        yield
