@@ -361,6 +361,41 @@ def test_s3_publish_killed_between_uploads_and_around_the_root_cas(
         assert _objects(s3, bucket, f"k{n}.zarr/") == reference, name
 
 
+def test_s3_append_killed_around_the_root_cas(
+    base: tuple[Path, np.ndarray], s3: Any, s3env: Moto, tmp_path: Path
+) -> None:
+    """``chronozarr.append`` to the bucket SIGKILLed at an in-place write (the journal's
+    volatility), just before the root's compare-and-swap and just after it: the old root or
+    the new one, and a re-run (taking over the dead run's lease) ends with exactly the objects
+    of an uninterrupted append, the journal and the lease gone."""
+    env = env_for(s3env, 0.0)
+    ref = s3_base(s3, base, s3env)
+    trace = tmp_path / "trace"
+    done = subprocess.run(
+        append_cmd(ref, 91, 4, 1), env={**env, "CZ_FAULT_TRACE": str(trace)}, capture_output=True,
+        text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    bucket, prefix = ref[5:].split("/", 1)
+    reference = _objects(s3, bucket, prefix + "/")
+    points = trace.read_text().splitlines()
+    root = next(i for i, ln in enumerate(points, 1) if ln.endswith(" zarr.json") and " put " in ln)
+    vol = next(i for i, ln in enumerate(points, 1) if "volatility/c/0/0" in ln)
+    for name, n in {"volatility": vol, "before the CAS": root, "after it": root + 1}.items():
+        url = s3_base(s3, base, s3env)
+        killed = subprocess.run(
+            append_cmd(url, 91, 4, 1), env={**env, "CZ_FAULT_AT": str(n)}, capture_output=True,
+            text=True, timeout=240,
+        )  # fmt: skip
+        assert killed.returncode == -9, (name, killed.stderr)
+        assert len(decoded(url)[0]) in (3, 4), name
+        again = subprocess.run(append_cmd(url, 91, 4, 1), env=env, capture_output=True, text=True)
+        # after the CAS the month is in: the re-run is refused as a serial one would be
+        assert again.returncode == (1 if name == "after it" else 0), (name, again.stderr)
+        b, pre = url[5:].split("/", 1)
+        assert _objects(s3, b, pre + "/") == reference, name
+
+
 # --- local folders: cz convert, cz build --overwrite, cz export ---------------------------------
 
 
