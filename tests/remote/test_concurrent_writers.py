@@ -298,9 +298,24 @@ def test_a_host_that_ignores_conditional_writes_is_refused_or_warned(
             text=True,
         )
         assert warned.returncode == 0, warned.stderr
+        import shutil
+
+        grown = tmp_path / "grown.zarr"  # cz publish: the option says the same
+        shutil.copytree(base[0], grown)
+        chronozarr.append(grown, months(51, 4, 2), times=["2024-04-01", "2024-05-01"])
+        cmd = [sys.executable, "-m", "cz", "publish", str(grown), url, "-q"]
+        no = subprocess.run(cmd, env=env_for(s3env, 0.0), capture_output=True, text=True)
+        assert no.returncode == 1 and "ignores conditional writes" in no.stderr, no.stderr
+        yes = subprocess.run(
+            [*cmd, "--conditional-writes", "warn"],
+            env=env_for(s3env, 0.0),
+            capture_output=True,
+            text=True,
+        )
+        assert yes.returncode == 0, yes.stderr
     finally:
         s3env.log.ignore_conditions = False
-    assert len(decoded(url)[0]) == 4
+    assert len(decoded(url)[0]) == 5
 
 
 # --- S3: kill points ---------------------------------------------------------------------------
