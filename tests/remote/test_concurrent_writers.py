@@ -551,3 +551,36 @@ def test_two_local_overwrites(tmp_path: Path) -> None:
     assert chronozarr.open_store(store).n_time == (2 if ca == 0 else 3)
     assert_valid(str(store))
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_build_to_a_held_s3_prefix_stops_before_building(
+    s3: Any, s3env: Moto, tmp_path: Path
+) -> None:
+    """``cz build --out s3://`` takes the prefix's lease before it builds: while another writer
+    holds it, the build exits 75 at once, builds nothing and leaves no local copy."""
+    from chronozarr.io import Lease, ObjectStore
+    from tests.cz.scenes import recipe, scenario, write_items
+
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    write_items(catalog, scenario()[0])
+    rec = recipe(catalog, start="2024-01", end="2024-01", name="one.yaml")
+    url = f"s3://{new_bucket(s3)}/held.zarr"
+    lease = Lease(ObjectStore(url), "cz publish (another machine)").acquire()
+    try:
+        work = tmp_path / "work"
+        work.mkdir()
+        res = subprocess.run(
+            [sys.executable, "-m", "cz", "build", str(rec), "--out", url, "-q"],
+            env=env_for(s3env, 0.0),
+            capture_output=True,
+            text=True,
+            cwd=work,
+            timeout=240,
+        )
+    finally:
+        lease.release()
+    assert res.returncode == BUSY, res.stderr
+    assert_one_line_busy(res.stderr, url)
+    assert "cz publish (another machine)" in res.stderr
+    assert list(work.iterdir()) == []
