@@ -16,6 +16,7 @@ pystac-client, odc-stac, typer or rich).
 from chronozarr.errors import (
     AppendError,
     ChronozarrError,
+    ConcurrentWriteError,
     CorruptStoreError,
     EncodeError,
     MissingExtraError,
@@ -44,6 +45,7 @@ __all__ = [
     "Band",
     "BloscCodec",
     "ChronozarrError",
+    "ConcurrentWriteError",
     "CorruptStoreError",
     "EncodeError",
     "Finding",

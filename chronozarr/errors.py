@@ -10,6 +10,8 @@ __all__ = [
     "AppendError",
     "ChronozarrError",
     "ClusterError",
+    "ConcurrentWriteError",
+    "ConditionalWriteError",
     "CorruptStoreError",
     "EncodeError",
     "MissingExtraError",
@@ -94,3 +96,14 @@ class MissingExtraError(ChronozarrError, ImportError):
 
 class ClusterError(ChronozarrError, RuntimeError):
     """A run on a dask.distributed cluster cannot go on (no worker left; decision 0017)."""
+
+
+class ConcurrentWriteError(ChronozarrError, RuntimeError):
+    """Another writer holds the store or committed it first (decision 0051): this write published
+    nothing a reader can see. The message names the store and what the other writer did or is
+    doing; running the same command again applies this write on top of the other one's."""
+
+
+class ConditionalWriteError(RemoteStoreError):
+    """The host does not honour conditional writes (If-None-Match / If-Match), so two writers
+    cannot be told apart (decision 0051); ``CZ_CONDITIONAL_WRITES=warn`` writes anyway."""

@@ -68,8 +68,14 @@ def main() -> None:
     install()  # SIGTERM runs the cleanup Ctrl-C runs (decision 0020)
     try:
         sys.exit(run(app))  # conventions: exit codes, --json errors, -q/-v
-    except (SystemExit, KeyboardInterrupt):
+    except SystemExit:
         raise
+    except KeyboardInterrupt:  # a signal outside run(): its code, never the default handler's
+        from cz.signals import EXIT_SIGINT, EXIT_SIGTERM, Terminated, after_commit
+
+        if after_commit():
+            sys.exit(0)
+        sys.exit(EXIT_SIGTERM if isinstance(sys.exc_info()[1], Terminated) else EXIT_SIGINT)
     except BaseException as exc:  # anything a command let escape: one line, not a traceback
         if os.environ.get("CZ_DEBUG"):
             raise

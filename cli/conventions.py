@@ -11,6 +11,10 @@
   errors included (:func:`run`).
 - No traceback, ever: an unexpected exception is one ``error: internal error ...`` line (exit 1),
   with the traceback only under ``-vv``/``CZ_LOG_LEVEL=DEBUG``.
+- Exit 75 (sysexits' ``EX_TEMPFAIL``) when another writer holds the target or committed it
+  first: nothing was written, run again later (decision 0051). Ctrl-C exits 130, SIGTERM 143,
+  unless the signal came after the run's commit: the run then finishes and exits with its own
+  code, saying so in one line on stderr (:mod:`cz.signals`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from cz.signals import EXIT_SIGINT, EXIT_SIGTERM, is_terminated, received
+from cz.signals import EXIT_SIGINT, EXIT_SIGTERM, after_commit, is_terminated, received
 
 __all__ = [
     "LOG_ENV",
@@ -163,8 +167,9 @@ def run(app: typer.Typer, argv: list[str] | None = None) -> int:
     try:
         result = app(args=args, prog_name="cz", standalone_mode=False)
     except typer.Exit as exc:  # the command chose its code (unless a signal stopped it)
-        if received() is not None:
+        if received() is not None and not after_commit():
             return _interrupted(exc)
+        _note_after_commit()
         return int(exc.exit_code or 0)
     except (typer.Abort, KeyboardInterrupt) as exc:  # Ctrl-C or SIGTERM (cz.signals)
         return _interrupted(exc)
@@ -186,6 +191,14 @@ def run(app: typer.Typer, argv: list[str] | None = None) -> int:
         else:
             sys.stderr.write(f"error: {message}\n")
         return 1
-    if received() is not None:  # typer turned Ctrl-C / SIGTERM into a silent 130
+    if received() is not None and not after_commit():  # typer made Ctrl-C a silent 130
         return _interrupted(KeyboardInterrupt())
+    _note_after_commit()
     return int(result) if isinstance(result, int) else 0
+
+
+def _note_after_commit() -> None:
+    """One line when a signal arrived after the commit: the run finished anyway (cz.signals)."""
+    if received() is not None and after_commit():
+        name = "SIGTERM" if received() == signal.SIGTERM else "SIGINT"
+        sys.stderr.write(f"received {name} after the commit; the run finished\n")

@@ -386,6 +386,10 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+#: one item read: its values, SCL (or None), nodata per band, cloud probability (or None)
+Row = tuple[np.ndarray, np.ndarray | None, list[float | None], np.ndarray | None]
+
+
 def load_block(
     items: Sequence[ItemRef],
     spec: LoadSpec,
@@ -401,61 +405,69 @@ def load_block(
     and listed in ``skipped``.
     """
     geobox = block_geobox(spec.crs, spec.transform, window)
-    h, w = geobox.shape
-    nb = len(spec.bands)
     groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
     for i, ref in enumerate(items):
         groups.setdefault(tuple(sorted(ref.assets.items())), []).append(i)
-    read: dict[
-        int, tuple[np.ndarray, np.ndarray | None, list[float | None], np.ndarray | None]
-    ] = {}
+    read: dict[int, Row] = {}
     skipped: list[SkippedAsset] = []
     for members in groups.values():
         try:
-            vals, scl, nd, cld = _load_group([items[i] for i in members], spec, geobox)
+            whole = _load_group([items[i] for i in members], spec, geobox)
         except _read_errors():  # the group failed: find the culprit item by item
-            vals = None
-        if vals is not None:
-            for k, i in enumerate(members):
-                read[i] = (
-                    vals[k],
-                    None if scl is None else scl[k],
-                    nd,
-                    None if cld is None else cld[k],
-                )
+            for i in members:
+                row = _read_alone(items[i], spec, geobox, month, skipped)
+                if row is not None:
+                    read[i] = row
             continue
-        for i in members:  # find the culprit: the items one by one
-            ref = items[i]
+        vals, scl, nd, cld = whole
+        if len(groups) == 1:  # the common case, one group read at once: no re-stacking
+            return LoadedBlock(vals, scl, [nd] * len(items), list(items), skipped, cld)
+        for k, i in enumerate(members):
+            read[i] = _row(whole, k)
+    return _stacked(read, items, spec, geobox.shape, skipped)
+
+
+def _row(group: Any, k: int) -> Row:
+    """Item ``k`` of a group read (values, SCL, nodata, cloud)."""
+    vals, scl, nd, cld = group
+    return vals[k], None if scl is None else scl[k], nd, None if cld is None else cld[k]
+
+
+def _read_alone(
+    item: ItemRef, spec: LoadSpec, geobox: Any, month: str, skipped: list[SkippedAsset]
+) -> Row | None:
+    """One item of a group that failed: its row, or None when it is skipped (``skipped``
+    gets it); HTTP 403 on signed hrefs is read once more with a fresh token."""
+    ref = item
+    try:
+        return _row(_load_group([ref], spec, geobox), 0)
+    except _read_errors() as exc:  # this asset is the one that fails
+        fresh = _signed_again(ref, exc)
+        if fresh is not None:  # HTTP 403 on signed hrefs: a fresh token, once
             try:
-                v, s, nd, c = _load_group([ref], spec, geobox)
-            except _read_errors() as exc:  # this asset is the one that fails
-                fresh = _signed_again(ref, exc)
-                if fresh is not None:  # HTTP 403 on signed hrefs: a fresh token, once
-                    try:
-                        v, s, nd, c = _load_group([fresh], spec, geobox)
-                    except _read_errors() as again:  # still refused: report this error
-                        ref, exc = fresh, again
-                    else:
-                        read[i] = (
-                            v[0],
-                            None if s is None else s[0],
-                            nd,
-                            None if c is None else c[0],
-                        )
-                        continue
-                key, href, reason = _find_failure(ref, spec, geobox, exc)
-                if not spec.skip_failed:
-                    raise AssetReadError(items[i].id, key, href, reason) from None
-                skipped.append(SkippedAsset(items[i].id, key, href, reason, month))
-                log.warning("skipping item %s: asset %s: %s", items[i].id, key, reason)
-                continue
-            read[i] = (v[0], None if s is None else s[0], nd, None if c is None else c[0])
-    if vals is not None and len(groups) == 1 and len(read) == len(items) and not skipped:
-        # the common case, one group read at once: no re-stacking
-        return LoadedBlock(vals, scl, [nd] * len(items), list(items), skipped, cld)
+                return _row(_load_group([fresh], spec, geobox), 0)
+            except _read_errors() as again:  # still refused: report this error
+                ref, exc = fresh, again
+        key, href, reason = _find_failure(ref, spec, geobox, exc)
+        if not spec.skip_failed:
+            raise AssetReadError(item.id, key, href, reason) from None
+        skipped.append(SkippedAsset(item.id, key, href, reason, month))
+        log.warning("skipping item %s: asset %s: %s", item.id, key, reason)
+        return None
+
+
+def _stacked(
+    read: dict[int, Row],
+    items: Sequence[ItemRef],
+    spec: LoadSpec,
+    shape: tuple[int, int],
+    skipped: list[SkippedAsset],
+) -> LoadedBlock:
+    """The block of the items read, in the order of ``items``."""
+    h, w = shape
     order = sorted(read)
     if not order:
-        empty = np.zeros((0, nb, h, w), dtype=np.uint16)
+        empty = np.zeros((0, len(spec.bands), h, w), dtype=np.uint16)
         scl_empty = None if spec.mask_keep is None else np.zeros((0, h, w), dtype=np.uint8)
         cloud_empty = np.zeros((0, h, w), dtype=np.float32) if spec.cloud else None
         return LoadedBlock(empty, scl_empty, [], [], skipped, cloud_empty)

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 __all__ = [
+    "EXIT_BUSY",
     "EXIT_INVALID",
     "EXIT_OK",
     "EXIT_RUNTIME",
@@ -19,6 +20,7 @@ __all__ = [
     "fail",
     "human_bytes",
     "internal_error",
+    "is_busy",
     "out",
     "print_json",
 ]
@@ -27,6 +29,8 @@ EXIT_OK = 0
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
 EXIT_INVALID = 3
+#: another writer holds the target or committed it first (decision 0051); sysexits' EX_TEMPFAIL
+EXIT_BUSY = 75
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -43,6 +47,14 @@ def fail(message: str, code: int = EXIT_RUNTIME) -> NoReturn:
     else:  # the message is never markup: store, recipe and user text stay as typed
         err.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
     raise typer.Exit(code)
+
+
+def is_busy(exc: BaseException) -> bool:
+    """True for "another writer holds or committed the target" (exit :data:`EXIT_BUSY`): the
+    format library's ConcurrentWriteError or the toolkit's TargetBusyError."""
+    from chronozarr.errors import ConcurrentWriteError
+
+    return isinstance(exc, ConcurrentWriteError) or type(exc).__name__ == "TargetBusyError"
 
 
 def human_bytes(n: float) -> str:

@@ -1,9 +1,10 @@
 """Write the browser benchmark's store with the Python writer.
 
-    python bench/js/make_store.py OUT.zarr [--timesteps 24] [--shard]
+    python bench/js/make_store.py OUT.zarr [--timesteps 24] [--shard] [--encoding none]
 
 2 bands (red, nir) x 1024 x 1024 uint16, cs 512 (a 2 x 2 cell viewport), star-delta with
-anchor_interval 6, zstd level 5 (the writer default). The scene is a smooth synthetic landscape
+anchor_interval 6 (``--encoding none``: every timestep stored whole, which every map library
+reads; bench/js/peers.mjs), zstd level 5 (the writer default). The scene is a smooth synthetic landscape
 with sensor-like noise and a seasonal cycle, so chunks compress like real reflectance.
 """
 
@@ -53,6 +54,7 @@ def main() -> None:
     ap.add_argument("out")
     ap.add_argument("--timesteps", type=int, default=24)
     ap.add_argument("--shard", action="store_true")
+    ap.add_argument("--encoding", default="star-delta", choices=["star-delta", "none"])
     args = ap.parse_args()
     out = Path(args.out)
     if out.exists():
@@ -80,7 +82,7 @@ def main() -> None:
         ],
         crs="EPSG:32631",
         transform=[10.0, 0.0, 600000.0, 0.0, -10.0, 5000000.0],
-        encoding="star-delta",
+        encoding=args.encoding,
         anchor_interval=6,
         chunk_size=512,
         shard=args.shard,

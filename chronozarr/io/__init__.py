@@ -8,6 +8,8 @@ written, and what each object of a store is.
   object, any ``Store``);
 - the objects of a store: write phases, in-place classes, chunk-key geometry, the work files a
   write leaves (``.*.tmp``, the append journal, the resumable ``.cz-build/`` prefix);
+- ``commit_root``, ``put_if``, ``read_versioned``: compare-and-swap writes (the root commit);
+  ``Lease``/``hold_lease``: one writer at a time on a store (decision 0051);
 - ``fault_point``: the test-only kill hook before every durable write;
 - ``LRU``: the cache every reader, the writer and the toolkit use.
 
@@ -17,10 +19,21 @@ The modules are private; this is the surface.
 from __future__ import annotations
 
 from chronozarr.io._cache import LRU
+from chronozarr.io._cas import (
+    ABSENT,
+    CONDITIONAL_WRITES_ENV,
+    Version,
+    commit_root,
+    put_if,
+    read_versioned,
+    set_commit_guard,
+)
 from chronozarr.io._faults import FAULT_AT_ENV, FAULT_TRACE_ENV, fault_point
+from chronozarr.io._lease import LEASE_TTL_ENV, Lease, hold_lease
 from chronozarr.io._location import REMOTE_SCHEMES, Location, is_remote, is_url, location
 from chronozarr.io._objects import (
     APPEND_JOURNAL,
+    LEASE_KEY,
     ROOT_KEY,
     WORK_PREFIX,
     ChunkGeometry,
@@ -51,14 +64,19 @@ from chronozarr.io._storage import (
 from chronozarr.io._targets import ObstoreTarget, open_target, store_is_empty
 
 __all__ = [
+    "ABSENT",
     "APPEND_JOURNAL",
+    "CONDITIONAL_WRITES_ENV",
     "FAULT_AT_ENV",
     "FAULT_TRACE_ENV",
+    "LEASE_KEY",
+    "LEASE_TTL_ENV",
     "LRU",
     "REMOTE_SCHEMES",
     "ROOT_KEY",
     "WORK_PREFIX",
     "ChunkGeometry",
+    "Lease",
     "LocalStore",
     "Location",
     "ObjectInfo",
@@ -69,13 +87,16 @@ __all__ = [
     "RequestStats",
     "Store",
     "StoreObject",
+    "Version",
     "array_geometries",
     "array_of",
     "check_key",
     "classify_objects",
+    "commit_root",
     "consolidated_geometries",
     "fault_point",
     "has_root",
+    "hold_lease",
     "is_remote",
     "is_url",
     "is_work_file",
@@ -83,9 +104,12 @@ __all__ = [
     "location",
     "open_store_bytes",
     "open_target",
+    "put_if",
     "read_document",
     "read_root",
+    "read_versioned",
     "root_block",
+    "set_commit_guard",
     "store_is_empty",
     "walk",
 ]

@@ -6,7 +6,9 @@ before it; a kill there leaves the temporary file behind, as a real crash would.
 process SIGKILLs itself at the N-th call (counted from 1, across threads): no ``finally``, no
 ``atexit``, exactly what a power cut or the OOM killer does. ``CZ_FAULT_TRACE=FILE`` appends one
 line per call (``N kind what``), so a test learns how many kill points a run has and which step
-each one is. Without either variable the hook is one dictionary lookup per call.
+each one is. ``CZ_FAULT_DELAY=SECONDS`` sleeps that long at every call: the concurrency tests
+widen each write's window with it, so two writers' steps interleave by construction (decision
+0051). Without these variables the hook is a few dictionary lookups per call.
 
 Spec 9 (write order) is what the test then checks: after a kill at any point, no root describes
 missing objects and a re-run finishes with the bytes of an uninterrupted run.
@@ -17,20 +19,36 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 
-__all__ = ["FAULT_AT_ENV", "FAULT_TRACE_ENV", "fault_point"]
+__all__ = ["FAULT_AT_ENV", "FAULT_DELAY_ENV", "FAULT_TRACE_ENV", "fault_point", "not_counted"]
 
 FAULT_AT_ENV = "CZ_FAULT_AT"
 FAULT_TRACE_ENV = "CZ_FAULT_TRACE"
+FAULT_DELAY_ENV = "CZ_FAULT_DELAY"
 
 _lock = threading.Lock()
 _count = 0
 
 
+_thread = threading.local()
+
+
+def not_counted() -> None:
+    """The calling thread's writes are not kill points (the lease's renewal thread: its timing
+    would make the numbering of a run's steps differ from one run to the next)."""
+    _thread.off = True
+
+
 def fault_point(kind: str, what: object = "") -> None:
     """Count a durable write step; SIGKILL this process when it is the ``CZ_FAULT_AT``-th."""
+    if getattr(_thread, "off", False):
+        return
     at = os.environ.get(FAULT_AT_ENV)
     trace = os.environ.get(FAULT_TRACE_ENV)
+    delay = os.environ.get(FAULT_DELAY_ENV)
+    if delay:
+        time.sleep(float(delay))
     if not at and not trace:
         return
     global _count

@@ -30,6 +30,7 @@ from chronozarr.format import consolidated
 
 __all__ = [
     "APPEND_JOURNAL",
+    "LEASE_KEY",
     "ROOT_KEY",
     "WORK_PREFIX",
     "ChunkGeometry",
@@ -155,12 +156,15 @@ WORK_PREFIX = ".cz-build"
 
 #: The journal of an append in progress (:mod:`chronozarr.write._journal`): never published.
 APPEND_JOURNAL = ".chronozarr-append.json"
+#: the writer's lease at a store's root (decision 0051, :mod:`chronozarr.io._lease`)
+LEASE_KEY = ".chronozarr-lease.json"
 
 
 def is_work_file(name: str) -> bool:
     """A file of a write in progress, not a store object: a ``.*.tmp`` temporary file (an
-    atomic write's, or one a killed process left) or the append journal (spec 9, 14)."""
-    return (name.startswith(".") and name.endswith(".tmp")) or name == APPEND_JOURNAL
+    atomic write's, or one a killed process left), the append journal (spec 9, 14) or the
+    writer's lease (decision 0051)."""
+    return (name.startswith(".") and name.endswith(".tmp")) or name in (APPEND_JOURNAL, LEASE_KEY)
 
 
 def walk(root: Path) -> Iterator[tuple[str, int]]:

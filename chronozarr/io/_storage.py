@@ -33,7 +33,7 @@ from chronozarr.errors import (
 )
 from chronozarr.io._faults import fault_point
 from chronozarr.io._location import location
-from chronozarr.io._objects import is_work_file
+from chronozarr.io._objects import LEASE_KEY, is_work_file
 
 __all__ = [
     "LocalStore",
@@ -75,6 +75,8 @@ class RequestStats:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, kind: str, key: str, nbytes: int = 0) -> None:
+        if key == LEASE_KEY:  # the writer's lease is no object of the store (decision 0051)
+            return
         with self._lock:
             if kind == "get":
                 self.gets += 1
@@ -283,6 +285,8 @@ class ObjectStore:
     """
 
     def __init__(self, url: str, **options: Any):
+        #: ``require`` or ``warn``: a host without conditional writes (decision 0051, _cas)
+        self.conditional_writes = options.get("conditional_writes")
         # lazy: only remote stores need obstore (the 'remote' extra); `import chronozarr` stays light
         obstore = require("obstore", "remote", f"reading {url.split(':', 1)[0]}:// stores")
         from obstore.store import HTTPStore, S3Store
@@ -292,6 +296,7 @@ class ObjectStore:
         self.stats = RequestStats()
         self._init_options = dict(options)
         opts = dict(options)
+        opts.pop("conditional_writes", None)
         parsed = urlparse(self.url)
         self.scheme = parsed.scheme
         retry = _retry_config(opts.pop("retry", None))
@@ -415,6 +420,7 @@ class ObjectStore:
         return {str(k): str(v) for k, v in dict(result.attributes).items()}
 
     def put(self, key: str, data: bytes, attributes: dict[str, str] | None = None) -> None:
+        fault_point("put", key)  # the kill-point test's hook on the object-storage path
         try:
             self._obstore.put(
                 self._store, check_key(key), data, attributes=attributes, use_multipart=False
@@ -426,6 +432,19 @@ class ObjectStore:
         except Exception as exc:  # any other failure: typed, without the debug dump
             raise self._error("PUT", key, exc) from exc
         self.stats.record("put", key, len(data))
+
+    def put_mode(
+        self, key: str, data: bytes, mode: Any, attributes: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """A conditional PUT (obstore ``mode``: ``"create"`` or ``{"e_tag", "version"}``);
+        returns the new e-tag and version. The host's refusal is raised as obstore raised it
+        (:mod:`chronozarr.io._cas` reads it)."""
+        fault_point("put", key)
+        result = self._obstore.put(
+            self._store, check_key(key), data, attributes=attributes, mode=mode, use_multipart=False
+        )
+        self.stats.record("put", key, len(data))
+        return dict(result)
 
     def put_file(
         self,
@@ -461,6 +480,7 @@ class ObjectStore:
         self.stats.record("put", key, size)
 
     def delete(self, key: str) -> None:
+        fault_point("delete", key)
         try:
             self._obstore.delete(self._store, check_key(key))
         except FileNotFoundError:  # deleting an absent object is a no-op
@@ -477,6 +497,8 @@ class ObjectStore:
         try:
             for batch in self._obstore.list(self._store, prefix=prefix or None):
                 for meta in batch:
+                    if is_work_file(meta["path"].rsplit("/", 1)[-1]):  # the lease: no object
+                        continue
                     yield ObjectInfo(meta["path"], int(meta["size"]), meta.get("e_tag"))
         except FileNotFoundError as exc:  # a LIST 404: the bucket is missing
             raise RemoteStoreError(

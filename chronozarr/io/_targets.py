@@ -18,6 +18,7 @@ from typing import Any
 
 from chronozarr.errors import ChronozarrError, EncodeError
 from chronozarr.io._location import location
+from chronozarr.io._objects import is_work_file
 from chronozarr.io._storage import LocalStore, ObjectStore, RequestStats, Store, check_key
 
 __all__ = ["ObstoreTarget", "open_target", "store_is_empty"]
@@ -76,7 +77,8 @@ class ObstoreTarget:
     def list(self, prefix: str = "") -> Iterator[tuple[str, int]]:
         for batch in self._obstore.list(self._store, prefix=prefix or None):
             for meta in batch:
-                yield meta["path"], int(meta["size"])
+                if not is_work_file(meta["path"].rsplit("/", 1)[-1]):  # the lease: no object
+                    yield meta["path"], int(meta["size"])
 
 
 _METHODS = ("get", "get_range", "put", "delete", "list")
@@ -124,4 +126,4 @@ def store_is_empty(target: Store) -> bool:
             return True
         if not root.is_dir():
             return False
-    return next(iter(target.list("")), None) is None
+    return all(is_work_file(key.rsplit("/", 1)[-1]) for key, _size in target.list(""))

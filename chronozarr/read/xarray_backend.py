@@ -40,7 +40,14 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from chronozarr.format import TIME_UNITS, crs_to_cf, parse_time, pixel_centres, validity
+from chronozarr.format import (
+    TIME_UNITS,
+    LevelInfo,
+    crs_to_cf,
+    parse_time,
+    pixel_centres,
+    validity,
+)
 from chronozarr.read._history import DEFAULT_REQUESTS, in_parallel
 from chronozarr.read._reader import Reader, open_store
 
@@ -269,23 +276,12 @@ def _data_attrs(reader: Reader, bands: list[int], physical: bool) -> dict[str, A
     return attrs
 
 
-def level_dataset(
-    reader: Reader,
-    level: int = 0,
-    *,
-    physical: bool = True,
-    decode_times: bool = True,
-    bands_as_variables: bool = False,
-) -> xr.Dataset:
-    """The Dataset of one level (lazily indexed; see the module docstring for its layout)."""
-    if isinstance(level, bool) or not isinstance(level, int | np.integer):
-        raise TypeError(f"level: expected an integer level index, got {level!r}")
-    if not 0 <= level < len(reader.levels):
-        raise IndexError(f"level {level} out of range (store has {len(reader.levels)} levels)")
-    lv = reader.levels[level]
-    _n_time, n_band, h, w = lv.shape
+def _coords(
+    reader: Reader, lv: LevelInfo, decode_times: bool, bands_as_variables: bool
+) -> dict[str, Any]:
+    """A level's coordinates: time (and its bounds), pixel centres, the CRS, the band facts."""
+    h, w = lv.shape[2:]
     ys, xs = pixel_centres(lv.transform, h, w)
-    cs = reader.chunk_size(level)
     bands = reader.bands
     times, time_attrs = _times(reader, decode_times)
     coords: dict[str, Any] = {
@@ -310,6 +306,16 @@ def level_dataset(
         coords["time"][2]["bounds"] = "time_bnds"
         values = bounds.astype("datetime64[ns]") if decode_times else bounds.astype(np.int64)
         coords["time_bnds"] = (("time", "nv"), values)
+    return coords
+
+
+def _variables(
+    reader: Reader, level: int, physical: bool, bands_as_variables: bool
+) -> dict[str, Any]:
+    """A level's lazily indexed variables: the data (one or one per band), mask, coverage."""
+    n_band = reader.levels[level].shape[1]
+    cs = reader.chunk_size(level)
+    bands = reader.bands
     grid = {"grid_mapping": "spatial_ref"}
     variables: dict[str, Any] = {}
 
@@ -350,6 +356,25 @@ def level_dataset(
     if reader.has_coverage:
         cov_attrs = {**grid, "long_name": "valid observations composited (spec 2.5)"}
         variables["coverage"] = lazy("coverage", ("time", "y", "x"), cov_attrs, cell_chunks)
+    return variables
+
+
+def level_dataset(
+    reader: Reader,
+    level: int = 0,
+    *,
+    physical: bool = True,
+    decode_times: bool = True,
+    bands_as_variables: bool = False,
+) -> xr.Dataset:
+    """The Dataset of one level (lazily indexed; see the module docstring for its layout)."""
+    if isinstance(level, bool) or not isinstance(level, int | np.integer):
+        raise TypeError(f"level: expected an integer level index, got {level!r}")
+    if not 0 <= level < len(reader.levels):
+        raise IndexError(f"level {level} out of range (store has {len(reader.levels)} levels)")
+    lv = reader.levels[level]
+    coords = _coords(reader, lv, decode_times, bands_as_variables)
+    variables = _variables(reader, level, physical, bands_as_variables)
     attrs = {
         "Conventions": "CF-1.8",
         "chronozarr_spec_version": reader.attrs.spec_version,

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from chronozarr.format import load_json
-from chronozarr.io import APPEND_JOURNAL, is_work_file
+from chronozarr.io import APPEND_JOURNAL, LEASE_KEY, is_work_file
 from chronozarr.validate.context import Context
 
 __all__ = ["check_consolidated", "check_dotfiles", "check_leftovers"]
@@ -90,7 +91,14 @@ def check_leftovers(ctx: Context) -> None:
             if not is_work_file(name):
                 continue
             key = (Path(dirpath) / name).relative_to(root).as_posix()
-            if name == APPEND_JOURNAL and _journal_is_current(ctx, root / key):
+            if name == LEASE_KEY and key == LEASE_KEY and _lease_is_live(root / key):
+                ctx.add(
+                    "append.in_progress",
+                    f"{key}: a writer holds this store's lease (decision 0051); it is being"
+                    " written now",
+                    key,
+                )
+            elif name == APPEND_JOURNAL and _journal_is_current(ctx, root / key):
                 ctx.add(
                     "append.in_progress",
                     f"{key}: the journal of an unfinished append onto this root; re-run it",
@@ -103,6 +111,17 @@ def check_leftovers(ctx: Context) -> None:
                     "(cz build, append and publish remove those of dead runs)",
                     key,
                 )
+
+
+def _lease_is_live(path: Path) -> bool:
+    """True when the writer's lease at ``path`` has a holder that is not provably gone."""
+    from chronozarr.io._lease import _holder_gone
+
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):  # torn or unreadable: a leftover
+        return False
+    return isinstance(doc, dict) and _holder_gone(doc, time.time()) is None
 
 
 def _journal_is_current(ctx: Context, path: Path) -> bool:

@@ -144,6 +144,12 @@ def check_multiscales(ctx: Context, ms: Any, attrs: RootAttrs) -> None:
                 f"datasets[{i}].crs {d['crs']!r} differs from chronozarr.crs {attrs.crs!r}",
                 key,
             )
+    _check_ndpyramid_schema(ctx, entry, key)
+    ctx.levels_from_ms = paths  # type: ignore[assignment]  # non-strings fail 3.7's check
+
+
+def _check_ndpyramid_schema(ctx: Context, entry: Mapping[str, Any], key: str) -> None:
+    """The ndpyramid entry's own keys: metadata (method, version, args), type, no layout."""
     meta = entry.get("metadata")
     if "method" in entry:
         ctx.add(
@@ -165,7 +171,6 @@ def check_multiscales(ctx: Context, ms: Any, attrs: RootAttrs) -> None:
             "the zarr-conventions layout[] form cannot be mixed with the ndpyramid list form",
             key,
         )
-    ctx.levels_from_ms = paths  # type: ignore[assignment]  # non-strings fail 3.7's check
 
 
 def check_band_objects(ctx: Context, raw: Mapping[str, Any], attrs: RootAttrs) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from chronozarr.errors import ClusterError, EncodeError
 from chronozarr.format import load_json
-from chronozarr.io import Store, open_target
+from chronozarr.io import Lease, LocalStore, Store, open_target, read_versioned
 from chronozarr.read import Reader
 from chronozarr.write._append_checks import UNSET, check_append, refuse, xarray_coords
 from chronozarr.write._append_commit import AppendCommit
@@ -109,7 +109,36 @@ def append(
     except EncodeError as exc:  # the same rule as encode's, refused as an append's
         raise refuse(exc.argument, exc.message) from exc
     target = _open(store, store_options)
-    raw_root = target.get("zarr.json")
+    if isinstance(target, LocalStore) and not (target.root / "zarr.json").is_file():
+        raise refuse("store", f"no chronozarr store at {target.url} (zarr.json not found)")
+    lease = Lease(target, f"append of {len(times)} timestep(s)").acquire()
+    try:
+        _append_under_lease(
+            target, data, times, mask, coverage, bands, crs, transform, nodata, provenance,
+            provenance_items, run, _fail_after,
+        )  # fmt: skip
+    finally:
+        lease.release()
+
+
+def _append_under_lease(
+    target: Store,
+    data: Any,
+    times: Sequence[Any],
+    mask: Any,
+    coverage: Any,
+    bands: Sequence[Any] | None,
+    crs: Any,
+    transform: Sequence[float] | None,
+    nodata: Any,
+    provenance: Any,
+    provenance_items: Any,
+    run: RunOptions,
+    _fail_after: str | None,
+) -> None:
+    """The body of :func:`append` under the writer's lease (decision 0051): the root read with
+    its version, which the commit replaces only if it is still the root."""
+    raw_root, root_version = read_versioned(target, "zarr.json")
     if raw_root is None:
         raise refuse("store", f"no chronozarr store at {target.url} (zarr.json not found)")
     root = load_json(raw_root, f"{target.url}/zarr.json")
@@ -136,8 +165,9 @@ def append(
             state, ctx, runner, work, on_task=run.on_task, fail_after=_fail_after
         )
         commit = AppendCommit(
-            state, root, basis, work, provenance, provenance_items, fail_after=_fail_after
-        )
+            state, root, basis, work, provenance, provenance_items, fail_after=_fail_after,
+            root_version=root_version,
+        )  # fmt: skip
         WritePlan(stages, commit, pipelined=False).execute(runner)
     finally:
         if owned:

@@ -26,6 +26,7 @@ from chronozarr.format import (
     root_time_paths,
     volatility_value,
 )
+from chronozarr.io import Version, commit_root
 from chronozarr.provenance import PROVENANCE_ITEMS, grown_items_objects
 from chronozarr.read import Reader
 from chronozarr.write._append_checks import refuse
@@ -187,6 +188,8 @@ class AppendCommit:
     provenance: Any = None
     provenance_items: Any = None
     fail_after: str | None = None
+    #: the root's version when the append read it: the commit replaces only that (decision 0051)
+    root_version: Version | None = None
 
     def __call__(self, results: list[list[CellResult]]) -> None:
         state, target, fail_after = self.state, self.state.target, self.fail_after
@@ -213,7 +216,11 @@ class AppendCommit:
         if fail_after == "arrays":
             raise RuntimeError("injected failure after the array zarr.json")
         new_root = _new_root(state, self.root, new_docs, prov, sort=items_doc is not None)
-        target.put("zarr.json", dumps(new_root))  # the root, last: the commit point
+        # the root, last: the commit point, only over the root this append grew (decision 0051)
+        if self.root_version is None:
+            target.put("zarr.json", dumps(new_root))
+        else:
+            commit_root(target, dumps(new_root), self.root_version)
         end_journal(target)
         if self.work is not None:
             clear_work(target, self.work.key)  # after the root: the commit (decision 0017)

@@ -39,12 +39,15 @@ from chronozarr.write._history import HistoryBuffer, HistoryLayout, history_grou
 
 __all__ = [
     "CellResult",
+    "CellWriter",
     "Layout",
     "Planes",
     "Readback",
     "default_workers",
+    "last_in_shard",
     "merge_results",
     "parallel",
+    "reduce_region",
     "split_tasks",
     "write_cell_series",
 ]
@@ -102,6 +105,10 @@ class Layout:
     def pad(self, plane: np.ndarray, fill: Any) -> np.ndarray:
         """Full (1, ..., cs, cs) chunk from a trimmed plane: padding is fill (anchors, none,
         mask/coverage) or 0 (residuals) (spec 2.1)."""
+        if plane.shape[-2:] == (self.cs, self.cs) and plane.dtype == (
+            np.uint8 if plane.ndim == 2 else self.dtype
+        ):  # a full cell: nothing to pad, no copy (the codec makes it contiguous, once)
+            return plane[None]
         if plane.ndim == 2:
             out = np.zeros((1, self.cs, self.cs), dtype=np.uint8)
             out[0, : plane.shape[0], : plane.shape[1]] = plane
@@ -159,66 +166,107 @@ def write_cell_series(
     chunk bytes already produced (the auto sample) to be reused as they are. ``history`` receives
     each timestep's true planes and writes the companion's chunks of the cell (C25).
     """
-    result = CellResult(row, col, {})
-    arrays = [(f"{level_path}/{layout.variable}", True)]
-    if layout.has_mask:
-        arrays.append((f"{level_path}/mask", False))
-    if layout.has_coverage:
-        arrays.append((f"{level_path}/coverage", False))
-    pending: dict[str, dict[int, bytes]] = {p: {} for p, _ in arrays}
-    st = layout.shard_time
+    writer = CellWriter(
+        layout, level_path, row, col, planes, volatility=volatility, shard_prefix=shard_prefix,
+        encoded=encoded, history=history,
+    )  # fmt: skip
     times = list(times)
-
-    def flush(ts: int) -> None:
-        for path, has_band in arrays:
-            chunks: list[Any] = [None] * st  # type: ignore[operator]
-            prefix = b""
-            if shard_prefix is not None:
-                existing = shard_prefix(path, ts, row, col)
-                if existing is not None:
-                    prefix, entries = existing
-                    chunks = list(entries)
-            for t, blob in pending[path].items():
-                chunks[t - ts * st] = blob  # type: ignore[operator]
-            shard = build_shard(chunks, prefix=prefix)
-            key = chunk_key(path, ts, row, col, has_band=has_band)
-            layout.store.put(key, shard)
-            if has_band:
-                result.shard_sizes[f"{ts}/{row}/{col}"] = len(shard)
-            pending[path].clear()
-
     for i, t in enumerate(times):
-        source, mask, cov = planes.get(t)
-        if history is not None:
-            history.add(t, source, mask, cov)
-        ref = layout.ref(t)
-        if encoded is not None and t in encoded:
-            blob = encoded[t]
-        elif ref is None:
-            blob = layout.data_codec.encode(layout.pad(source, layout.fill))
-        else:
-            delta = residual(source, planes.get(ref)[0])
-            blob = layout.data_codec.encode(layout.pad(delta, 0))
-        blobs = [blob]
+        writer.write(t, last_in_shard=last_in_shard(layout, times, i))
+    return writer.result
+
+
+def last_in_shard(layout: Layout, times: Sequence[int], i: int) -> bool:
+    """Whether ``times[i]`` is the last of the run in its time shard (always, unsharded)."""
+    st = layout.shard_time
+    return st is None or i + 1 == len(times) or times[i + 1] // st != times[i] // st
+
+
+class CellWriter:
+    """The chunks of one cell, one timestep at a time (see :func:`write_cell_series`).
+
+    A writer per cell lets a task write several cells in step, timestep by timestep: the encoder
+    writes the 2 x 2 level-0 cells under a level-1 cell and then the level-1 cell from the
+    planes still in memory (:func:`chronozarr.write._cell_tasks.level01_task`)."""
+
+    def __init__(
+        self,
+        layout: Layout,
+        level_path: str,
+        row: int,
+        col: int,
+        planes: Planes,
+        *,
+        volatility: bool,
+        shard_prefix: Callable[[str, int, int, int], tuple[bytes, list[Any]] | None] | None = None,
+        encoded: Mapping[int, bytes] | None = None,
+        history: HistoryBuffer | None = None,
+    ) -> None:
+        self.layout, self.row, self.col, self.planes = layout, row, col, planes
+        self.volatility, self.shard_prefix = volatility, shard_prefix
+        self.encoded, self.history = encoded, history
+        self.result = CellResult(row, col, {})
+        self.arrays = [(f"{level_path}/{layout.variable}", True)]
+        if layout.has_mask:
+            self.arrays.append((f"{level_path}/mask", False))
+        if layout.has_coverage:
+            self.arrays.append((f"{level_path}/coverage", False))
+        self.pending: dict[str, dict[int, bytes]] = {p: {} for p, _ in self.arrays}
+
+    def write(self, t: int, *, last_in_shard: bool) -> None:
+        """Timestep ``t``'s chunks (sharded: kept until ``last_in_shard`` writes the shard)."""
+        layout = self.layout
+        source, mask, cov = self.planes.get(t)
+        if self.history is not None:
+            self.history.add(t, source, mask, cov)
+        blobs = [self._data_chunk(t, source)]
         if layout.has_mask:
             assert mask is not None  # the layout has a mask: every plane source gives one
             blobs.append(layout.plane_codec.encode(layout.pad(mask, 0)))
         if layout.has_coverage:
             assert cov is not None  # likewise for coverage
             blobs.append(layout.plane_codec.encode(layout.pad(cov, 0)))
-        if volatility and t not in layout.vol_anchors:
-            result.vol_sum += abs_diff_sum(source, planes.get(layout.vol_refs[t])[0])
-            result.vol_count += source.size
-        for (path, has_band), b in zip(arrays, blobs, strict=True):
-            if st is None:
-                layout.store.put(chunk_key(path, t, row, col, has_band=has_band), b)
+        if self.volatility and t not in layout.vol_anchors:
+            self.result.vol_sum += abs_diff_sum(source, self.planes.get(layout.vol_refs[t])[0])
+            self.result.vol_count += source.size
+        for (path, has_band), b in zip(self.arrays, blobs, strict=True):
+            if layout.shard_time is None:
+                layout.store.put(chunk_key(path, t, self.row, self.col, has_band=has_band), b)
             else:
-                pending[path][t] = b
-        if st is not None:
-            last_in_shard = i + 1 == len(times) or times[i + 1] // st != t // st
-            if last_in_shard:
-                flush(t // st)
-    return result
+                self.pending[path][t] = b
+        if layout.shard_time is not None and last_in_shard:
+            self._flush(t // layout.shard_time)
+
+    def _data_chunk(self, t: int, source: np.ndarray) -> bytes:
+        """The data chunk's bytes: reused from the auto sample, a value or a residual (4.2)."""
+        layout = self.layout
+        if self.encoded is not None and t in self.encoded:
+            return self.encoded[t]
+        ref = layout.ref(t)
+        if ref is None:
+            return layout.data_codec.encode(layout.pad(source, layout.fill))
+        delta = residual(source, self.planes.get(ref)[0])
+        return layout.data_codec.encode(layout.pad(delta, 0))
+
+    def _flush(self, ts: int) -> None:
+        """Time shard ``ts`` of every array: its pending chunks after an existing prefix (14)."""
+        st = self.layout.shard_time
+        assert st is not None  # only a sharded layout keeps chunks pending
+        for path, has_band in self.arrays:
+            chunks: list[Any] = [None] * st
+            prefix = b""
+            if self.shard_prefix is not None:
+                existing = self.shard_prefix(path, ts, self.row, self.col)
+                if existing is not None:
+                    prefix, entries = existing
+                    chunks = list(entries)
+            for t, blob in self.pending[path].items():
+                chunks[t - ts * st] = blob
+            shard = build_shard(chunks, prefix=prefix)
+            self.layout.store.put(chunk_key(path, ts, self.row, self.col, has_band=has_band), shard)
+            if has_band:
+                self.result.shard_sizes[f"{ts}/{self.row}/{self.col}"] = len(shard)
+            self.pending[path].clear()
 
 
 class Readback:
@@ -293,13 +341,20 @@ class Readback:
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """Level-k planes of cell (row, col) at t: block mean, mask max, coverage mean (spec 6)."""
         values, mask, cov = self.region(t, row, col)
-        valid = validity(values, self.layout.nodata, mask)
-        out = block_mean(values, valid, self.layout.nodata)
-        return (
-            out,
-            None if mask is None else mask_reduce(mask),
-            None if cov is None else coverage_reduce(cov),
-        )
+        return reduce_region(self.layout, values, mask, cov)
+
+
+def reduce_region(
+    layout: Layout, values: np.ndarray, mask: np.ndarray | None, cov: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The level-k planes of a region of level k-1: block mean over the valid pixels, mask
+    max, coverage mean (spec 2.3-2.5, 6)."""
+    valid = validity(values, layout.nodata, mask)
+    return (
+        block_mean(values, valid, layout.nodata),
+        None if mask is None else mask_reduce(mask),
+        None if cov is None else coverage_reduce(cov),
+    )
 
 
 def parallel(fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list[Any]:

@@ -28,7 +28,7 @@ from chronozarr.format import (
     vlen_utf8_encode,
     volatility_array_doc,
 )
-from chronozarr.io import Store
+from chronozarr.io import ABSENT, Store, commit_root
 
 __all__ = ["coordinate_objects", "write_metadata"]
 
@@ -111,6 +111,9 @@ def write_metadata(
         target.put(f"{key}/zarr.json", dumps(all_docs[key]))
     for key in sorted(all_docs):
         consolidated[key] = consolidated_entry(all_docs[key])
-    target.put(
-        "zarr.json", dumps(root_doc(attrs, multiscales_attr, consolidated, other_root_attrs))
+    # the commit point: created only if no other writer created a root meanwhile (decision 0051)
+    commit_root(
+        target,
+        dumps(root_doc(attrs, multiscales_attr, consolidated, other_root_attrs)),
+        ABSENT,
     )

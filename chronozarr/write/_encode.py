@@ -21,9 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chronozarr.errors import EncodeError, RemoteStoreError, StoreAccessError
+from chronozarr.errors import (
+    ConditionalWriteError,
+    EncodeError,
+    RemoteStoreError,
+    StoreAccessError,
+)
 from chronozarr.format import Codec, StoreLayout, schedule
-from chronozarr.io import WORK_PREFIX, LocalStore, Store, open_target, store_is_empty
+from chronozarr.io import WORK_PREFIX, Lease, LocalStore, Store, open_target, store_is_empty
 from chronozarr.write._arguments import (
     EncodeArgs,
     check_encode_args,
@@ -45,10 +50,20 @@ log = logging.getLogger("chronozarr.writer")
 def _open_target(store: Any, options: Mapping[str, Any] | None, work_key: str | None) -> Store:
     """The new or empty target the store is written into (spec 9: never over a store). A
     resumable run (``work_key``) may continue a partial of the same key (decision 0017)."""
-    target = open_target(store, dict(options) if options else None)
+    del work_key  # checked by _check_target under the writer's lease
+    return open_target(store, dict(options) if options else None)
+
+
+def _lease(target: Store) -> Lease:
+    """The writer's lease on the target (decision 0051): a second writer fails here, before
+    its first write."""
+    if isinstance(target, LocalStore) and target.root.exists() and not target.root.is_dir():
+        raise EncodeError("store", f"{target.url} is not a folder")
     try:
-        return _check_target(target, work_key)
+        return Lease(target, "encode (a new store)").acquire()
     except (RemoteStoreError, StoreAccessError) as exc:  # unreachable, no credentials: say where
+        if isinstance(exc, ConditionalWriteError):
+            raise
         raise EncodeError("store", f"cannot use {target.url} as the target: {exc}") from exc
 
 
@@ -224,6 +239,26 @@ def encode(
     check_provenance(provenance)
     run = RunOptions(workers, scheduler, retries, worker_timeout, resume_key, on_task)
     target = _open_target(store, store_options, run.resume_key)
+    lease = _lease(target)
+    try:
+        return _encode(args, target, run, provenance, provenance_items, lease)
+    finally:
+        lease.release()
+
+
+def _encode(
+    args: EncodeArgs,
+    target: Store,
+    run: RunOptions,
+    provenance: Any,
+    provenance_items: Any,
+    lease: Lease,
+) -> EncodeSummary:
+    """The body of :func:`encode` under the writer's lease."""
+    try:  # again, under the lease: no other writer is at work now
+        _check_target(target, run.resume_key)
+    except (RemoteStoreError, StoreAccessError) as exc:  # unreachable, no credentials: say where
+        raise EncodeError("store", f"cannot use {target.url} as the target: {exc}") from exc
     work = WorkLog(target, run.resume_key) if run.resume_key is not None else None
     resumed = bool(work and work.started())
     if work is not None and not resumed:
@@ -241,6 +276,7 @@ def encode(
     results = runner.run(plan.stages, pipelined=plan.pipelined)
     phases["levels"] = time.perf_counter() - clock - phases["select"]
     clock = time.perf_counter()
+    lease.check()
     extras = plan.commit(results)
     phases["metadata"] = time.perf_counter() - clock
     return EncodeSummary(target.url, resumed, extras, phases)

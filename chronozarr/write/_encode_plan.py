@@ -48,10 +48,12 @@ from chronozarr.provenance import PROVENANCE_ITEMS, items_array_objects
 from chronozarr.write._arguments import EncodeArgs, check_provenance
 from chronozarr.write._cell_tasks import (
     ArrayInput,
+    FusedContext,
     Level0Context,
     UpperContext,
     is_cell_source,
     level0_task,
+    level01_task,
     upper_task,
 )
 from chronozarr.write._cells import CellResult, Layout, merge_results, split_tasks
@@ -188,6 +190,49 @@ def _upper_stage(
     )  # fmt: skip
 
 
+def _fusable(args: EncodeArgs, cells: Layout, levels: Sequence[LevelInfo], runner: Runner,
+             work: WorkLog | None) -> bool:  # fmt: skip
+    """Whether levels 0 and 1 are written by one stage of :func:`level01_task` (decision 0057):
+    a local, not resumable run (its work log names a task per level) of an in-memory numpy
+    input (its planes are views: holding the 2 x 2 cells costs nothing, where a lazy input
+    would hold a batch per cell), without the companion (a buffer per cell), of an integer
+    dtype (the volatility terms are integers, exact in any grouping of timesteps; float sums
+    would depend on the fused stage's time groups)."""
+    return (
+        len(levels) > 1
+        and not runner.remote
+        and work is None
+        and cells.history is None
+        and args.dtype.kind in "ui"
+        and isinstance(args.data, np.ndarray)
+        and all(a is None or isinstance(a, np.ndarray) for a in (args.mask, args.coverage))
+    )
+
+
+def _fused_stage(
+    cells: Layout, args: EncodeArgs, levels: Sequence[LevelInfo], samples: Samples, runner: Runner
+) -> Stage:
+    """Levels 0 and 1 in one stage (see :func:`_fusable`): a task per (level-1 cell, time
+    range) writes the cells below it and then it, timestep by timestep."""
+    h, w = levels[0].shape[2:]
+    array = ArrayInput(args.data, args.dtype, args.mask, args.coverage)
+    ctx = FusedContext(cells, h, w, levels[1], array, samples)
+    return Stage(
+        "cz-level01", level01_task, ctx, _tasks(levels[1], args, runner.threads(), None),
+        on_done=samples.clear,  # the auto sample's chunks are written
+    )  # fmt: skip
+
+
+def _unfused(results: list[list[Any]]) -> list[list[CellResult]]:
+    """The fused stage's results as the stages of levels 0 and 1 (level 0 in its own task
+    order: by cell, then time, as :func:`_tasks` lists them)."""
+    fused, rest = results[0], results[1:]
+    level0 = sorted(
+        (res for children, _ in fused for res in children), key=lambda res: (res.row, res.col)
+    )  # stable: a cell's time ranges stay in order
+    return [level0, [upper for _, upper in fused], *rest]
+
+
 @dataclass
 class EncodeCommit:
     """What an encode writes after every chunk (spec 9), given the stages' results: returns the
@@ -290,10 +335,21 @@ def encode_plan(
     docs: dict[str, dict[str, Any]] = {}
     for info in levels:
         docs.update(_level_docs(args, info))
-    stages = [_level0_stage(cells, args, levels[0], samples, runner, work)]
-    if on_task is not None:
-        stages[0].on_result = lambda _i, res: on_task(res)
-    for k in range(1, len(levels)):
+    fused = _fusable(args, cells, levels, runner, work)
+    if fused:
+        stages = [_fused_stage(cells, args, levels, samples, runner)]
+        if on_task is not None:
+
+            def each_child(_i: int, res: Any) -> None:
+                for child in res[0]:
+                    on_task(child)
+
+            stages[0].on_result = each_child
+    else:
+        stages = [_level0_stage(cells, args, levels[0], samples, runner, work)]
+        if on_task is not None:
+            stages[0].on_result = lambda _i, res: on_task(res)
+    for k in range(2 if fused else 1, len(levels)):
         stages.append(_upper_stage(cells, args, levels, k, docs, stages[-1], runner, work))
     commit = EncodeCommit(
         args, cells.store, levels, docs, temporal, work, provenance, provenance_items
@@ -311,6 +367,8 @@ def encode_plan(
                 field_path = next(iter(objects)).rsplit("/c/", 1)[0]
                 commit.history_objects[field_path] = (history_docs.pop(field_path), objects)
                 docs.update(history_docs)
+    if fused:
+        return WritePlan(stages, lambda results: commit(_unfused(results)), pipelined=True)
     return WritePlan(stages, commit, pipelined=True)
 
 

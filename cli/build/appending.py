@@ -202,6 +202,8 @@ def _write(
         )
     except chronozarr.AppendError as exc:  # a condition of spec 14 the store enforces
         raise AppendRefusedError(f"chronozarr.append refused: {exc}") from exc
+    except chronozarr.ConcurrentWriteError:  # another writer: its own exit code (decision 0051)
+        raise
     except chronozarr.ChronozarrError as exc:  # the write itself failed
         raise BuildError(f"appending to {path} failed: {exc}") from exc
     progress.finish("pyramid")

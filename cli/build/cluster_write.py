@@ -145,6 +145,8 @@ class ClusterWrite:
                 done = write()
         except words.refused as exc:  # refused before any write
             raise words.refuse(exc) from exc
+        except chronozarr.ConcurrentWriteError:  # another writer: exit 75 (decision 0051)
+            raise
         except chronozarr.ChronozarrError as exc:  # the write failed: what stays, and what to do
             self._scheduler_lost(words, exc)
             raise BuildError(f"{words.failed}: {exc} ({words.kept}; {resume})") from exc

@@ -17,3 +17,8 @@ class RecipeMismatchError(AppendRefusedError):
     """``cz append`` refuses a recipe that differs from the one the store was built with (its
     grid, bands, store options or recorded fingerprint): a usage error (exit 2), each differing
     field named with both values."""
+
+
+class TargetBusyError(BuildError):
+    """Another live ``cz`` run holds the target's lock (decision 0051): nothing was written.
+    Exit code 75 (``EX_TEMPFAIL``: try again later), as for a store another writer holds."""

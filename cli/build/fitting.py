@@ -103,13 +103,19 @@ def _store_diffs(recipe: Recipe, reader: Any) -> list[str]:
 
 
 def _chunk_diffs(recipe: Recipe, reader: Any) -> list[str]:
-    """Sharding and the compressor of the data chunks (spec 7, 8)."""
+    """Sharding, the compressor of the data chunks (spec 7, 8) and the time-series companion."""
     diffs: list[str] = []
     info, store = reader.array(0).info, recipe.store
     if bool(info.sharded) != bool(store.shard):
         diffs.append(f"store.shard: recipe {store.shard}, store {bool(info.sharded)}")
     elif info.sharded and store.shard_time is not None and info.shard_time != store.shard_time:
         diffs.append(f"store.shard_time: recipe {store.shard_time}, store {info.shard_time}")
+    has_history = reader.attrs.history is not None  # the companion (docs/spec.md C25)
+    if bool(store.history) != has_history:
+        diffs.append(
+            f"store.history: recipe {store.history}, store {has_history} (an append keeps the "
+            "time-series companion a store has and cannot add one)"
+        )
     want_comp = store.layout.codec.compressor(reader.dtype.name)
     have_comp = [c for c in info.codecs if c.get("name") != "bytes"]
     if not have_comp or have_comp[-1] != want_comp:

@@ -18,7 +18,15 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from chronozarr.io import ROOT_KEY, WORK_PREFIX, ObjectStore, RequestStats
+from chronozarr.io import (
+    ROOT_KEY,
+    WORK_PREFIX,
+    ObjectStore,
+    RequestStats,
+    Version,
+    put_if,
+    read_versioned,
+)
 from cz.publish.classify import LONG_CACHE_CONTROL, SHORT_CACHE_CONTROL
 from cz.publish.targets import MD5_METADATA_KEY
 
@@ -94,6 +102,13 @@ class HeaderedStore:
 
     def put(self, key: str, data: bytes) -> None:
         self.inner.put(key, data, self.headers(key, data))
+
+    def put_if(self, key: str, data: bytes, expected: Version) -> Version:
+        """A conditional put with this object's headers (the root commit, decision 0051)."""
+        return put_if(self.inner, key, data, expected, attributes=self.headers(key, data))
+
+    def read_versioned(self, key: str) -> tuple[bytes | None, Version]:
+        return read_versioned(self.inner, key)
 
     def get(self, key: str) -> bytes | None:
         return self.inner.get(key)

@@ -12,16 +12,22 @@ held for the whole run. The kernel drops the lock when the process dies, however
 sweep never needs to trust a pid on another host or a clock. A run removes its own files before
 it releases its lock, so a sweep that wins the lock finds only what a dead run left.
 
-What the sweep does (:func:`sweep`), called by ``cz build``, ``cz append`` and ``cz publish`` on
-their target before they start:
+One run per target (decision 0051). Before anything else, :func:`start_run` takes the target's
+own lock, ``.NAME.lock`` (:class:`TargetLock`): a second run on the same target stops there with
+:class:`~cz.build.errors.TargetBusyError` (exit 75), before it writes or sweeps anything.
+
+What the sweep does (:func:`sweep`), called by ``cz build``, ``cz append``, ``cz convert`` and
+``cz publish`` on their target once they hold its lock:
 
 - finishes or rolls back an interrupted ``--overwrite`` swap whose run is dead
   (:func:`cz.build.swap.recover`): afterwards the old store or the new one is at the target;
 - removes the tagged siblings of every dead run (staging, spill, replaced store, lock file);
-- removes ``.*.tmp`` files (a write in flight when its process died) inside the target, only
-  when the target holds a complete store (a root ``zarr.json``) or is a publish target, no live
-  run holds a lock on it, and the file is older than :data:`TMP_MIN_AGE` seconds (a writer that
-  takes no lock, on another host, is not cut short).
+- removes ``.*.tmp`` files (a write in flight when its process died) inside the target, when
+  the target holds a complete store (a root ``zarr.json``) or is a publish target, whatever
+  their age: under the target's lock no other cz run writes there; a library writer that takes
+  no such lock is known by its live lease in the store (:mod:`chronozarr.io._lease`), and while
+  it lives nothing inside is touched. A dead writer's lease goes too. (:func:`inspect` without
+  the lock, as ``cz validate`` calls it, reports only files older than :data:`TMP_MIN_AGE`.)
 
 What it never touches: the target folder itself, a folder without a root ``zarr.json`` (a
 resumable cluster build keeps its partial there, with its progress under ``.cz-build/``:
@@ -40,6 +46,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -57,12 +64,15 @@ __all__ = [
     "TMP_MIN_AGE",
     "Leftovers",
     "RunLock",
+    "TargetLock",
     "inspect",
     "new_tag",
     "start_run",
     "sweep",
     "sweep_publish_copies",
     "tagged_name",
+    "target_busy",
+    "target_lock_path",
 ]
 
 log = logging.getLogger("cz.leftovers")
@@ -125,6 +135,7 @@ class RunLock:
     path: Path
     fd: int | None = None
     spill: Path | None = None
+    target_lock: TargetLock | None = None
 
     @classmethod
     def acquire(cls, final: Path, tag: str, *, spill: Path | None = None) -> RunLock:
@@ -169,12 +180,124 @@ class RunLock:
         if self.fd >= 0:  # -1: a run without fcntl holds no descriptor
             os.close(self.fd)
         self.fd = None
+        if self.target_lock is not None:  # last: the target is free for the next run
+            self.target_lock.release()
+            self.target_lock = None
 
     def __enter__(self) -> RunLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def target_lock_path(final: Path) -> Path:
+    """``.NAME.lock`` beside the target: the lock of the one run writing it (decision 0051)."""
+    return final.parent / f".{final.name}.lock"
+
+
+def _owner_line(path: Path) -> str:
+    owner = _read_owner(path)
+    if not owner:
+        return "its owner is not recorded"
+    return (
+        f"{owner.get('command') or 'a cz run'} by pid {owner.get('pid')} on"
+        f" {owner.get('host')}, started {owner.get('started')}"
+    )
+
+
+@dataclass
+class TargetLock:
+    """The lock of one target, held by the one run writing it (decision 0051): a second run on
+    the same target stops before it writes anything (:class:`~cz.build.errors.TargetBusyError`,
+    exit 75), instead of racing the first to the final rename.
+
+    POSIX: an exclusive, non-blocking ``flock`` on ``.NAME.lock``, which the kernel drops when
+    the process dies however it dies, so a dead run's lock file is simply taken over; the file
+    is removed on release, and a run that locked a file removed meanwhile tries again. Without
+    ``fcntl`` (decision 0039): the file is created exclusively and its existence is the lock; a
+    dead run's file then stays and the message says to remove it once no run is alive.
+    """
+
+    path: Path
+    fd: int | None = None
+
+    @classmethod
+    def acquire(cls, final: Path) -> TargetLock:
+        from cz.build.errors import TargetBusyError
+
+        path = target_lock_path(final)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for _attempt in range(20):
+            if fcntl is None:
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    raise TargetBusyError(
+                        f"{final}: another cz run holds this target ({_owner_line(path)});"
+                        f" nothing was written. Run again when it has finished (if no cz run is"
+                        f" alive, remove {path})"
+                    ) from None
+            else:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    raise TargetBusyError(
+                        f"{final}: another cz run holds this target ({_owner_line(path)});"
+                        " nothing was written. Run again when it has finished"
+                    ) from None
+                try:
+                    same = os.stat(path).st_ino == os.fstat(fd).st_ino
+                except FileNotFoundError:  # its holder removed it as we locked it
+                    same = False
+                if not same:
+                    os.close(fd)
+                    continue
+            owner = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "target": str(final),
+                "command": " ".join(["cz", *sys.argv[1:2]]),
+            }
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps(owner).encode())
+            if fcntl is None:
+                os.close(fd)
+                fd = -1
+            return cls(path, fd)
+        raise TargetBusyError(f"{final}: its lock file {path} keeps changing; try again")
+
+    def release(self) -> None:
+        """Remove the lock file, then drop the lock."""
+        if self.fd is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        if self.fd >= 0:
+            os.close(self.fd)
+        self.fd = None
+
+
+def target_busy(final: Path) -> bool:
+    """True when a live run holds ``final``'s target lock (read-only: for ``inspect``)."""
+    path = target_lock_path(final)
+    return path.exists() and not _lock_free(path)
+
+
+def _live_lease(final: Path) -> bool:
+    """True when the store at ``final`` holds a writer's lease whose holder is alive (a library
+    caller writing without the toolkit's lock, decision 0051): its ``.tmp`` files are its own."""
+    from chronozarr.io import LEASE_KEY
+    from chronozarr.io._lease import _holder_gone
+
+    try:
+        doc = json.loads((final / LEASE_KEY).read_bytes())
+    except (OSError, ValueError):  # none, or torn: no live holder
+        return False
+    return isinstance(doc, dict) and _holder_gone(doc, time.time()) is None
 
 
 @dataclass
@@ -225,28 +348,41 @@ def _siblings(final: Path, folders: list[Path]) -> dict[str, list[Path]]:
     return found
 
 
-def _tmp_files(final: Path, now: float, partial: bool) -> list[Path]:
+def _tmp_files(final: Path, now: float, partial: bool, min_age: float = 0.0) -> list[Path]:
     """``.*.tmp`` files under a complete store (or, ``partial``, under a publish target without
-    a root yet), never under ``.cz-build/``, old enough."""
-    if not final.is_dir() or not (partial or has_root(final)):
+    a root yet), never under ``.cz-build/``, at least ``min_age`` seconds old; and the lease
+    of a writer that is gone (decision 0051). Nothing while a live writer's lease is there."""
+    if not final.is_dir() or not (partial or has_root(final)) or _live_lease(final):
         return []
+    from chronozarr.io import LEASE_KEY
+
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(final):
         dirnames[:] = [d for d in dirnames if d != ".cz-build"]
         for name in filenames:
-            if name.startswith(".") and name.endswith(".tmp"):
+            if (name.startswith(".") and name.endswith(".tmp")) or (
+                name == LEASE_KEY and Path(dirpath) == final
+            ):
                 path = Path(dirpath) / name
                 with contextlib.suppress(FileNotFoundError):
-                    if now - path.stat().st_mtime >= _tmp_min_age():
+                    if now - path.stat().st_mtime >= min_age:
                         out.append(path)
     return sorted(out)
 
 
 def inspect(
-    final: Path, *, work_dir: Path | None = None, own: str | None = None, partial: bool = False
+    final: Path,
+    *,
+    work_dir: Path | None = None,
+    own: str | None = None,
+    partial: bool = False,
+    held: bool = False,
 ) -> Leftovers:
     """What dead runs left around ``final`` (read-only). ``own`` is the caller's tag;
-    ``partial``: ``final`` is a publish target, whose ``.tmp`` files count without a root."""
+    ``partial``: ``final`` is a publish target, whose ``.tmp`` files count without a root;
+    ``held``: the caller holds the target lock, so every ``.tmp`` inside is debris, whatever
+    its age (without it, only those older than :data:`TMP_MIN_AGE`: a run on another host may
+    be writing them)."""
     final = Path(final)
     folders = [final.parent] + ([work_dir] if work_dir is not None else [])
     result = Leftovers()
@@ -277,8 +413,10 @@ def inspect(
             elif path != lock:
                 result.paths.append(path)
         result.paths.append(lock)
-    if not result.live_runs:
+    if held:  # the caller holds the target lock: no other cz run writes there (decision 0051)
         result.tmp_files = _tmp_files(final, time.time(), partial)
+    elif not result.live_runs and not target_busy(final):
+        result.tmp_files = _tmp_files(final, time.time(), partial, _tmp_min_age())
     return result
 
 
@@ -291,13 +429,18 @@ def _remove(path: Path) -> None:
 
 
 def sweep(
-    final: Path, *, work_dir: Path | None = None, own: str | None = None, partial: bool = False
+    final: Path,
+    *,
+    work_dir: Path | None = None,
+    own: str | None = None,
+    partial: bool = False,
+    held: bool = False,
 ) -> Leftovers:
     """Recover interrupted swaps and remove what dead runs left around ``final`` (see the
     module docstring); returns what was found and done. Logs each removal."""
     from cz.build.swap import recover
 
-    found = inspect(final, work_dir=work_dir, own=own, partial=partial)
+    found = inspect(final, work_dir=work_dir, own=own, partial=partial, held=held)
     for journal in found.swaps:  # first: it decides which store stays at the target
         found.recovered.append(recover(final, journal))
     for path in found.paths + found.tmp_files:
@@ -333,9 +476,19 @@ def start_run(
     spill: Path | None = None,
     partial: bool = False,
 ) -> RunLock:
-    """What every writing run does first: sweep what dead runs left around ``final``, then take
-    its own lock (its spill folder recorded in it). ``partial``: see :func:`inspect`."""
-    found = sweep(final, work_dir=work_dir, partial=partial)
-    for line in found.recovered:
-        log.warning("%s", line)
-    return RunLock.acquire(final, tag, spill=spill)
+    """What every writing run does first: take the target's lock (:class:`TargetLock`; a live
+    run there raises TargetBusyError, exit 75), sweep what dead runs left around ``final``
+    (every ``.tmp`` inside, whatever its age: no other cz run is writing), then take its run
+    lock (its spill folder recorded in it), which releases the target lock with it.
+    ``partial``: see :func:`inspect`."""
+    target_lock = TargetLock.acquire(final)
+    try:
+        found = sweep(final, work_dir=work_dir, partial=partial, held=True)
+        for line in found.recovered:
+            log.warning("%s", line)
+        run = RunLock.acquire(final, tag, spill=spill)
+    except BaseException:
+        target_lock.release()
+        raise
+    run.target_lock = target_lock
+    return run

@@ -30,6 +30,7 @@ from cz.build.views import PlaneView, spill_planes
 from cz.errors import CzError
 from cz.plan import Plan, plan_recipe
 from cz.recipe import Recipe
+from cz.signals import reopen
 
 
 def build(
@@ -101,7 +102,13 @@ def _build_to_url(
 
     progress.start("publish", result.objects, url)
     try:
+        reopen()  # the local copy's commit is not the run's: the publish's root is (cz.signals)
         publishing.publish(local, url, on_uploaded=uploaded)
+    except chronozarr.ConcurrentWriteError as exc:  # another writer: exit 75, the copy stays
+        raise chronozarr.ConcurrentWriteError(
+            f"{exc}. The store built here is kept at {local}: publish it later with"
+            f" `cz publish {local} {url}`"
+        ) from None
     except CzError as exc:  # the local store stays for a manual publish
         raise BuildError(
             f"the store was built at {local} but publishing it to {url} failed: {exc}; "

@@ -13,6 +13,7 @@ from cz.build.errors import BuildError
 from cz.build.leftovers import RunLock, new_tag, start_run, tagged_name
 from cz.build.options import BuildOptions
 from cz.build.swap import recover, swap_in
+from cz.signals import commit_section
 
 
 def is_url(text: str) -> bool:
@@ -80,6 +81,10 @@ class Target:
         """Move the complete staging folder to the final path: one rename, or for
         ``--overwrite`` the journaled swap of :mod:`cz.build.swap` (the old store goes only
         after the new one is in place; a kill at any instant is recovered by the next run)."""
+        with commit_section():  # a signal now waits; after it, the run finishes (cz.signals)
+            self._commit()
+
+    def _commit(self) -> None:
         if self.replace:
             parent, tag = self.final.parent, self.tag
             journal = parent / tagged_name(self.final, "commit", tag)

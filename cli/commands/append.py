@@ -13,7 +13,8 @@ to the store (a folder every worker sees, or ``s3://``), the client writing only
 
 Exit codes: 0 appended, 1 runtime error or a refusal of the months or the store, 2 usage error
 (a broken recipe or month, or a recipe that differs from the one the store was built with: each
-differing field is named with both values).
+differing field is named with both values), 75 another writer holds the store or committed it
+first (nothing written; run again later: decision 0051).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ AppendSchedulerOpt = Annotated[
 ]
 
 
+# Long by its signature: typer reads the command's options from it, each with its help text
+# (the --help a user sees). The body is short: parse, call the package, report.
 def append_cmd(
     recipe: Annotated[str, typer.Argument(help="The recipe YAML file.", show_default=False)],
     month: Annotated[

@@ -12,7 +12,8 @@ on a dask.distributed cluster; ``--workers N`` sets the local threads. A URL ``-
 (``s3://...``) is built locally, then published with ``cz publish``'s machinery.
 
 Exit codes: 0 done, 1 runtime error (catalog unreachable, an unreadable asset, an unwritable
-target), 2 usage error (a broken recipe: every problem is listed with file, line and field).
+target), 2 usage error (a broken recipe: every problem is listed with file, line and field), 75
+another run holds the target (nothing written; run again later: decision 0051).
 """
 
 from __future__ import annotations
@@ -39,7 +40,17 @@ from chronozarr.errors import ChronozarrError
 from cz.build import BuildOptions, BuildResult, Progress, build
 from cz.errors import CzError, RecipeError
 from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
-from cz.output import EXIT_RUNTIME, EXIT_USAGE, err, fail, human_bytes, out, print_json
+from cz.output import (
+    EXIT_BUSY,
+    EXIT_RUNTIME,
+    EXIT_USAGE,
+    err,
+    fail,
+    human_bytes,
+    is_busy,
+    out,
+    print_json,
+)
 from cz.periods import period_adjective
 from cz.plan import DroppedItem, Plan, PlannedItem, plan_recipe
 from cz.recipe import load_recipe
@@ -153,30 +164,38 @@ def _print_plan_header(plan: Plan) -> None:
             highlight=False,
         )
     if plan.mask is not None:
-        keep = ", ".join(str(k) for k in plan.mask["keep"] or ()) or "(any)"
-        extra = ""
-        for rule in plan.mask.get("bits") or ():
-            where = f"bit {rule['offset']}" + (
-                f"-{rule['offset'] + rule['length'] - 1}" if rule["length"] > 1 else ""
-            )
-            values = ",".join(str(v) for v in rule["values"])
-            extra += f"; rejects {escape(str(rule['name']))} ({where}) in {values}"
-        if plan.mask.get("open") or plan.mask.get("dilate"):
-            cleaned = ", ".join(str(c) for c in plan.mask.get("clean", [])) or "none"
-            extra += f"; cloud cleaned (classes {escape(cleaned)})"
-        if plan.mask.get("open"):
-            extra += f"; opening {plan.mask['open']} px"
-        if plan.mask.get("dilate"):
-            extra += f"; dilation {plan.mask['dilate']} px"
-        if plan.mask.get("cloud_probability_max") is not None:
-            assets = escape("|".join(plan.mask["cloud_probability_asset"]))
-            extra += (
-                f"; cloud probability ({assets}) at most {plan.mask['cloud_probability_max']:g} %"
-            )
-        out.print(
-            f"  mask      {escape('|'.join(plan.mask['asset']))}, classes kept {keep}{extra}",
-            highlight=False,
+        _print_mask(plan.mask)
+    _print_composite(plan)
+
+
+def _print_mask(mask: dict[str, Any]) -> None:
+    """The mask line: the classes kept, bit-flag rules, cloud cleaning, cloud probability."""
+    keep = ", ".join(str(k) for k in mask["keep"] or ()) or "(any)"
+    extra = ""
+    for rule in mask.get("bits") or ():
+        where = f"bit {rule['offset']}" + (
+            f"-{rule['offset'] + rule['length'] - 1}" if rule["length"] > 1 else ""
         )
+        values = ",".join(str(v) for v in rule["values"])
+        extra += f"; rejects {escape(str(rule['name']))} ({where}) in {values}"
+    if mask.get("open") or mask.get("dilate"):
+        cleaned = ", ".join(str(c) for c in mask.get("clean", [])) or "none"
+        extra += f"; cloud cleaned (classes {escape(cleaned)})"
+    if mask.get("open"):
+        extra += f"; opening {mask['open']} px"
+    if mask.get("dilate"):
+        extra += f"; dilation {mask['dilate']} px"
+    if mask.get("cloud_probability_max") is not None:
+        assets = escape("|".join(mask["cloud_probability_asset"]))
+        extra += f"; cloud probability ({assets}) at most {mask['cloud_probability_max']:g} %"
+    out.print(
+        f"  mask      {escape('|'.join(mask['asset']))}, classes kept {keep}{extra}",
+        highlight=False,
+    )
+
+
+def _print_composite(plan: Plan) -> None:
+    """The composite line: the period, the method and the gap-fill."""
     gap = plan.gap_fill
     rule = PeriodSpec.model_validate(plan.period).rule()
     unit = "months" if rule.kind == "month" else f"{rule.describe()} periods"
@@ -463,6 +482,8 @@ def run_build_errors(exc: BaseException) -> None:
     """Turn a build/append error into a message on stderr and an exit code."""
     if isinstance(exc, RecipeError):
         _recipe_failure(exc)
+    if is_busy(exc):  # another writer holds or committed the target (decision 0051)
+        fail(str(exc), EXIT_BUSY)
     if isinstance(exc, CzError):
         fail(str(exc), EXIT_RUNTIME)
     if isinstance(exc, ChronozarrError):  # the format library's typed errors (decision 0013)
@@ -470,6 +491,8 @@ def run_build_errors(exc: BaseException) -> None:
     raise exc
 
 
+# Long by its signature: typer reads the command's options from it, each with its help text
+# (the --help a user sees). The body is short: parse, call the package, report.
 def build_cmd(
     recipe: Annotated[str, typer.Argument(help="The recipe YAML file.", show_default=False)],
     dry_run: Annotated[

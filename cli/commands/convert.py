@@ -5,7 +5,8 @@ what`` on stderr (no traceback). ``--dry-run`` prints the checks and the plan (`
 JSON) and writes nothing. Progress bars are drawn on stderr; the summary goes to stdout.
 Store, recipe and file text is never rendered as rich markup.
 
-Exit codes: 0 done, 1 a refused source or store (or a runtime failure), 2 usage error.
+Exit codes: 0 done, 1 a refused source or store (or a runtime failure), 2 usage error, 75 another
+run holds the target (nothing written; decision 0051).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rich.markup import escape
 import chronozarr
 from cz.commands.build import build_progress
 from cz.convert.errors import ConvertError
-from cz.output import EXIT_USAGE, err, fail, out, print_json
+from cz.output import EXIT_BUSY, EXIT_USAGE, err, fail, is_busy, out, print_json
 
 __all__ = ["convert_cmd", "export_cmd", "register"]
 
@@ -52,6 +53,8 @@ def _print_plan(plan: Any, store: str, spec: Any, size: Any) -> None:
     out.print(f"  size     {escape(size.text())}", highlight=False)
 
 
+# Long by its signature: typer reads the command's options from it, each with its help text
+# (the --help a user sees). The body is short: parse, call the package, report.
 def convert_cmd(
     source: Annotated[
         str,
@@ -229,8 +232,12 @@ def convert_cmd(
             result = convert(plan, store, spec, append=append, workers=workers, progress=progress)
     except ConvertError as exc:
         fail(str(exc))
-    except (chronozarr.ChronozarrError, OSError) as exc:  # a store or disk failure mid-write
-        fail(f"{store}: {exc}")
+    except Exception as exc:  # one line each, never a traceback
+        if is_busy(exc):  # another run holds the target (decision 0051): exit 75
+            fail(str(exc), EXIT_BUSY)
+        if isinstance(exc, chronozarr.ChronozarrError | OSError):  # a store or disk failure
+            fail(f"{store}: {exc}")
+        raise
     if as_json:
         print_json(result.to_json())
         return

@@ -42,6 +42,8 @@ def _say(text: str) -> None:
     out.print(Text(text), highlight=False)
 
 
+# Long by its signature: typer reads the command's options from it, each with its help text
+# (the --help a user sees). The body is short: parse, call the package, report.
 def quicklook_cmd(
     store: StoreArg,
     time: Annotated[
@@ -186,10 +188,7 @@ def series_cmd(
     from cz.look.select import lonlat_to_xy, pixel_at
     from cz.look.series import read_series, write_series
 
-    geo = lon is not None or lat is not None
-    crs = x is not None or y is not None
-    if geo == crs or (geo and (lon is None or lat is None)) or (crs and (x is None or y is None)):
-        fail("give --lon and --lat, or --x and --y", EXIT_USAGE)
+    geo = _lonlat_or_xy(lon, lat, x, y)
     reader = _open(store)
     try:
         if level >= len(reader.levels):
@@ -213,6 +212,21 @@ def series_cmd(
     if written is not None:
         _say(f"wrote {written['file']} ({written['timesteps']} timesteps of row {row}, col {col})")
         return
+    _print_series(series, row, col, level)
+
+
+def _lonlat_or_xy(lon: float | None, lat: float | None, x: float | None, y: float | None) -> bool:
+    """Whether the pixel is given by --lon/--lat (else by --x/--y); a usage error unless one
+    pair is given whole."""
+    geo = lon is not None or lat is not None
+    crs = x is not None or y is not None
+    if geo == crs or (geo and (lon is None or lat is None)) or (crs and (x is None or y is None)):
+        fail("give --lon and --lat, or --x and --y", EXIT_USAGE)
+    return geo
+
+
+def _print_series(series: Any, row: int, col: int, level: int) -> None:
+    """The pixel's history as a table: stored and physical value per band, mask, coverage."""
     title = f"row {row}, col {col} (level {level}), x {series.x:.2f}, y {series.y:.2f}"
     table = Table(title=Text(title), box=box.SIMPLE_HEAD, pad_edge=False)
     for col_name in ("time", "mask", "cov"):

@@ -1,11 +1,13 @@
 """``cz publish``: copy a store to a bucket or a served directory, root zarr.json last.
 
 Results go to stdout (a summary, or JSON with ``--json``); the progress bar and errors go to
-stderr. Exit codes: 0 published (or nothing to do), 1 refused or failed, 2 usage error.
+stderr. Exit codes: 0 published (or nothing to do), 1 refused or failed, 2 usage error, 75 another
+writer holds the target or committed it first (nothing a reader sees was written; decision 0051).
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated
 
 import typer
@@ -21,7 +23,7 @@ from rich.progress import (
 from rich.table import Table
 
 from chronozarr.errors import ChronozarrError
-from cz.output import EXIT_USAGE, err, fail, human_bytes, out, print_json
+from cz.output import EXIT_BUSY, EXIT_USAGE, err, fail, human_bytes, is_busy, out, print_json
 from cz.publish import (
     Phase,
     PublishError,
@@ -30,6 +32,7 @@ from cz.publish import (
     PublishResult,
     StoreObject,
     execute,
+    hold,
     open_target,
     plan_publish,
 )
@@ -167,21 +170,26 @@ def publish_cmd(
     except ChronozarrError as exc:  # the store or the remote host failed
         fail(str(exc), EXIT_USAGE)
     try:
-        plan = plan_publish(store, tgt, workers=workers)
-        if not as_json:
-            _print_plan(plan, dry_run)
-        if dry_run:
-            result = PublishResult(plan, [], 0.0, 0, dry_run=True)
-        elif not plan.uploads:
-            result = PublishResult(plan, [], 0.0, 0)
-        else:
-            result = _run(plan, workers)
-    except PublishError as exc:  # refused or stopped part-way: says what was written
-        fail(str(exc))
-    except ChronozarrError as exc:  # the store or the remote host failed
-        fail(str(exc))
-    except OSError as exc:  # local files unreadable
-        fail(f"{exc}")
+        # one writer at a time (decision 0051): a directory's lock (its sweep comes with it,
+        # also when the target turns out to be up to date), an S3 prefix's lease
+        with contextlib.nullcontext() if dry_run else hold(tgt):
+            plan = plan_publish(store, tgt, workers=workers)
+            if not as_json:
+                _print_plan(plan, dry_run)
+            if dry_run:
+                result = PublishResult(plan, [], 0.0, 0, dry_run=True)
+            elif not plan.uploads:
+                result = PublishResult(plan, [], 0.0, 0)
+            else:
+                result = _run(plan, workers)
+    except Exception as exc:  # one line each, never a traceback
+        if is_busy(exc):  # another writer holds or committed the target (decision 0051)
+            fail(str(exc), EXIT_BUSY)
+        if isinstance(exc, PublishError | ChronozarrError):  # refused, stopped, host failed
+            fail(str(exc))
+        if isinstance(exc, OSError):  # local files unreadable
+            fail(f"{exc}")
+        raise
     if as_json:
         print_json(result.to_json())
         return

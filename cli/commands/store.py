@@ -207,7 +207,14 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(summary)
         return
-    s = summary
+    _print_summary(summary)
+    _print_bands(summary["bands"])
+    _print_levels(summary)
+    _print_provenance(summary["provenance"])
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    """The store, data, time, encoding, layout and volatility lines."""
     sel = s["selection"]
     enc = s["encoding"]
     if enc == "star-delta":
@@ -240,14 +247,21 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
             f"  volatility min {v['min']:.4f}, mean {v['mean']:.4f}, max {v['max']:.4f}",
             highlight=False,
         )
+
+
+def _print_bands(band_list: list[dict[str, Any]]) -> None:
     bands = Table(title="bands", title_justify="left")
     for col in ("name", "common_name", "scale", "offset", "units"):
         bands.add_column(col)
-    for b in s["bands"]:
+    for b in band_list:
         bands.add_row(
             *(Text(str(b.get(k, ""))) for k in ("name", "common_name", "scale", "offset", "units"))
         )
     out.print(bands)
+
+
+def _print_levels(s: dict[str, Any]) -> None:
+    """The levels table (sizes when the store could be listed), then the totals."""
     levels = Table(title="levels", title_justify="left")
     listed = s["listing"]["ok"]
     columns = ["level", "shape (t, band, y, x)", "grid", "resolution"]
@@ -278,7 +292,10 @@ def inspect_cmd(store: StoreArg, as_json: JsonOpt = False) -> None:
             f"  total     {s['total']['objects']} objects, {human_bytes(s['total']['bytes'])}",
             highlight=False,
         )
-    prov = s["provenance"]
+
+
+def _print_provenance(prov: Any) -> None:
+    """The human summary of the provenance (spec 3.8 keys); everything else is in --json."""
     if isinstance(prov, dict) and prov:
         # the human summary (spec 3.8 keys); everything else is in --json
         for key in ("sources", "composite", "gap_fill", "notes"):

@@ -157,16 +157,8 @@ def _regular(values: np.ndarray, axis: str, where: str) -> float:
     return step
 
 
-def plan_dataset(source: str, options: ConvertOptions) -> DatasetPlan:
-    """Every check of a dataset conversion; the plan, or a ConvertError naming the file."""
-    if options.grid is not None or options.resolution is not None:
-        raise ConvertError(
-            "--grid/--resolution", "resampling applies to raster files, not to a dataset"
-        )
-    if options.mask not in (None, "nodata"):
-        raise ConvertError("--mask", "a dataset source takes --mask nodata only")
-    ds = _open(source)
-    checks: list[dict[str, str]] = []
+def _variable(ds: Any, source: str, options: ConvertOptions) -> str:
+    """The variable to convert: ``--variable``, or the one time-series variable of the dataset."""
     candidates = [
         name
         for name, v in ds.data_vars.items()
@@ -185,7 +177,11 @@ def plan_dataset(source: str, options: ConvertOptions) -> DatasetPlan:
         raise ConvertError(
             source, f"choose the variable with --variable (time-series variables: {candidates})"
         )
-    var = ds[name]
+    return name
+
+
+def _dims(ds: Any, var: Any, name: str, source: str) -> tuple[Any, Any, Any, Any, Any]:
+    """The variable as (time, band, y, x) and its time, y, x and band dimensions (band: None when it has none)."""
     dims = list(var.dims)
     t_dim = next(
         (d for d in dims if d in ds.coords and np.issubdtype(ds[d].dtype, np.datetime64)), None
@@ -207,8 +203,13 @@ def plan_dataset(source: str, options: ConvertOptions) -> DatasetPlan:
     else:
         b_dim = None
         var = var.transpose(t_dim, y_dim, x_dim).expand_dims("band", axis=1)
-    n_band = var.shape[1]
+    return var, t_dim, y_dim, x_dim, b_dim
 
+
+def _times(
+    ds: Any, var: Any, name: str, t_dim: Any, source: str, checks: list[dict[str, str]]
+) -> np.ndarray:
+    """The timesteps, strictly increasing and unique (and an axis of no element refused)."""
     times = np.asarray(ds[t_dim].values).astype("datetime64[ms]")
     if times.size == 0 or min(var.shape[2:]) == 0:
         raise ConvertError(
@@ -230,8 +231,14 @@ def plan_dataset(source: str, options: ConvertOptions) -> DatasetPlan:
             "result": f"{len(times)} timestep(s), {times[0]} .. {times[-1]}",
         }
     )
+    return times
 
-    # bands
+
+def _band_names(
+    ds: Any, options: ConvertOptions, b_dim: Any, name: str, n_band: int, source: str,
+    checks: list[dict[str, str]],
+) -> tuple[list[str], str]:  # fmt: skip
+    """The band names and where they come from."""
     if options.bands:
         if len(options.bands) != n_band:
             raise ConvertError(
@@ -247,25 +254,13 @@ def plan_dataset(source: str, options: ConvertOptions) -> DatasetPlan:
     if len(set(band_names)) != len(band_names):
         raise ConvertError(source, f"band names must be unique, got {band_names}")
     checks.append({"check": "band names", "result": f"{', '.join(band_names)} (from {origin})"})
-    attrs = var.attrs
-    scale = float(attrs.get("scale_factor", 1.0))
-    offset = float(attrs.get("add_offset", 0.0))
-    units = attrs.get("units")
-    checks.append({"check": "scale/offset", "result": f"x{scale:g} {offset:+g} (CF attributes)"})
+    return band_names, origin
 
-    # grid
-    xs = np.asarray(ds[x_dim].values, dtype=np.float64)
-    ys = np.asarray(ds[y_dim].values, dtype=np.float64)
-    dx = _regular(xs, str(x_dim), source)
-    dy = _regular(ys, str(y_dim), source)
-    if dx < 0:
-        raise ConvertError(source, f"the {x_dim} axis runs east to west; not supported")
-    if dy > 0:  # south-up: read it flipped, north row first
-        var = var.isel({y_dim: slice(None, None, -1)})
-        ys, dy = ys[::-1], -dy
-    if not math.isclose(dx, -dy, rel_tol=1e-6):
-        raise ConvertError(source, f"pixels are not square ({dx} x {-dy})")
-    transform = (dx, 0.0, float(xs[0] - dx / 2), 0.0, dy, float(ys[0] - dy / 2))
+
+def _crs(
+    ds: Any, attrs: Any, y_dim: Any, options: ConvertOptions, name: str, source: str
+) -> tuple[str, str]:
+    """The store's CRS text and where it comes from: ``--crs``, the grid mapping, or lat/lon axes."""
     crs_wkt, crs_origin = None, ""
     gm = attrs.get("grid_mapping")
     if options.crs is not None:
@@ -286,6 +281,28 @@ def plan_dataset(source: str, options: ConvertOptions) -> DatasetPlan:
         raise
     except Exception as exc:
         raise ConvertError(source, f"cannot read the CRS {str(crs_wkt)[:80]!r} ({exc})") from exc
+    return crs_store, crs_origin
+
+
+def _dataset_grid(
+    ds: Any, var: Any, dims: tuple[Any, Any], attrs: Any, options: ConvertOptions, name: str,
+    source: str, checks: list[dict[str, str]],
+) -> tuple[Any, Grid]:  # fmt: skip
+    """The grid of the regular, square-pixel x/y axes (a south-up variable is read flipped)."""
+    y_dim, x_dim = dims
+    xs = np.asarray(ds[x_dim].values, dtype=np.float64)
+    ys = np.asarray(ds[y_dim].values, dtype=np.float64)
+    dx = _regular(xs, str(x_dim), source)
+    dy = _regular(ys, str(y_dim), source)
+    if dx < 0:
+        raise ConvertError(source, f"the {x_dim} axis runs east to west; not supported")
+    if dy > 0:  # south-up: read it flipped, north row first
+        var = var.isel({y_dim: slice(None, None, -1)})
+        ys, dy = ys[::-1], -dy
+    if not math.isclose(dx, -dy, rel_tol=1e-6):
+        raise ConvertError(source, f"pixels are not square ({dx} x {-dy})")
+    transform = (dx, 0.0, float(xs[0] - dx / 2), 0.0, dy, float(ys[0] - dy / 2))
+    crs_store, crs_origin = _crs(ds, attrs, y_dim, options, name, source)
     grid = Grid(crs_store, transform, int(var.shape[2]), int(var.shape[3]))
     checks.append(
         {
@@ -294,8 +311,14 @@ def plan_dataset(source: str, options: ConvertOptions) -> DatasetPlan:
             f"{grid.height} x {grid.width} px",
         }
     )
+    return var, grid
 
-    # dtype and nodata
+
+def _dtype_nodata(
+    var: Any, attrs: Any, options: ConvertOptions, name: str, source: str,
+    checks: list[dict[str, str]],
+) -> tuple[DtypeRule, float | None, Any, str]:  # fmt: skip
+    """The dtype rule, the source's nodata, the store's nodata and where it comes from."""
     src_dtype = str(var.dtype)
     rule = rule_for(src_dtype, options.dtype, f"{source} ({name})")
     checks.append(
@@ -319,6 +342,33 @@ def plan_dataset(source: str, options: ConvertOptions) -> DatasetPlan:
     checks.append({"check": "nodata", "result": f"{nodata} (from {nodata_origin})"})
     if options.mask == "nodata" and nodata is None:
         raise ConvertError("--mask", "nodata: the dataset declares no nodata; give --nodata")
+    return rule, src_nodata, nodata, nodata_origin
+
+
+def plan_dataset(source: str, options: ConvertOptions) -> DatasetPlan:
+    """Every check of a dataset conversion; the plan, or a ConvertError naming the file."""
+    if options.grid is not None or options.resolution is not None:
+        raise ConvertError(
+            "--grid/--resolution", "resampling applies to raster files, not to a dataset"
+        )
+    if options.mask not in (None, "nodata"):
+        raise ConvertError("--mask", "a dataset source takes --mask nodata only")
+    ds = _open(source)
+    checks: list[dict[str, str]] = []
+    name = _variable(ds, source, options)
+    var, t_dim, y_dim, x_dim, b_dim = _dims(ds, ds[name], name, source)
+    n_band = var.shape[1]
+    times = _times(ds, var, name, t_dim, source, checks)
+    band_names, origin = _band_names(ds, options, b_dim, name, n_band, source, checks)
+    attrs = var.attrs
+    scale = float(attrs.get("scale_factor", 1.0))
+    offset = float(attrs.get("add_offset", 0.0))
+    units = attrs.get("units")
+    checks.append({"check": "scale/offset", "result": f"x{scale:g} {offset:+g} (CF attributes)"})
+    var, grid = _dataset_grid(ds, var, (y_dim, x_dim), attrs, options, name, source, checks)
+    rule, src_nodata, nodata, nodata_origin = _dtype_nodata(
+        var, attrs, options, name, source, checks
+    )
     return DatasetPlan(
         source=source,
         variable=name,

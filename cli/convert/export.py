@@ -14,7 +14,9 @@ time of day), so ``cz convert OUT_DIR`` reads the folder back with the default d
 
 from __future__ import annotations
 
+import os
 import re
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -120,13 +122,49 @@ def export(
     """Write the selected timesteps of ``store`` at ``level`` as COGs into ``out_dir``."""
     import time
 
-    from rasterio.crs import CRS
-    from rasterio.io import MemoryFile
-    from rasterio.shutil import copy as rio_copy
     from rasterio.transform import Affine
 
     progress = progress or Progress()
     start = time.perf_counter()
+    reader = _open_level(store, level)
+    indices = select_times(reader.times, times)
+    lv = reader.levels[level]
+    _, n_band, height, width = lv.shape
+    crs = _crs(reader, store)
+    out = Path(out_dir).expanduser()
+    names = _file_names(reader, indices, out, overwrite)
+    out.mkdir(parents=True, exist_ok=True)
+    dtype = "float32" if physical else reader.dtype.name
+    profile = {
+        "driver": "GTiff",
+        "width": width,
+        "height": height,
+        "count": n_band,
+        "dtype": dtype,
+        "crs": crs,
+        "transform": Affine(*lv.transform),
+        "nodata": float("nan") if physical else reader.nodata,
+    }
+    progress.start("export", len(indices), f"{len(indices)} timestep(s) at level {level}")
+    written: list[str] = []
+    for i, name in zip(indices, names, strict=True):
+        final = out / name
+        # a name of this process's own: concurrent exports into one folder never share a part
+        # file (each renames a complete file into place; the last rename wins, same content)
+        part = out / f".{name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.part"
+        try:  # a failed or interrupted export leaves no part file behind
+            _write_cog(reader, store, i, level, physical, profile, part)
+            part.replace(final)
+        finally:
+            part.unlink(missing_ok=True)
+        written.append(str(final))
+        progress.advance("export")
+    progress.finish("export")
+    return ExportResult(store, str(out), level, physical, written, time.perf_counter() - start)
+
+
+def _open_level(store: str, level: int) -> chronozarr.Reader:
+    """The store's reader; a ConvertError when it cannot be read or has no such level."""
     try:
         reader = chronozarr.open_store(store)
     except chronozarr.ChronozarrError as exc:
@@ -135,73 +173,77 @@ def export(
         raise ConvertError(
             "--level", f"the store has levels 0..{len(reader.levels) - 1}, not {level}"
         )
-    indices = select_times(reader.times, times)
-    lv = reader.levels[level]
-    _, n_band, height, width = lv.shape
+    return reader
+
+
+def _crs(reader: chronozarr.Reader, store: str) -> Any:
+    """The store's CRS as rasterio's (None when the store has none)."""
+    from rasterio.crs import CRS
+
     attrs = reader.attrs
     try:
-        crs = CRS.from_user_input(attrs.crs) if attrs.crs else None
+        return CRS.from_user_input(attrs.crs) if attrs.crs else None
     except Exception as exc:
         raise ConvertError(
             store, f"the store's crs {str(attrs.crs)[:60]!r} is not one GDAL reads"
         ) from exc
-    out = Path(out_dir).expanduser()
+
+
+def _file_names(
+    reader: chronozarr.Reader, indices: list[int], out: Path, overwrite: bool
+) -> list[str]:
+    """A file name per timestep (with the time of day when any timestep has one); an existing
+    file is refused unless ``overwrite``."""
     with_time = any(int(t.astype(np.int64)) % 86_400_000 for t in reader.times[indices])
-    names = [_name(attrs.variable, reader.times[i], with_time) for i in indices]
+    names = [_name(reader.attrs.variable, reader.times[i], with_time) for i in indices]
     if not overwrite:
         clash = [n for n in names if (out / n).exists()]
         if clash:
             raise ConvertError(str(out / clash[0]), "exists; give --overwrite to replace it")
-    out.mkdir(parents=True, exist_ok=True)
-    dtype = "float32" if physical else reader.dtype.name
-    nodata: float | int | None = float("nan") if physical else reader.nodata
-    progress.start("export", len(indices), f"{len(indices)} timestep(s) at level {level}")
-    written: list[str] = []
-    for i, name in zip(indices, names, strict=True):
-        values = reader.read(i, level)
-        mask = reader.read_mask(i, level)
-        if physical:
-            values = reader.physical(values, reader.valid_bands(i, level)).astype(np.float32)
-        profile = {
-            "driver": "GTiff",
-            "width": width,
-            "height": height,
-            "count": n_band,
-            "dtype": dtype,
-            "crs": crs,
-            "transform": Affine(*lv.transform),
-            "nodata": nodata,
-        }
-        final = out / name
-        part = out / f".{name}.part"
-        with MemoryFile() as mem, mem.open(**profile) as ds:
-            ds.write(values)
-            for b, band in enumerate(reader.bands, start=1):
-                ds.set_band_description(b, band.name)
-                if not physical:
-                    ds.update_tags(b, scale=band.effective_scale, offset=band.effective_offset)
-                if band.units:
-                    ds.set_band_unit(b, band.units)
+    return names
+
+
+def _write_cog(
+    reader: chronozarr.Reader,
+    store: str,
+    i: int,
+    level: int,
+    physical: bool,
+    profile: dict[str, Any],
+    part: Path,
+) -> None:
+    """Timestep ``i`` as a COG at ``part``: band names, units, scale and offset (stored
+    values), the mask, the time and where it comes from."""
+    from rasterio.io import MemoryFile
+    from rasterio.shutil import copy as rio_copy
+
+    values = reader.read(i, level)
+    mask = reader.read_mask(i, level)
+    if physical:
+        values = reader.physical(values, reader.valid_bands(i, level)).astype(np.float32)
+    with MemoryFile() as mem, mem.open(**profile) as ds:
+        ds.write(values)
+        for b, band in enumerate(reader.bands, start=1):
+            ds.set_band_description(b, band.name)
             if not physical:
-                ds.scales = [b.effective_scale for b in reader.bands]
-                ds.offsets = [b.effective_offset for b in reader.bands]
-            if mask is not None and not physical:
-                ds.write_mask(np.where(mask > 0, 255, 0).astype(np.uint8))
-            ds.update_tags(
-                time=str(reader.times[i]) + "Z",
-                store=store,
-                level=str(level),
-                values="physical" if physical else "stored",
-            )
-            rio_copy(
-                ds,
-                str(part),
-                driver="COG",
-                compress="DEFLATE",
-                predictor="2" if dtype != "float32" else "3",
-            )
-        part.replace(final)
-        written.append(str(final))
-        progress.advance("export")
-    progress.finish("export")
-    return ExportResult(store, str(out), level, physical, written, time.perf_counter() - start)
+                ds.update_tags(b, scale=band.effective_scale, offset=band.effective_offset)
+            if band.units:
+                ds.set_band_unit(b, band.units)
+        if not physical:
+            ds.scales = [b.effective_scale for b in reader.bands]
+            ds.offsets = [b.effective_offset for b in reader.bands]
+        if mask is not None and not physical:
+            ds.write_mask(np.where(mask > 0, 255, 0).astype(np.uint8))
+        ds.update_tags(
+            time=str(reader.times[i]) + "Z",
+            store=store,
+            level=str(level),
+            values="physical" if physical else "stored",
+        )
+        rio_copy(
+            ds,
+            str(part),
+            driver="COG",
+            compress="DEFLATE",
+            predictor="2" if profile["dtype"] != "float32" else "3",
+        )

@@ -219,25 +219,11 @@ def _mask_steps(steps: list[Step], options: ConvertOptions) -> list[Step]:
     return out
 
 
-def plan_rasters(source: str, options: ConvertOptions, *, workers: int = 4) -> RasterPlan:
-    """Every check of a raster conversion; the plan, or a ConvertError naming the file."""
-    if options.resampling not in RESAMPLING:
-        raise ConvertError("--resampling", f"expected one of {list(RESAMPLING)}")
-    files = source_files(source, options)
-    checks: list[dict[str, str]] = []
-    steps, per_band_names = _group(files, options.bands)
-    infos_list = probe_files(files, workers=workers)
-    infos = {f.path: i for f, i in zip(files, infos_list, strict=True)}
-    checks.append({"check": "files readable", "result": f"{len(infos)} file(s) opened"})
-    checks.append(
-        {
-            "check": "times unique, increasing",
-            "result": f"{len(steps)} timestep(s), {steps[0].time:%Y-%m-%d} .. "
-            f"{steps[-1].time:%Y-%m-%d}",
-        }
-    )
-
-    # bands
+def _bands(
+    files: list[RasterFile], infos: dict[Any, Any], steps: list[Step], per_band_names: list[str] | None,
+    options: ConvertOptions, checks: list[dict[str, str]],
+) -> tuple[list[str], str, list[Step]]:  # fmt: skip
+    """The band names and where they come from; a file holding several bands becomes a step of one source per band."""
     if per_band_names:
         names, band_origin = per_band_names, "manifest/file names"
         for f in files:
@@ -274,8 +260,13 @@ def plan_rasters(source: str, options: ConvertOptions, *, workers: int = 4) -> R
     if len(set(names)) != len(names) or not all(names):
         raise ConvertError("--bands", f"band names must be unique and non-empty, got {names}")
     checks.append({"check": "band names", "result": f"{', '.join(names)} (from {band_origin})"})
+    return names, band_origin, steps
 
-    # scale, offset, units per band: the same in every file that gives the band
+
+def _scale_offset(
+    names: list[str], steps: list[Step], infos: dict[Any, Any], checks: list[dict[str, str]]
+) -> tuple[list[float], list[float], list[Any]]:
+    """Scale, offset and units per band: the same in every file that gives the band."""
     scales, offsets, units = [], [], []
     for b in range(len(names)):
         ref = steps[0].bands[b]
@@ -302,8 +293,16 @@ def plan_rasters(source: str, options: ConvertOptions, *, workers: int = 4) -> R
             ),
         }
     )
+    return scales, offsets, units
 
-    # grid
+
+def _grid(
+    options: ConvertOptions,
+    infos_list: list[Any],
+    files: list[RasterFile],
+    checks: list[dict[str, str]],
+) -> tuple[Any, str | None]:
+    """The store's grid: one grid every file is on, or the target grid of a resampling."""
     if options.resample:
         grid_info = probe_file(options.grid) if options.grid else None
         grid = resampled_grid(
@@ -338,8 +337,16 @@ def plan_rasters(source: str, options: ConvertOptions, *, workers: int = 4) -> R
                 f"{grid.height} x {grid.width} px, every file identical",
             }
         )
+    return grid, resampling
 
-    # dtypes
+
+def _dtypes(
+    files: list[RasterFile],
+    infos: dict[Any, Any],
+    options: ConvertOptions,
+    checks: list[dict[str, str]],
+) -> tuple[dict[str, DtypeRule], str]:
+    """The store's dtype and the rule that converts each source dtype to it."""
     rules: dict[str, DtypeRule] = {}
     src_dtypes: dict[str, str] = {}
     for f in files:
@@ -358,8 +365,14 @@ def plan_rasters(source: str, options: ConvertOptions, *, workers: int = 4) -> R
     checks.append(
         {"check": "dtype", "result": dtype + (f" (converted: {'; '.join(conv)})" if conv else "")}
     )
+    return rules, dtype
 
-    # nodata: from the files (all agree), or --nodata
+
+def _nodata(
+    files: list[RasterFile], infos: dict[Any, Any], options: ConvertOptions, dtype: str,
+    checks: list[dict[str, str]],
+) -> tuple[Any, str]:  # fmt: skip
+    """nodata: from the files (all agree), or --nodata."""
     nodatas: dict[str, float | None] = {}
     for f in files:
         nodatas.setdefault(repr(infos[f.path].nodata), infos[f.path].nodata)
@@ -390,7 +403,15 @@ def plan_rasters(source: str, options: ConvertOptions, *, workers: int = 4) -> R
             )
     nodata = _store_nodata(nodata_value, dtype)
     checks.append({"check": "nodata", "result": f"{nodata} (from {nodata_origin})"})
+    return nodata, nodata_origin
 
+
+def _mask(
+    steps: list[Step], options: ConvertOptions, nodata: Any, infos: dict[Any, Any],
+    infos_list: list[Any], grid: Any, resampling: str | None, workers: int,
+    checks: list[dict[str, str]],
+) -> tuple[list[Step], str | None]:  # fmt: skip
+    """The mask: none, from nodata, or mask files on the data's grid."""
     mask = None
     if options.mask == "nodata":
         if nodata is None:
@@ -418,6 +439,35 @@ def plan_rasters(source: str, options: ConvertOptions, *, workers: int = 4) -> R
         checks.append(
             {"check": "mask", "result": f"{len(mask_files)} mask file(s), nonzero = valid"}
         )
+    return steps, mask
+
+
+def plan_rasters(source: str, options: ConvertOptions, *, workers: int = 4) -> RasterPlan:
+    """Every check of a raster conversion; the plan, or a ConvertError naming the file."""
+    if options.resampling not in RESAMPLING:
+        raise ConvertError("--resampling", f"expected one of {list(RESAMPLING)}")
+    files = source_files(source, options)
+    checks: list[dict[str, str]] = []
+    steps, per_band_names = _group(files, options.bands)
+    infos_list = probe_files(files, workers=workers)
+    infos = {f.path: i for f, i in zip(files, infos_list, strict=True)}
+    checks.append({"check": "files readable", "result": f"{len(infos)} file(s) opened"})
+    checks.append(
+        {
+            "check": "times unique, increasing",
+            "result": f"{len(steps)} timestep(s), {steps[0].time:%Y-%m-%d} .. "
+            f"{steps[-1].time:%Y-%m-%d}",
+        }
+    )
+
+    names, band_origin, steps = _bands(files, infos, steps, per_band_names, options, checks)
+    scales, offsets, units = _scale_offset(names, steps, infos, checks)
+    grid, resampling = _grid(options, infos_list, files, checks)
+    rules, dtype = _dtypes(files, infos, options, checks)
+    nodata, nodata_origin = _nodata(files, infos, options, dtype, checks)
+    steps, mask = _mask(
+        steps, options, nodata, infos, infos_list, grid, resampling, workers, checks
+    )
     return RasterPlan(
         source=source,
         steps=steps,

@@ -31,6 +31,7 @@ from cz.convert.errors import ConvertError
 from cz.convert.grid import same_crs
 from cz.convert.plan import ConvertOptions, RasterPlan, plan_rasters
 from cz.convert.stream import WindowReader, WindowSource
+from cz.signals import commit_section
 
 __all__ = ["ConvertResult", "Plan", "append_check", "convert", "plan_source", "store_spec"]
 
@@ -249,9 +250,10 @@ def convert(
                 workers=workers,
             )
         progress.finish("read")
-        if target.exists():
-            target.rmdir()  # an empty folder: replaced by the complete store
-        os.replace(staging, target)
+        with commit_section():  # a signal now waits; after it, the run finishes (cz.signals)
+            if target.exists():
+                target.rmdir()  # an empty folder: replaced by the complete store
+            os.replace(staging, target)
     except chronozarr.EncodeError as exc:
         raise ConvertError("store", str(exc)) from exc
     finally:
@@ -318,6 +320,17 @@ def append_check(plan: Plan, store: str) -> tuple[Any, list[int], list[str]]:
 
 
 def _append(
+    plan: Plan, target: Path, spec: Any, *, workers: int | None, progress: Progress, start: float
+) -> ConvertResult:
+    # one run at a time on the store (decision 0051): the check below reads it under the lock
+    lock = start_run(target, new_tag())
+    try:
+        return _append_locked(plan, target, spec, workers=workers, progress=progress, start=start)
+    finally:
+        lock.release()
+
+
+def _append_locked(
     plan: Plan, target: Path, spec: Any, *, workers: int | None, progress: Progress, start: float
 ) -> ConvertResult:
     import dask

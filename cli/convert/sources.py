@@ -265,52 +265,63 @@ def read_manifest(path: str) -> list[RasterFile]:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConvertError(path, f"cannot read the manifest ({exc})") from exc
-    rows: list[tuple[str, dict[str, object]]] = []
-    if file.suffix.lower() == ".json":
-        from chronozarr.errors import CorruptStoreError
-        from chronozarr.format import load_json
-
-        try:  # the store's bounded JSON loader: nesting, huge numbers, NaN are typed errors
-            doc = load_json(text, path)
-        except CorruptStoreError as exc:
-            raise ConvertError(
-                path, f"not valid JSON ({str(exc).removeprefix(path + ': ')})"
-            ) from exc
-        items = doc.get("items") if isinstance(doc, dict) else doc
-        if not isinstance(items, list):
-            raise ConvertError(path, 'expected a list of {"time", "path"[, "band"]} objects')
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ConvertError(f"{path}[{i}]", "expected an object with time and path")
-            rows.append((f"{path}[{i}]", item))
-    else:
-        reader = csv.DictReader(text.splitlines())
-        header = [h.strip() for h in (reader.fieldnames or [])]
-        if "time" not in header or "path" not in header:
-            raise ConvertError(path, f"expected a CSV header with time and path, got {header}")
-        for n, row in enumerate(reader, start=2):
-            rows.append((f"{path}:{n}", {(k or "").strip(): v for k, v in row.items()}))
+    rows = _json_rows(path, text) if file.suffix.lower() == ".json" else _csv_rows(path, text)
     if not rows:
         raise ConvertError(path, "the manifest lists no raster")
     base = file.resolve().parent
-    out = []
-    for where, row in rows:
-        unknown = set(row) - {"time", "path", "band"}
-        if unknown:
-            raise ConvertError(where, f"unknown column(s) {sorted(unknown)} (time, path, band)")
-        t, p, b = row.get("time"), row.get("path"), row.get("band")
-        if not isinstance(t, str) or not t.strip():
-            raise ConvertError(where, "a time (ISO-8601) is required")
-        if not isinstance(p, str) or not p.strip():
-            raise ConvertError(where, "a path is required")
-        if b is not None and (not isinstance(b, str) or not b.strip()):
-            b = None
-        out.append(
-            RasterFile(
-                path=_resolve(p.strip(), base),
-                time=parse_time_text(t, where),
-                band=b.strip() if isinstance(b, str) else None,
-                origin=where,
-            )
-        )
-    return sorted(out, key=lambda f: f.time)
+    return sorted((_manifest_file(where, row, base) for where, row in rows), key=lambda f: f.time)
+
+
+Row = tuple[str, dict[str, object]]  # where (the manifest and the row), the row's columns
+
+
+def _json_rows(path: str, text: str) -> list[Row]:
+    """A JSON manifest's rows: a list of objects, or ``{"items": [...]}``."""
+    rows: list[Row] = []
+    from chronozarr.errors import CorruptStoreError
+    from chronozarr.format import load_json
+
+    try:  # the store's bounded JSON loader: nesting, huge numbers, NaN are typed errors
+        doc = load_json(text, path)
+    except CorruptStoreError as exc:
+        raise ConvertError(path, f"not valid JSON ({str(exc).removeprefix(path + ': ')})") from exc
+    items = doc.get("items") if isinstance(doc, dict) else doc
+    if not isinstance(items, list):
+        raise ConvertError(path, 'expected a list of {"time", "path"[, "band"]} objects')
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ConvertError(f"{path}[{i}]", "expected an object with time and path")
+        rows.append((f"{path}[{i}]", item))
+    return rows
+
+
+def _csv_rows(path: str, text: str) -> list[Row]:
+    """A CSV manifest's rows (header ``time,path[,band]``), named by their line."""
+    rows: list[Row] = []
+    reader = csv.DictReader(text.splitlines())
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    if "time" not in header or "path" not in header:
+        raise ConvertError(path, f"expected a CSV header with time and path, got {header}")
+    for n, row in enumerate(reader, start=2):
+        rows.append((f"{path}:{n}", {(k or "").strip(): v for k, v in row.items()}))
+    return rows
+
+
+def _manifest_file(where: str, row: dict[str, object], base: Path) -> RasterFile:
+    """One manifest row as a raster file (a relative path is relative to the manifest)."""
+    unknown = set(row) - {"time", "path", "band"}
+    if unknown:
+        raise ConvertError(where, f"unknown column(s) {sorted(unknown)} (time, path, band)")
+    t, p, b = row.get("time"), row.get("path"), row.get("band")
+    if not isinstance(t, str) or not t.strip():
+        raise ConvertError(where, "a time (ISO-8601) is required")
+    if not isinstance(p, str) or not p.strip():
+        raise ConvertError(where, "a path is required")
+    if b is not None and (not isinstance(b, str) or not b.strip()):
+        b = None
+    return RasterFile(
+        path=_resolve(p.strip(), base),
+        time=parse_time_text(t, where),
+        band=b.strip() if isinstance(b, str) else None,
+        origin=where,
+    )

@@ -72,36 +72,36 @@ def resolve_view(
             "volatility", (), "volatility", "mean |change| / 10000 (spec 5)", colormap or "magma"
         )
     if expression:
-        names = band_math.names_in(expression)
-        if not names:
-            raise LookError(f"--expr {expression!r}: names no band")
-        idx = tuple(band_index(bands, n) for n in names)
-        return View(
-            "expr", idx, expression, expression, colormap or "RdYlGn", expression, tuple(names)
-        )
+        return _expr_view(bands, expression, colormap)
     if band:
-        i = band_index(bands, band)
-        units = bands[i].units or "no units"
-        return View(
-            "band", (i,), _band_label(bands[i]), f"{bands[i].name} [{units}]", colormap or "viridis"
-        )
+        return _band_view(bands, band_index(bands, band), colormap)
     if rgb:
         parts = [p.strip() for p in rgb.split(",")]
         if len(parts) != 3 or not all(parts):
             raise LookError(f"--rgb {rgb!r}: expected three bands, e.g. red,green,blue")
-        idx = tuple(band_index(bands, p) for p in parts)
-    else:
-        found = default_rgb(bands)
-        if found is None:
-            b0 = bands[0]
-            return View(
-                "band",
-                (0,),
-                _band_label(b0),
-                f"{b0.name} [{b0.units or 'no units'}]",
-                colormap or "viridis",
-            )
-        idx = tuple(found)
+        return _rgb_view(bands, tuple(band_index(bands, p) for p in parts), colormap)
+    found = default_rgb(bands)
+    if found is None:
+        return _band_view(bands, 0, colormap)
+    return _rgb_view(bands, tuple(found), colormap)
+
+
+def _expr_view(bands: Sequence[chronozarr.Band], expression: str, colormap: str | None) -> View:
+    names = band_math.names_in(expression)
+    if not names:
+        raise LookError(f"--expr {expression!r}: names no band")
+    idx = tuple(band_index(bands, n) for n in names)
+    return View("expr", idx, expression, expression, colormap or "RdYlGn", expression, tuple(names))
+
+
+def _band_view(bands: Sequence[chronozarr.Band], i: int, colormap: str | None) -> View:
+    units = bands[i].units or "no units"
+    return View(
+        "band", (i,), _band_label(bands[i]), f"{bands[i].name} [{units}]", colormap or "viridis"
+    )
+
+
+def _rgb_view(bands: Sequence[chronozarr.Band], idx: tuple[int, ...], colormap: str | None) -> View:
     listed = ", ".join(bands[i].name for i in idx)
     commons = [bands[i].common_name for i in idx]
     shown = [c for c, i in zip(commons, idx, strict=True) if c and c != bands[i].name]
@@ -193,18 +193,7 @@ def quicklook(
 
     n_frames = max(1, len(times))
     first = planes_of(0)
-    # one stretch for every frame (per channel), so colours compare across an animation
-    if n_frames == 1 or stretch.kind == "limits":
-        sample = first
-    else:
-        step = max(1, math.ceil(math.sqrt(n_frames * first[0].size / STRETCH_SAMPLE)))
-        sample = np.concatenate(
-            [first[:, ::step, ::step]]
-            + [planes_of(i)[:, ::step, ::step] for i in range(1, n_frames)],
-            axis=1,
-        )
-    stretches = [compute_stretch(sample[ch], stretch) for ch in range(sample.shape[0])]
-    del sample
+    stretches = _stretches(planes_of, first, n_frames, stretch)
     lut = None if view.colormap is None else colormap_lut(view.colormap)
     name = store_name(reader.store.url)
     lv = reader.levels[level]
@@ -235,17 +224,53 @@ def quicklook(
     if tiled and many:
         frames = [tile(frames)]
     written = save_frames(frames, out, duration_ms=duration_ms)
+    return {
+        **written,
+        **_numbers(reader, view, times, level, stretch, stretches),
+        "tiled": bool(tiled and many),
+        "image_box": None if tiled and many else frames[0].box.to_json(),
+        "data_shape": data_shape,
+        "valid_fraction": n_valid / n_total if n_total else 0.0,
+    }
+
+
+def _stretches(
+    planes_of: Any, first: np.ndarray, n_frames: int, stretch: StretchSpec
+) -> list[Stretch]:
+    """One stretch for every frame (per channel), so colours compare across an animation:
+    from the first frame, or a strided sample of every frame (at most ``STRETCH_SAMPLE``
+    values per channel)."""
+    if n_frames == 1 or stretch.kind == "limits":
+        sample = first
+    else:
+        step = max(1, math.ceil(math.sqrt(n_frames * first[0].size / STRETCH_SAMPLE)))
+        sample = np.concatenate(
+            [first[:, ::step, ::step]]
+            + [planes_of(i)[:, ::step, ::step] for i in range(1, n_frames)],
+            axis=1,
+        )
+    return [compute_stretch(sample[ch], stretch) for ch in range(sample.shape[0])]
+
+
+def _numbers(
+    reader: chronozarr.Reader,
+    view: View,
+    times: Sequence[int],
+    level: int,
+    stretch: StretchSpec,
+    stretches: Sequence[Stretch],
+) -> dict[str, Any]:
+    """What a quicklook shows, for ``--json``: the view, the timesteps, the stretch."""
     channel_names = (
         [reader.bands[i].name for i in view.bands] if view.kind in ("rgb", "band") else [view.label]
     )
     return {
-        **written,
         "store": reader.store.url,
         "view": view.kind,
         "bands": [reader.bands[i].name for i in view.bands],
         "expression": view.expression,
         "level": level,
-        "resolution": lv.resolution,
+        "resolution": reader.levels[level].resolution,
         "times": [reader.attrs.times[t] for t in times],
         "indices": list(times),
         "stretch": {
@@ -256,8 +281,4 @@ def quicklook(
         },
         "colormap": view.colormap,
         "units": view.units or None,
-        "tiled": bool(tiled and many),
-        "image_box": None if tiled and many else frames[0].box.to_json(),
-        "data_shape": data_shape,
-        "valid_fraction": n_valid / n_total if n_total else 0.0,
     }

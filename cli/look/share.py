@@ -126,6 +126,26 @@ def _embed_page(snippets: dict[str, str], note: str) -> str:
     )
 
 
+def _check_share(
+    store: str, out_dir: Path, viewer: Viewer, base_url: str | None, overwrite: bool
+) -> Path:
+    """Every refusal of :func:`share`, before anything is written; returns OUT_DIR's parent."""
+    if viewer.kind != "bundle":
+        raise LookError("cz share needs the bundled viewer (a self-contained folder)")
+    if base_url is not None and not _is_url(base_url):
+        raise LookError(f"--base-url {base_url!r}: expected an http(s):// URL")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise LookError(f"{out_dir}: exists and is not a folder")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
+        raise LookError(f"{out_dir}: not empty (give --overwrite to replace it)")
+    if not _is_url(store) and out_dir.resolve().is_relative_to(Path(store).resolve()):
+        raise LookError(f"{out_dir}: inside the store {store}; write the viewer beside it")
+    parent = out_dir.resolve().parent
+    if not parent.is_dir():
+        raise LookError(f"{out_dir}: the folder {parent} does not exist")
+    return parent
+
+
 def share(
     store: str,
     out_dir: Path,
@@ -141,19 +161,7 @@ def share(
     ``base_url`` is the public URL OUT_DIR will have (for absolute snippets); ``store_url``
     overrides how the page names the store (default: :func:`default_store_ref`).
     """
-    if viewer.kind != "bundle":
-        raise LookError("cz share needs the bundled viewer (a self-contained folder)")
-    if base_url is not None and not _is_url(base_url):
-        raise LookError(f"--base-url {base_url!r}: expected an http(s):// URL")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise LookError(f"{out_dir}: exists and is not a folder")
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
-        raise LookError(f"{out_dir}: not empty (give --overwrite to replace it)")
-    if not _is_url(store) and out_dir.resolve().is_relative_to(Path(store).resolve()):
-        raise LookError(f"{out_dir}: inside the store {store}; write the viewer beside it")
-    parent = out_dir.resolve().parent
-    if not parent.is_dir():
-        raise LookError(f"{out_dir}: the folder {parent} does not exist")
+    parent = _check_share(store, out_dir, viewer, base_url, overwrite)
     ref = store_url or default_store_ref(store, out_dir)
     page_text = (viewer.folder / "index.html").read_text(encoding="utf-8")
     base = None if base_url is None else base_url.rstrip("/") + "/"

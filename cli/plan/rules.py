@@ -89,6 +89,9 @@ class Candidate:
         self.assets: dict[str, str] = {}
 
 
+Failure = tuple[DropReason, str]  # why an item is dropped, and the detail
+
+
 class Checks:
     """The client-side checks of rule 1, prepared once per plan."""
 
@@ -122,39 +125,59 @@ class Checks:
         if item_id in self.seen_ids:
             return moment, "duplicate", "the same item id was listed twice", item_id
         self.seen_ids.add(item_id)
+        failed = self._collection_or_time(item, moment)
+        footprint = None if failed else item_footprint(item)
+        failed = failed or self._outside(footprint) or self._properties(item)
+        cand = None if failed else Candidate(item, moment, footprint)
+        failed = failed or self._assets(item_id, item, cand)
+        if failed:
+            reason, detail = failed
+            return moment, reason, detail, None
+        assert cand is not None  # no check failed
+        return cand
+
+    def _collection_or_time(self, item: dict[str, Any], moment: datetime) -> Failure | None:
         collection = item.get("collection")
         if collection is not None and collection != self.recipe.catalog.collection:
-            return moment, "collection", f"collection {collection!r}", None
+            return "collection", f"collection {collection!r}"
         if self.period_of(moment) is None:
             span = f"{self.periods[0].label}..{self.periods[-1].label}"
-            return moment, "time", f"acquired {iso_utc(moment)}, outside {span}", None
-        footprint = item_footprint(item)
+            return "time", f"acquired {iso_utc(moment)}, outside {span}"
+        return None
+
+    def _outside(self, footprint: Any) -> Failure | None:
         if footprint is None or footprint.is_empty:
-            return moment, "aoi", "no geometry or bbox", None
+            return "aoi", "no geometry or bbox"
         if not self.aoi_prepared.intersects(footprint) or self.aoi.touches(footprint):
-            return moment, "aoi", "footprint does not overlap the AOI", None
+            return "aoi", "footprint does not overlap the AOI"
+        return None
+
+    def _properties(self, item: dict[str, Any]) -> Failure | None:
+        """The cloud cover and the recipe's property conditions."""
         props = item.get("properties") or {}
         if self.max_cloud is not None:
             cloud = props.get("eo:cloud_cover")
             if not isinstance(cloud, int | float) or isinstance(cloud, bool):
-                return moment, "cloud", "no eo:cloud_cover", None
+                return "cloud", "no eo:cloud_cover"
             if cloud > self.max_cloud:
-                return moment, "cloud", f"eo:cloud_cover {cloud:g} > {self.max_cloud:g}", None
+                return "cloud", f"eo:cloud_cover {cloud:g} > {self.max_cloud:g}"
         for prop, ops in self.conditions.items():
             for op, target in ops.items():
                 if not _compare(props.get(prop), op, target):
-                    detail = f"{prop} = {props.get(prop)!r} fails {op} {target!r}"
-                    return moment, "property", detail, None
-        cand = Candidate(item, moment, footprint)
+                    return "property", f"{prop} = {props.get(prop)!r} fails {op} {target!r}"
+        return None
+
+    def _assets(self, item_id: str, item: dict[str, Any], cand: Any) -> Failure | None:
+        """Every need resolved to one of the item's assets (``cand.assets``), or the first not."""
         assets = item.get("assets") or {}
         found = self.census.record(item_id, assets if isinstance(assets, dict) else {}, self.needs)
         for need, resolved in found.items():
             if resolved is None:
                 tried = ", ".join(self.needs[need])
                 what = NEED_LABELS.get(need, f"no asset for band {need}")
-                return moment, "asset", f"{what} (tried {tried})", None
+                return "asset", f"{what} (tried {tried})"
             cand.assets[need] = resolved.key
-        return cand
+        return None
 
 
 def deduplicate(candidates: list[Candidate], drop: Any) -> list[Candidate]:

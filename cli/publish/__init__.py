@@ -52,7 +52,7 @@ from cz.publish.classify import (
     reencode_differences,
 )
 from cz.publish.errors import PublishError, PublishRefusedError
-from cz.publish.execution import PublishResult, execute, publish
+from cz.publish.execution import PublishResult, execute, hold, publish
 from cz.publish.planning import PublishPlan, plan_publish
 from cz.publish.targets import (
     MD5_METADATA_KEY,
@@ -83,6 +83,7 @@ __all__ = [
     "content_type",
     "execute",
     "file_md5",
+    "hold",
     "open_target",
     "plan_publish",
     "publish",

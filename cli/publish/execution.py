@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from chronozarr.io import Phase, RemoteStoreError, StoreObject
+from chronozarr.errors import ConcurrentWriteError
+from chronozarr.io import ROOT_KEY, Lease, Phase, RemoteStoreError, StoreObject
 from cz.publish.errors import PublishError
 from cz.publish.planning import PublishPlan, plan_publish
-from cz.publish.targets import DirectoryTarget, Target, file_md5
+from cz.publish.targets import DirectoryTarget, S3Target, Target, file_md5, open_target
 
-__all__ = ["PublishResult", "execute", "publish"]
+__all__ = ["PublishResult", "execute", "hold", "publish"]
 
 log = logging.getLogger("cz.publish")
 
@@ -80,12 +82,8 @@ def execute(
     ``attempts`` times on transient errors (exponential ``backoff`` seconds between tries, on top
     of obstore's request-level retries). The first permanent failure stops the publish before the
     next phase: the root is written only after every other upload has succeeded."""
-    lock = _directory_run(plan.target)
-    try:
+    with hold(plan.target):
         return _execute(plan, workers, attempts, backoff, on_phase, on_uploaded)
-    finally:
-        if lock is not None:
-            lock.release()
 
 
 def _execute(
@@ -110,7 +108,10 @@ def _execute(
             if stop.is_set():
                 raise PublishError("stopped: another upload failed")
             try:
-                plan.target.upload(obj, path, md5)
+                if obj.phase == Phase.ROOT and obj.key == ROOT_KEY:  # the commit (0051)
+                    plan.target.commit(obj, path, md5, plan.root_version)
+                else:
+                    plan.target.upload(obj, path, md5)
                 break
             except Exception as exc:  # any failure of one upload: retried if transient
                 if attempt == attempts or not _is_transient(exc):
@@ -147,6 +148,8 @@ def _execute(
                 wait(pending)
                 exc = failed[0].exception()
                 assert exc is not None
+                if isinstance(exc, ConcurrentWriteError):  # its own one line (decision 0051)
+                    raise exc
                 written = (
                     "no root zarr.json was written"
                     if plan.target_state != "store"
@@ -173,18 +176,40 @@ def publish(
     on_uploaded: Callable[[StoreObject], None] | None = None,
 ) -> PublishResult:
     """Plan and (unless ``dry_run``) execute a publish of ``source`` to ``target``."""
-    plan = plan_publish(source, target, workers=workers, endpoint=endpoint, region=region)
+    tgt = (
+        target
+        if isinstance(target, Target)
+        else open_target(target, endpoint=endpoint, region=region)
+    )
     if dry_run:
+        plan = plan_publish(source, tgt, workers=workers)
         return PublishResult(plan, [], 0.0, 0, dry_run=True)
-    return execute(plan, workers=workers, on_phase=on_phase, on_uploaded=on_uploaded)
+    with hold(tgt):  # the plan reads the target's root under the lease or lock
+        plan = plan_publish(source, tgt, workers=workers)
+        return execute(plan, workers=workers, on_phase=on_phase, on_uploaded=on_uploaded)
 
 
-def _directory_run(target: Target) -> Any:
-    """For a directory target: sweep what dead publishes left there (``.tmp`` files of
-    interrupted uploads, cz.build.leftovers) and hold this run's lock; None for object storage
-    (an S3 PUT is atomic and leaves nothing behind)."""
-    if not isinstance(target, DirectoryTarget):
-        return None
-    from cz.build.leftovers import new_tag, start_run  # the toolkit's run bookkeeping
+@contextlib.contextmanager
+def hold(target: Target) -> Iterator[None]:
+    """One writer at a time on ``target`` (decision 0051), for the plan and the uploads: a
+    directory's target lock (the sweep of what dead runs left there comes with it,
+    :mod:`cz.build.leftovers`), an S3 prefix's lease (:mod:`chronozarr.io._lease`). Nested
+    holds of one target are one."""
+    if getattr(target, "_held", False):
+        yield
+        return
+    if isinstance(target, DirectoryTarget):
+        from cz.build.leftovers import new_tag, start_run  # the toolkit's run bookkeeping
 
-    return start_run(target.root, new_tag(), partial=True)
+        lock: Any = start_run(target.root, new_tag(), partial=True)
+    elif isinstance(target, S3Target):
+        lock = Lease(target.store, "publish").acquire()
+    else:
+        lock = None
+    target._held = True  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        target._held = False  # type: ignore[attr-defined]
+        if lock is not None:
+            lock.release()

@@ -12,10 +12,12 @@ from typing import Any
 import chronozarr
 from chronozarr.errors import ChronozarrError
 from chronozarr.io import (
+    ABSENT,
     ROOT_KEY,
     ChunkGeometry,
     Phase,
     StoreObject,
+    Version,
     array_of,
     consolidated_geometries,
     is_remote,
@@ -53,6 +55,8 @@ class PublishPlan:
     extra: list[str] = field(default_factory=list)  # at the target only: kept, never deleted
     skipped: list[str] = field(default_factory=list)  # local files that are not store objects
     md5: dict[str, str] = field(default_factory=dict)
+    #: the target's root as read by the plan: the commit replaces only it (decision 0051)
+    root_version: Version = ABSENT
 
     @property
     def upload_bytes(self) -> int:
@@ -170,6 +174,7 @@ def plan_publish(
         extra=extra,
         skipped=skipped,
         md5={k: v for k, v in md5.items() if k in reasons},
+        root_version=old.version,
     )
 
 
@@ -197,6 +202,7 @@ class _OldRoot:
     times: int | None
     arrays: dict[str, ChunkGeometry]
     by_key: dict[str, StoreObject]
+    version: Version = ABSENT
 
     @classmethod
     def of(
@@ -210,7 +216,9 @@ class _OldRoot:
         by_key = {o.key: o for o in objects}
         if ROOT_KEY not in listing:
             return cls("partial" if listing else "empty", None, {}, by_key)
-        raw = tgt.read(ROOT_KEY)
+        raw, version = tgt.read_versioned(ROOT_KEY)
+        if raw is None:  # removed since the listing: an empty target's rules apply
+            return cls("partial", None, {}, by_key)
         try:
             old_root = load_document(raw, f"{tgt.url}/{ROOT_KEY}")
         except ChronozarrError as exc:  # the target's root is not JSON: not our store
@@ -225,7 +233,7 @@ class _OldRoot:
             arrays = consolidated_geometries(old_root)
         except ChronozarrError as exc:  # a malformed array entry in the target's root
             raise PublishRefusedError(str(exc)) from exc
-        return cls("store", times, arrays, by_key)
+        return cls("store", times, arrays, by_key, version)
 
     def immutable(self, key: str) -> tuple[bool, bool]:
         """(immutable, old trailing shard) of a key under the target's root (spec 14): an

@@ -11,7 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chronozarr.io import ObjectStore, StoreObject, fault_point, location, walk
+from chronozarr.io import (
+    LocalStore,
+    ObjectStore,
+    StoreObject,
+    Version,
+    commit_root,
+    fault_point,
+    location,
+    read_versioned,
+    walk,
+)
 from cz.publish.classify import cache_control, content_type
 from cz.publish.errors import PublishRefusedError
 
@@ -82,6 +92,15 @@ class Target(abc.ABC):
     def upload(self, obj: StoreObject, path: Path, md5: str) -> None:
         """Write one object (atomically: a reader sees the old object or the new one)."""
 
+    @abc.abstractmethod
+    def read_versioned(self, key: str) -> tuple[bytes | None, Version]:
+        """The bytes of an object and its version in one read (:mod:`chronozarr.io._cas`)."""
+
+    @abc.abstractmethod
+    def commit(self, obj: StoreObject, path: Path, md5: str, expected: Version) -> None:
+        """Write the root ``obj`` only if the target's root is still ``expected`` (decision
+        0051); raises :class:`chronozarr.ConcurrentWriteError` when another writer moved it."""
+
     def overlaps(self, source: Path) -> bool:
         return False
 
@@ -113,6 +132,17 @@ class S3Target(Target):
 
     def read(self, key: str) -> bytes | None:
         return self.store.get(key)
+
+    def read_versioned(self, key: str) -> tuple[bytes | None, Version]:
+        return read_versioned(self.store, key)
+
+    def commit(self, obj: StoreObject, path: Path, md5: str, expected: Version) -> None:
+        attributes = {
+            "Cache-Control": cache_control(obj),
+            "Content-Type": content_type(obj),
+            MD5_METADATA_KEY: md5,
+        }
+        commit_root(self.store, path.read_bytes(), expected, attributes=attributes)
 
     def stored_md5(self, key: str, obj: TargetObject, expected: str) -> str | None:
         etag = (obj.etag or "").strip('"').lower()
@@ -155,6 +185,12 @@ class DirectoryTarget(Target):
             return (self.root / key).read_bytes()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):  # absent
             return None
+
+    def read_versioned(self, key: str) -> tuple[bytes | None, Version]:
+        return read_versioned(LocalStore(self.root), key)
+
+    def commit(self, obj: StoreObject, path: Path, md5: str, expected: Version) -> None:
+        commit_root(LocalStore(self.root), path.read_bytes(), expected)
 
     def stored_md5(self, key: str, obj: TargetObject, expected: str) -> str | None:
         try:

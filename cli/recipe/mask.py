@@ -165,6 +165,13 @@ class MaskSpec(SectionModel):
             )
         ints = sorted(c for c in self.clean if isinstance(c, int) and not isinstance(c, bool))
         names = sorted(c for c in self.clean if isinstance(c, str))
+        self._check_clean(ints, names, keep)
+        self.clean = ints + names
+        return self
+
+    def _check_clean(self, ints: list[int], names: list[str], keep: set[Any]) -> None:
+        """mask.clean against the rest: no class both kept and cleaned, classes only when the
+        mask keeps classes, names only of mask.bits, something to clean for open/dilate."""
         both = sorted(set(ints) & keep)
         if both:
             raise ValueError(
@@ -187,8 +194,6 @@ class MaskSpec(SectionModel):
                 "mask.open and mask.dilate clean the classes and flags of mask.clean, which is "
                 "empty: list the cloud, e.g. clean: [cloud, cloud_shadow]"
             )
-        self.clean = ints + names
-        return self
 
     @field_validator("cloud_probability_asset")
     @classmethod

@@ -180,26 +180,9 @@ def problems_from_validation(
         path, rest = _data_path(data, tuple(error["loc"]))
         etype = error["type"]
         if etype == "missing":
-            missing = tuple(p for p in rest if not (isinstance(p, str) and "[" in p))[:1]
-            field = path + missing
-            line, col = locate(marks, path, key=True) if path else (1, 1)
-            message = "required field is missing"
-            model = model_at(path)
-            if model is not None and missing:
-                field_info = _field_by_key(model, str(missing[0]))
-                if field_info is not None and field_info.description:
-                    message += f" ({field_info.description})"
+            field, (line, col), message = _missing(path, rest, marks)
         elif etype == "extra_forbidden":
-            field = path
-            line, col = locate(marks, path, key=True)
-            key = str(path[-1]) if path else "?"
-            model = model_at(path[:-1])
-            allowed = keys_of(model) if model is not None else []
-            message = f"unknown key {key!r}"
-            if hint := suggest(key, allowed):
-                message += f"; did you mean {hint!r}?"
-            if allowed:
-                message += f" (expected one of: {', '.join(allowed)})"
+            field, (line, col), message = path, locate(marks, path, key=True), _unknown_key(path)
         else:
             field = path + tuple(p for p in rest if isinstance(p, str | int) and "[" not in str(p))
             line, col = locate(marks, path, key=False)
@@ -209,8 +192,41 @@ def problems_from_validation(
             continue
         seen.add(key)
         problems.append(RecipeProblem(source, line, col, field_path(field), message))
-    # a misspelt required key shows up twice (unknown 'resolutoin', missing 'resolution'):
-    # keep the located suggestion, drop the echo
+    return _without_echoes(problems)
+
+
+def _missing(
+    path: tuple[Any, ...], rest: tuple[Any, ...], marks: dict[tuple[str | int, ...], Marks]
+) -> tuple[tuple[Any, ...], tuple[int | None, int | None], str]:
+    """A required field that is missing: its path, where its parent is, the message (with
+    the field's description)."""
+    missing = tuple(p for p in rest if not (isinstance(p, str) and "[" in p))[:1]
+    where: tuple[int | None, int | None] = locate(marks, path, key=True) if path else (1, 1)
+    message = "required field is missing"
+    model = model_at(path)
+    if model is not None and missing:
+        field_info = _field_by_key(model, str(missing[0]))
+        if field_info is not None and field_info.description:
+            message += f" ({field_info.description})"
+    return path + missing, where, message
+
+
+def _unknown_key(path: tuple[Any, ...]) -> str:
+    """An unknown key's message: the nearest known key, and every key the section takes."""
+    key = str(path[-1]) if path else "?"
+    model = model_at(path[:-1])
+    allowed = keys_of(model) if model is not None else []
+    message = f"unknown key {key!r}"
+    if hint := suggest(key, allowed):
+        message += f"; did you mean {hint!r}?"
+    if allowed:
+        message += f" (expected one of: {', '.join(allowed)})"
+    return message
+
+
+def _without_echoes(problems: list[RecipeProblem]) -> list[RecipeProblem]:
+    """A misspelt required key shows up twice (unknown 'resolutoin', missing 'resolution'):
+    keep the located suggestion, drop the echo."""
     suggested = set()
     for problem in problems:
         match = re.match(r"unknown key '.*'; did you mean '(.*)'\?", problem.message)

@@ -90,9 +90,19 @@ describe("store.series with the time-series companion", () => {
     }
   });
 
-  test("the store adapter serves the companion to stock zarrita as stored", async () => {
-    const adapted = await chronozarrStore(`${server.url}/history.zarr`);
-    const root = zarr.root(adapted);
+  for (const via of ["the store adapter", "plain zarrita (FetchStore)"]) {
+    test(`${via}: stock zarrita reads the companion's true values`, async () => {
+      const store =
+        via === "the store adapter"
+          ? await chronozarrStore(`${server.url}/history.zarr`)
+          : new zarr.FetchStore(`${server.url}/history.zarr`);
+      await checkWithZarrita(store);
+    });
+  }
+
+  /** The companion read by stock zarrita through `store` equals the Python reader's history. */
+  async function checkWithZarrita(store) {
+    const root = zarr.root(store);
     const arr = await zarr.open.v3(root.resolve("0/history/values"), { kind: "array" });
     assert.deepEqual(arr.shape, [expected.n_time, 4, 21, 19]);
     const want = expected.pixels.find((p) => p.source === "history");
@@ -102,7 +112,9 @@ describe("store.series with the time-series companion", () => {
       const row = Array.from(got.data.subarray(t * nF, (t + 1) * nF));
       assert.deepEqual(row, [want.stored[0][t], want.stored[1][t], want.mask[t], want.coverage[t]], `t ${t}`);
     }
-  });
+    const field = await zarr.get(await zarr.open.v3(root.resolve("0/history/field"), { kind: "array" }));
+    assert.deepEqual(Array.from(field.data), ["red", "nir", "mask", "coverage"]);
+  }
 });
 
 describe("the root's chronozarr.history block (parseHistory)", () => {

@@ -8,7 +8,9 @@
 //   a small fraction of a 30 m pixel of where PROJ puts it;
 // - its pyramid has every level of the store (the multiscales list's entries), and it reads no
 //   coordinate array to place it (OpenLayers 10.11 also places a store written before C26, from
-//   the list's crs and the first and last x and y values: 4 more requests).
+//   the list's crs and the first and last x and y values: 4 more requests);
+// - the OpenLayers example of docs/js.md, bundled as written (its URL replaced by the store's),
+//   shows the store in its CRS with the Python reader's value under a pixel centre.
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -16,7 +18,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { HERE, fixtures, loadExpected, python } from "./fixtures.js";
+import { HERE, REPO, fixtures, loadExpected, python } from "./fixtures.js";
 import { CHROMIUM, CHROMIUM_ARGS, chromiumSkip } from "./chromium.js";
 import { startServer } from "./server.js";
 
@@ -163,6 +165,46 @@ describe("stock OpenLayers GeoZarr source in headless Chromium", { skip, timeout
       assert.ok(gotIn[i] && gotIn[i][0] === want, `corner (${row}, ${col}) 2 m inside: ${gotIn[i]} != ${want}`);
       assert.ok(gotOut[i] === null || gotOut[i][1] === 0, `corner (${row}, ${col}) 2 m outside: ${gotOut[i]}`);
     });
+    assert.deepEqual(pageErrors, []);
+  });
+  test("the docs/js.md example runs as written", async () => {
+    const doc = readFileSync(path.join(REPO, "docs", "js.md"), "utf8");
+    const from = doc.indexOf("### OpenLayers\n");
+    const block = /```js\n([\s\S]*?)```/.exec(doc.slice(from))[1];
+    assert.ok(block.includes('new GeoZarr({ url: "https://bucket.example/s2-ucayali.zarr", variable: "data" })'));
+    const code = block.replace("https://bucket.example/s2-ucayali.zarr", url()) + "\nwindow.docExample = { map, layer, source };\n";
+    const { build } = await import("esbuild");
+    await build({
+      stdin: { contents: code, resolveDir: HERE, loader: "js" },
+      bundle: true,
+      format: "esm",
+      target: "es2022",
+      outfile: path.join(bundleDir, "doc-example.js"),
+      logLevel: "error",
+    });
+    const p = await context.newPage();
+    p.on("pageerror", (err) => pageErrors.push(err.message));
+    await p.goto(`${server.url}/openlayers.html`); // same origin as the bundle
+    await p.evaluate(() => {
+      document.body.innerHTML = '<div id="map" style="width:512px;height:384px"></div>';
+    });
+    await p.addScriptTag({ url: `${server.url}/bundle/doc-example.js`, type: "module" });
+    const [, , h, w] = none.levels[0].shape;
+    const [row, col] = [40, 100];
+    const at = [C + A * (col + 0.5), F + E * (row + 0.5)];
+    const got = await p.evaluate(async (at) => {
+      const { map, layer, source } = window.docExample;
+      while (source.getState() === "loading") await new Promise((r) => setTimeout(r, 20));
+      map.getView().setResolution(7.5); // 4 screen pixels per store pixel, centred on `at`
+      map.getView().setCenter(at);
+      await new Promise((r) => map.once("rendercomplete", r));
+      return { projection: map.getView().getProjection().getCode(), value: layer.getData(map.getPixelFromCoordinate(at)) };
+    }, at);
+    await p.close();
+    assert.equal(got.projection, "EPSG:32631");
+    assert.ok(got.value, "no data under the pixel centre");
+    assert.equal(got.value[0], exp[0][0].data[row * w + col]);
+    assert.ok(h > row);
     assert.deepEqual(pageErrors, []);
   });
 });

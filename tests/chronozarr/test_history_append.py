@@ -153,3 +153,25 @@ def test_the_trailing_companion_chunk_is_in_the_short_cache_class(tmp_path: Path
     assert not skipped
     chunks = {o.key: o.in_place for o in objects if o.key.startswith("0/history/values/c/")}
     assert chunks and all(v == k.startswith("0/history/values/c/1/") for k, v in chunks.items())
+
+
+def test_an_interrupted_append_leaves_the_old_history_readable_and_its_rerun_exact(
+    tmp_path: Path,
+) -> None:
+    """Killed after level 0 (the open block's companion chunks already rewritten with the new
+    months): a reader of the old root still reads the old history, since those chunks hold the
+    old months unchanged; the re-run gives a fresh encode's companion."""
+    data, mask, cov = _series(7)
+    store, fresh = tmp_path / "s.zarr", tmp_path / "fresh.zarr"
+    layout: dict[str, Any] = dict(chunk_size=8, history=True, history_time=4, **KW)
+    chronozarr.encode(data[:5], store, times=monthly(5), mask=mask[:5], coverage=cov[:5], **layout)
+    add = dict(times=monthly(7)[5:], mask=mask[5:], coverage=cov[5:])
+    with pytest.raises(RuntimeError, match="injected"):
+        chronozarr.append(store, data[5:], _fail_after="level0", **add)
+    old = chronozarr.open_store(store)
+    assert old.n_time == 5
+    series = old.pixel_series(20, 18, use_history=True)
+    assert (series.stored == data[:5, :, 20, 18]).all() and (series.mask == mask[:5, 20, 18]).all()
+    chronozarr.append(store, data[5:], **add)
+    chronozarr.encode(data, fresh, times=monthly(7), mask=mask, coverage=cov, **layout)
+    assert _companion(store) == _companion(fresh)

@@ -49,7 +49,9 @@ CHILD = textwrap.dedent(
 PUT = "chronozarr.io:LocalStore:put"
 
 
-def _terminate(tmp_path: Path, patch: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _terminate(
+    tmp_path: Path, patch: str, *args: str, signum: int = signal.SIGTERM
+) -> subprocess.CompletedProcess[str]:
     ready = tmp_path / "ready.flag"
     proc = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(ready), patch, *args],
@@ -65,7 +67,7 @@ def _terminate(tmp_path: Path, patch: str, *args: str) -> subprocess.CompletedPr
             proc.kill()
             pytest.fail(f"the child never reached its first write: {proc.returncode} {err}")
         time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGTERM)
+    os.kill(proc.pid, signum)
     out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
@@ -191,3 +193,36 @@ def test_sigterm_during_convert_removes_its_staging(tmp_path: Path) -> None:
     res = _terminate(tmp_path, PUT, "convert", str(tmp_path / "src"), str(out / "c.zarr"))
     _assert_terminated(res)
     assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_after_the_commit_lets_the_run_finish(tmp_path: Path, signum: int) -> None:
+    """Decision 0051: the store is committed (the staging folder renamed into place) and the
+    run is releasing its lock when the signal lands: it finishes, exit 0, one line on stderr,
+    the store complete and nothing left beside it (a scheduler sees success, no retry)."""
+    from tests.cz.convert.helpers import write_series
+
+    rng = np.random.default_rng(0)
+    write_series(
+        tmp_path / "src",
+        rng.integers(0, 1000, size=(2, 1, 16, 16)).astype(np.uint16),
+        ["2024-01-01", "2024-02-01"],
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    store = out / "c.zarr"
+    res = _terminate(
+        tmp_path,
+        "cz.build.leftovers:RunLock:release",
+        "convert",
+        str(tmp_path / "src"),
+        str(store),
+        signum=signum,
+    )
+    name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+    assert res.returncode == 0, (res.returncode, res.stderr)
+    assert "Traceback" not in res.stderr
+    assert f"received {name} after the commit; the run finished" in res.stderr
+    assert chronozarr.open_store(store).n_time == 2
+    assert chronozarr.validate(store).ok
+    assert _dot_entries(out) == []

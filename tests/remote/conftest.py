@@ -55,7 +55,14 @@ class RequestLog:
     _seq: Iterator[int] = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    #: behave as a host without conditional writes: drop If-None-Match / If-Match (the
+    #: concurrency tests' "host that ignores them", decision 0051)
+    ignore_conditions: bool = False
+
     def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        if self.ignore_conditions:
+            environ.pop("HTTP_IF_NONE_MATCH", None)
+            environ.pop("HTTP_IF_MATCH", None)
         entry = ServerRequest(
             environ["REQUEST_METHOD"],
             environ.get("PATH_INFO", ""),
@@ -86,9 +93,16 @@ class RequestLog:
             return sorted(self.entries, key=lambda e: e.start)
 
     def puts(self, bucket: str) -> list[ServerRequest]:
-        """Object PUTs into ``bucket`` (not the bucket creation), in arrival order."""
+        """Object PUTs into ``bucket`` (not the bucket creation, not the writer's lease, which
+        is no object of the store: decision 0051), in arrival order."""
         prefix = f"/{bucket}/"
-        return [e for e in self.snapshot() if e.method == "PUT" and e.path.startswith(prefix)]
+        return [
+            e
+            for e in self.snapshot()
+            if e.method == "PUT"
+            and e.path.startswith(prefix)
+            and not e.path.endswith("/.chronozarr-lease.json")
+        ]
 
 
 @dataclass

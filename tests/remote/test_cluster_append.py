@@ -192,7 +192,7 @@ def test_a_killed_cz_append_rerun_gives_the_same_store(
     tmp_path: Path,
 ) -> None:
     """SIGTERM while the workers write level 0 (like Ctrl-C: exit 143, the partial kept), or
-    SIGKILL at the client's 5th durable write (the journal, provenance_items and the volatility
+    SIGKILL at the client's 5th durable write after its lease (the journal, provenance_items and the volatility
     are written, ``0/time/c/0`` is not: the step where a naive re-run would count the new
     deltas twice). The store reads as before; the same command completes it, same objects."""
     _rec, base, grown = unsharded
@@ -211,7 +211,8 @@ def test_a_killed_cz_append_rerun_gives_the_same_store(
         assert proc.returncode == 143, stderr
         assert "Traceback" not in stderr
     else:
-        proc = _cz(args, tmp_path, CZ_FAULT_AT="5")
+        # the 7th: the lease's create and its probe (decision 0051) come before the five
+        proc = _cz(args, tmp_path, CZ_FAULT_AT="7")
         _stdout, stderr = proc.communicate(timeout=300)
         assert proc.returncode == -signal.SIGKILL, stderr
         assert (out / ".chronozarr-append.json").exists()  # the journal of decision 0020

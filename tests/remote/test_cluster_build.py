@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 import chronozarr
-from chronozarr.io import ObjectStore, classify_objects
+from chronozarr.io import LEASE_KEY, ObjectStore, classify_objects
 from cz.build import BuildError, BuildOptions, Progress, build
 from cz.publish.classify import cache_control
 from cz.recipe import load_recipe
@@ -88,6 +88,16 @@ class ClientPuts:
             original(store, key, data, attributes)
 
         monkeypatch.setattr(ObjectStore, "put", put)
+        conditional = ObjectStore.put_mode
+
+        def put_mode(
+            store: ObjectStore, key: str, data: bytes, mode: Any, attributes: Any = None
+        ) -> Any:
+            if key != LEASE_KEY:  # the writer's lease is no object of the store (decision 0051)
+                self.keys.append(key)
+            return conditional(store, key, data, mode, attributes)
+
+        monkeypatch.setattr(ObjectStore, "put_mode", put_mode)
 
 
 class DiskWatch:

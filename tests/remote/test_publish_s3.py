@@ -192,6 +192,23 @@ class _Fault:
             original(target, obj, path, md5)
 
         monkeypatch.setattr(pub.S3Target, "upload", upload)
+        original_commit = pub.S3Target.commit
+
+        def commit(
+            target: pub.S3Target, obj: pub.StoreObject, path: Path, md5: str, v: Any
+        ) -> None:
+            # the root goes up as a compare-and-swap (decision 0051): the same faults apply
+            fault.calls.append(obj.key)
+            if fault.fail_at is not None and len(fault.calls) == fault.fail_at:
+                raise PermissionError(f"injected permanent failure on {obj.key}")
+            if fault.fail_keys is not None and fault.fail_keys.search(obj.key):
+                raise PermissionError(f"injected permanent failure on {obj.key}")
+            if obj.key in fault.flaky:
+                fault.flaky.discard(obj.key)
+                raise ConnectionError(f"injected transient failure on {obj.key}")
+            original_commit(target, obj, path, md5, v)
+
+        monkeypatch.setattr(pub.S3Target, "commit", commit)
 
 
 @pytest.mark.parametrize("name", ["unsharded", "sharded"])

@@ -122,6 +122,7 @@ def test_append_refuses_what_does_not_fit(folder: Path) -> None:
         "grid": ("resolution: 10", "resolution: 20", r"grid transform"),
         "gap": ("max_age: 2", "max_age: 3", r"gap_fill.max_age: recipe 3, store built with 2"),
         "chunk": ("chunk_size: 16", "chunk_size: 32", r"store.chunk_size: recipe 32, store 16"),
+        "history": ("chunk_size: 16", "chunk_size: 16\n  history: true", r"store.history: recipe"),
     }
     base = (folder / "c.yaml").read_text()
     for name, (old, new, message) in changed.items():

@@ -1,7 +1,8 @@
 """The sweep of what dead runs left (cz.build.leftovers): a dead run's staging, spill and lock go,
 a live run's stay, names without a lock file are only reported, ``.tmp`` files go only from a
-complete store and only when old, and a resumable cluster partial (``.cz-build/``, no root) is
-never touched (docs/decisions/0017-resumable-builds.md)."""
+complete store (only when old without the target's lock; whatever their age under it, decision
+0051), one run at a time holds a target, and a resumable cluster partial (``.cz-build/``, no
+root) is never touched (docs/decisions/0017-resumable-builds.md)."""
 
 from __future__ import annotations
 
@@ -168,3 +169,87 @@ def test_a_lock_file_naming_another_folder_as_its_spill_is_not_trusted(tmp_path:
     lock.write_text(json.dumps({**owner, "spill": str(precious)}))
     leftovers.sweep(final)
     assert precious.is_dir()
+
+
+def test_a_run_holding_the_target_lock_sweeps_every_tmp_whatever_its_age(tmp_path: Path) -> None:
+    """Decision 0051: with the target's lock held, no other cz run writes there, so a fresh
+    ``.tmp`` (a run killed a moment ago) goes too, and a dead writer's lease with it."""
+    final = _store(tmp_path / "s.zarr")
+    fresh = final / "0" / ".c.1234.tmp"
+    fresh.write_bytes(b"a")
+    lease = final / ".chronozarr-lease.json"
+    lease.write_text(json.dumps({"pid": 2**22 + 7, "host": "elsewhere", "expires": 1.0}))
+    run = leftovers.start_run(final, TAG)
+    try:
+        assert not fresh.exists() and not lease.exists()
+    finally:
+        run.release()
+    assert _hidden(tmp_path) == []  # the target lock went with the run
+
+
+def test_a_live_writers_lease_keeps_its_tmp_files(tmp_path: Path) -> None:
+    """A library writer without the toolkit's lock holds the store's lease: its ``.tmp`` files
+    are its own, whatever their age."""
+    final = _store(tmp_path / "s.zarr")
+    tmp = final / "0" / ".c.1234.tmp"
+    tmp.write_bytes(b"a")
+    past = time.time() - 2 * leftovers.TMP_MIN_AGE
+    os.utime(tmp, (past, past))
+    (final / ".chronozarr-lease.json").write_text(
+        json.dumps({"pid": os.getpid(), "host": os.uname().nodename, "expires": time.time() + 60})
+    )
+    run = leftovers.start_run(final, TAG)
+    run.release()
+    assert tmp.exists()
+
+
+def test_a_second_run_on_a_target_is_refused_while_the_first_holds_it(tmp_path: Path) -> None:
+    from cz.build.errors import TargetBusyError
+
+    final = tmp_path / "s.zarr"
+    first = leftovers.start_run(final, TAG)
+    try:
+        child = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pathlib import Path; from cz.build import leftovers\n"
+                "try:\n    leftovers.start_run(Path(sys.argv[1]), 'b' * 10)\n"
+                "except Exception as exc:\n    print(type(exc).__name__, exc)",
+                str(final),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert child.stdout.startswith(TargetBusyError.__name__), child.stdout + child.stderr
+        assert "another cz run holds this target" in child.stdout
+        assert f"pid {os.getpid()}" in child.stdout
+    finally:
+        first.release()
+    again = leftovers.start_run(final, TAG)  # free again once the first released it
+    again.release()
+
+
+def test_a_publish_that_finds_the_target_up_to_date_still_sweeps(tmp_path: Path) -> None:
+    import numpy as np
+
+    import chronozarr
+
+    store = tmp_path / "s.zarr"
+    chronozarr.encode(
+        np.arange(2 * 1 * 8 * 8, dtype=np.uint16).reshape(2, 1, 8, 8) + 1,
+        store,
+        times=["2024-01-01", "2024-02-01"],
+        bands=["b"],
+        crs="EPSG:32631",
+        transform=[10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0],
+        chunk_size=8,
+    )
+    site = tmp_path / "site" / "s.zarr"
+    assert CliRunner().invoke(app, ["publish", str(store), str(site)]).exit_code == 0
+    debris = site / "0" / ".zarr.json.4321.tmp"
+    debris.write_bytes(b"x")  # a killed upload's, a moment ago
+    res = CliRunner().invoke(app, ["publish", str(store), str(site)])
+    assert res.exit_code == 0 and "up to date" in res.output, res.output
+    assert not debris.exists()

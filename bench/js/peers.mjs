@@ -1,0 +1,285 @@
+// Side by side, same store, same run: our map viewer, OpenLayers (npm `ol`, ol/source/GeoZarr) and
+// CarbonPlan zarr-layer (npm, on MapLibre), in headless Chromium under two software-rendering flag
+// sets. Each library opens the store as docs/js.md says: the viewer by URL, OpenLayers with the
+// URL and the array name (the page registers proj4), zarr-layer with the URL, the array name and
+// the store's own proj:code as its proj4 option. One band shown, greyscale stretch.
+//
+//   cd js && node ../bench/js/peers.mjs [--reps 5] [--rtt 80] [--steps 48] [--no-write] [--first-only] [--trace]
+//       [--libs viewer,openlayers] [--flags angle] [--viewer-query rendering=interleaved]
+//
+// The store: bench/js/make_store.py --encoding none (24 x 2 x 1024 x 1024 uint16, cs 512, none,
+// zstd, unsharded: every library reads it), served by nginx on 127.0.0.1. First frames go through
+// the delay proxy (delay_proxy.mjs: RTT per request and per new connection, a process of its own
+// at a higher priority than the browser), cold (a fresh browser context each run), 1280 x 800
+// CSS px, each library's own first view of the whole store; "first frame" is from navigation start
+// to the library's first frame with the store's data on screen (the viewer: firstFrameAt; OpenLayers:
+// the first rendercomplete with data under the map's centre; zarr-layer: the first map render after
+// its first load finished). "chain" is the longest chain of requests before the frame where each
+// starts after the previous one's response ended (the round trips the frame waited for; the
+// page and its scripts included); "store GETs" the store's requests before it.
+//
+// Scrub: direct to nginx (no added RTT), one browser context per library: after a warm-up pass
+// over every timestep (all chunks resident, as far as the library keeps them), --steps timesteps
+// one after another, each requested once the previous one is drawn (the viewer: layer.setTime
+// resolved and one animation frame; OpenLayers: updateDimensions then rendercomplete; zarr-layer:
+// setSelector, its loading done, then a map render). Steps per second, the CPU of every process
+// of the browser per step (proc_cpu.mjs: renderer, GPU process, ...), and the store's GETs and
+// bytes per step from nginx's access log. Writes the "Map libraries side by side" section of
+// docs/benchmarks-archive.md unless --no-write.
+
+import { spawnSync } from "node:child_process";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, "..", "..");
+const JS = path.join(REPO, "js");
+const require = createRequire(path.join(JS, "package.json"));
+const { chromium } = require("playwright-core");
+const { build } = require("esbuild");
+const proj4 = require("proj4");
+const { buildViewer } = await import(pathToFileURL(path.join(JS, "tools", "build-viewer.mjs")).href);
+const { byKind, cpuDelta, cpuSnapshot } = await import(pathToFileURL(path.join(HERE, "proc_cpu.mjs")).href);
+const { startNginx } = await import(pathToFileURL(path.join(HERE, "servers.mjs")).href);
+const { startDelayProxy } = await import(pathToFileURL(path.join(HERE, "delay_proxy.mjs")).href);
+const { median, writeSection } = await import(pathToFileURL(path.join(HERE, "report.mjs")).href);
+
+const args = process.argv.slice(2);
+const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
+const reps = opt("--reps", 5);
+const RTT = opt("--rtt", 80);
+const STEPS = opt("--steps", 48);
+const trace = args.includes("--trace"); // print each first frame's requests and the viewer's marks
+const firstOnly = args.includes("--first-only"); // first frames alone, printed, nothing written
+const write = !args.includes("--no-write") && !firstOnly;
+const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
+const BASE = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const ALL_FLAGS = {
+  "--disable-gpu": ["--disable-gpu"],
+  "--use-gl=angle --use-angle=swiftshader": ["--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"],
+};
+// --libs viewer,openlayers: some of the libraries (the ratio rows need all three)
+// --flags disable-gpu|angle: one of the two flag sets
+const FLAGS = Object.fromEntries(Object.entries(ALL_FLAGS).filter(([k]) => !args.includes("--flags") || k.includes(args[args.indexOf("--flags") + 1])));
+const LIBS = args.includes("--libs") ? args[args.indexOf("--libs") + 1].split(",") : ["viewer", "openlayers", "zarr-layer"];
+const viewport = { width: 1280, height: 800 };
+
+const work = mkdtempSync(path.join(os.tmpdir(), "chronozarr-peers-"));
+chmodSync(work, 0o755); // nginx workers run as an unprivileged user
+const loadBefore = os.loadavg();
+let nginx;
+let proxy;
+const page = (name, script) =>
+  writeFileSync(
+    path.join(work, `${name}.html`),
+    `<!doctype html><meta charset="utf-8"><style>html,body{margin:0;background:#000}#map{width:100vw;height:100vh}</style><div id="map"></div><script type="module" src="${script}"></script>`,
+  );
+
+try {
+  const made = spawnSync(python, [path.join(HERE, "make_store.py"), path.join(work, "store.zarr"), "--encoding", "none"], {
+    encoding: "utf8",
+  });
+  if (made.status !== 0) throw new Error(`make_store.py failed:\n${made.stdout}${made.stderr}`);
+  await buildViewer(path.join(work, "viewer"));
+  for (const [name, entry] of [
+    ["peer-openlayers", "peer_openlayers.js"],
+    ["peer-zarr-layer", "peer_zarr_layer.js"],
+  ]) {
+    await build({
+      entryPoints: [path.join(HERE, entry)],
+      bundle: true,
+      format: "esm",
+      minify: true,
+      target: "es2022",
+      outfile: path.join(work, `${name}.js`),
+      nodePaths: [path.join(JS, "node_modules")],
+      logLevel: "error",
+    });
+    page(name, `${name}.js`);
+  }
+  copyFileSync(path.join(JS, "node_modules", "maplibre-gl", "dist", "maplibre-gl-worker.mjs"), path.join(work, "maplibre-gl-worker.mjs"));
+  const root = JSON.parse(readFileSync(path.join(work, "store.zarr", "zarr.json"), "utf8")).attributes;
+  const code = root["proj:code"];
+  const [xmin, ymin, xmax, ymax] = root["spatial:bbox"];
+  const [lon, lat] = proj4(code, "EPSG:4326", [(xmin + xmax) / 2, (ymin + ymax) / 2]);
+  // zarr-layer's view: the store's height filling the 800 px viewport, as OpenLayers and the viewer fit it
+  const mPerPx = (ymax - ymin) / viewport.height;
+  const zoom = Math.log2((156543.03392 * Math.cos((lat * Math.PI) / 180)) / mPerPx);
+  const nt = root.chronozarr.times.length;
+  const urls = {
+    viewer: `viewer/index.html?style=style.json&store=../store.zarr/&mode=band&band=B04${args.includes("--viewer-query") ? `&${args[args.indexOf("--viewer-query") + 1]}` : ""}`,
+    openlayers: "peer-openlayers.html?store=store.zarr/",
+    "zarr-layer": `peer-zarr-layer.html?store=store.zarr/&proj4=${code}&center=${lon},${lat}&zoom=${zoom}&nt=${nt}`,
+  };
+  nginx = await startNginx(work, { priority: true, accessLog: true });
+  proxy = await startDelayProxy(nginx.port, RTT);
+  const accessLog = path.join(nginx.dir, "access.log");
+  const logLines = () => (existsSync(accessLog) ? readFileSync(accessLog, "utf8").split("\n").filter(Boolean) : []);
+
+  const frameAt = {
+    viewer: () => window.viewer?.firstFrameAt,
+    openlayers: () => window.peer?.firstFrameAt || (window.peer?.error && -1),
+    "zarr-layer": () => window.peer?.firstFrameAt || (window.peer?.error && -1),
+  };
+
+  /** One cold first frame of `lib` through the proxy: ms, the request chain, the store's GETs. */
+  const firstFrame = async (browser, lib) => {
+    const ctx = await browser.newContext({ viewport });
+    const p = await ctx.newPage();
+    await p.goto(`${proxy.url}/${urls[lib]}`, { waitUntil: "commit" });
+    await p.waitForFunction(frameAt[lib], null, { timeout: 60000 });
+    const out = await p.evaluate((lib) => {
+      const at = lib === "viewer" ? window.viewer.firstFrameAt : window.peer.firstFrameAt;
+      if (at < 0) return { error: window.peer.error };
+      const nav = performance.getEntriesByType("navigation")[0];
+      const et = window.CHRONOZARR_VIEWER?.early?.timing; // a viewer build whose early Worker fetches
+      const shift = et ? et.timeOrigin - performance.timeOrigin : 0;
+      const res = [
+        nav,
+        ...performance.getEntriesByType("resource"),
+        ...(et?.entries ?? []).map((e) => ({ ...e, startTime: e.startTime + shift, responseEnd: e.responseEnd + shift })),
+      ].filter((r) => r.responseEnd > 0 && r.responseEnd <= at);
+      const depth = new Map();
+      const sorted = [...res].sort((a, b) => a.startTime - b.startTime);
+      for (const r of sorted)
+        depth.set(r, 1 + Math.max(0, ...sorted.filter((q) => q.responseEnd <= r.startTime).map((q) => depth.get(q) ?? 0)));
+      const reqs = sorted.map((r) => `${r.name.split("/").slice(-3).join("/")} ${r.startTime.toFixed(0)}-${r.responseEnd.toFixed(0)} d${depth.get(r)}${r.connectEnd > r.connectStart ? " new-conn" : ""} ${r.transferSize ?? ""}`);
+      const marks = Object.fromEntries(Object.entries({ ...(window.CHRONOZARR_VIEWER?.early?.marks ?? {}), ...(window.viewer?.marks ?? {}) }).filter(([, v]) => typeof v === "number").map(([k, v]) => [k, Math.round(v)]));
+      return { ms: at, chain: Math.max(...depth.values()), storeGets: res.filter((r) => /store\.zarr\//.test(r.name)).length, reqs, marks };
+    }, lib);
+    await ctx.close();
+    if (out.error) throw new Error(`${lib}: ${out.error}`);
+    if (trace) console.error(lib, Math.round(out.ms), JSON.stringify(out.marks), "\n  " + out.reqs.join("\n  "));
+    return out;
+  };
+
+  /** Steps per second over STEPS timesteps with every chunk resident, CPU and GETs per step. */
+  const scrub = async (browser, lib) => {
+    const ctx = await browser.newContext({ viewport });
+    const p = await ctx.newPage();
+    await p.goto(`${nginx.url}/${urls[lib]}`);
+    await p.waitForFunction(frameAt[lib], null, { timeout: 60000 });
+    if (lib === "viewer") await p.waitForFunction(() => document.body.dataset.prefetched, null, { timeout: 120000 });
+    else await p.evaluate(() => window.peer.ready);
+    const stepAll = (n) =>
+      p.evaluate(
+        async ({ lib, n }) => {
+          const nTime = lib === "viewer" ? window.viewer.store.nTime : window.peer.nTime;
+          const step =
+            lib === "viewer"
+              ? async (t) => (await window.viewer.layer.setTime(t), await new Promise((r) => requestAnimationFrame(r)))
+              : window.peer.step;
+          let t = lib === "viewer" ? window.viewer.layer.t : 0;
+          const t0 = performance.now();
+          for (let i = 0; i < n; i++) {
+            t = (t + 1) % nTime;
+            await step(t);
+          }
+          return (n * 1000) / (performance.now() - t0);
+        },
+        { lib, n },
+      );
+    await stepAll(nt); // warm-up: every timestep once, so its chunks are resident
+    const lines0 = logLines().length;
+    const before = cpuSnapshot();
+    const rate = await stepAll(STEPS);
+    const kinds = byKind(cpuDelta(before, cpuSnapshot()));
+    const store = logLines()
+      .slice(lines0)
+      .filter((l) => l.includes("/store.zarr/"));
+    const bytes = store.reduce((a, l) => a + Number(/" \d{3} (\d+) /.exec(l)?.[1] ?? 0), 0);
+    await ctx.close();
+    const cpu = Object.fromEntries(Object.entries(kinds).map(([k, ms]) => [k, ms / STEPS]));
+    return { rate, cpu, cpuAll: Object.values(cpu).reduce((a, b) => a + b, 0), gets: store.length / STEPS, bytes: bytes / STEPS };
+  };
+
+  const results = {};
+  for (const [flagName, flags] of Object.entries(FLAGS)) {
+    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: [...BASE, ...flags] });
+    // A running browser's GPU process is up: its first WebGL context (565 ms under angle here,
+    // 40 ms after) is not charged to whichever library happens to be measured first.
+    const warm = await browser.newPage();
+    await warm.evaluate(() => document.createElement("canvas").getContext("webgl2")?.finish());
+    await warm.close();
+    const first = Object.fromEntries(LIBS.map((l) => [l, []]));
+    for (let i = 0; i < reps; i++) for (const lib of LIBS) first[lib].push(await firstFrame(browser, lib)); // interleaved
+    const scrubs = {};
+    for (const lib of LIBS) scrubs[lib] = firstOnly ? { rate: 0, cpu: {}, cpuAll: 0, gets: 0, bytes: 0 } : await scrub(browser, lib);
+    await browser.close();
+    results[flagName] = Object.fromEntries(
+      LIBS.map((lib) => [
+        lib,
+        {
+          firstMs: median(first[lib].map((r) => r.ms)),
+          firstRange: [Math.min(...first[lib].map((r) => r.ms)), Math.max(...first[lib].map((r) => r.ms))],
+          chain: median(first[lib].map((r) => r.chain)),
+          storeGets: median(first[lib].map((r) => r.storeGets)),
+          ...scrubs[lib],
+        },
+      ]),
+    );
+    console.error(flagName, JSON.stringify(results[flagName]));
+  }
+  const loadAfter = os.loadavg();
+  console.log(JSON.stringify({ results, load: { before: loadBefore, after: loadAfter } }, null, 1));
+
+  const version = (pkg) => JSON.parse(readFileSync(path.join(JS, "node_modules", pkg, "package.json"), "utf8")).version;
+  const versions = {
+    ol: version("ol"),
+    zarrLayer: version("@carbonplan/zarr-layer"),
+    maplibre: version("maplibre-gl"),
+    chromium: spawnSync("/usr/bin/chromium", ["--version"], { encoding: "utf8" }).stdout.trim(),
+  };
+  const f0 = (x) => x.toFixed(0);
+  const f1 = (x) => x.toFixed(1);
+  const rows = [];
+  for (const [flagName, libs] of Object.entries(results)) {
+    const best = (key, pick) => pick(...["openlayers", "zarr-layer"].map((l) => libs[l][key]));
+    for (const lib of LIBS) {
+      const r = libs[lib];
+      const cpu = Object.entries(r.cpu)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 3)
+        .map(([k, ms]) => `${k} ${f1(ms)}`)
+        .join(", ");
+      rows.push(
+        `| \`${flagName}\` | ${lib} | ${f0(r.firstMs)} (${f0(r.firstRange[0])}-${f0(r.firstRange[1])}) | ${r.chain} | ${r.storeGets} | ${f1(r.rate)} | ${f1(r.cpuAll)} (${cpu}) | ${f1(r.gets)} / ${f0(r.bytes / 1024)} KB |`,
+      );
+    }
+    const v = libs.viewer;
+    if (LIBS.length === 3) rows.push(
+      `| \`${flagName}\` | viewer / best peer | ${(v.firstMs / best("firstMs", Math.min)).toFixed(2)}x | | | ${(v.rate / best("rate", Math.max)).toFixed(2)}x | | |`,
+    );
+  }
+  const date = new Date().toISOString().slice(0, 16).replace("T", " ");
+  const section = `## Map libraries side by side (browser)
+
+\`cd js && node ../bench/js/peers.mjs --reps ${reps} --rtt ${RTT} --steps ${STEPS}\`, ${date} UTC, load (1-min average)
+${f1(loadBefore[0])} before, ${f1(loadAfter[0])} after; ${versions.chromium}, ol ${versions.ol}, zarr-layer ${versions.zarrLayer}, MapLibre ${versions.maplibre}.
+Store: make_store.py --encoding none (24 x 2 x 1024 x 1024 uint16, cs 512, unsharded), one band shown.
+First frame: cold, through the ${RTT} ms delay proxy, median (range) of ${reps} runs interleaved by library; scrub: direct to nginx,
+${STEPS} timesteps after a warm-up pass, each requested once the previous is drawn. Flags: each row's, beside
+\`${BASE.join(" ")}\` (the angle row adds \`--enable-unsafe-swiftshader\`).
+
+| flags | library | first frame ms | chain | store GETs | scrub steps/s | CPU ms per step (top processes) | GETs / bytes per step |
+|---|---|---|---|---|---|---|---|
+${rows.join("\n")}
+`;
+  console.log(section);
+  if (write) writeSection(path.join(REPO, "docs", "benchmarks-archive.md"), section);
+} finally {
+  proxy?.close?.();
+  nginx?.stop();
+  rmSync(work, { recursive: true, force: true });
+}

@@ -1,0 +1,99 @@
+"""Levels 0 and 1 written by one stage (decision 0057) hold the bytes the level-by-level stages
+write: the fused task takes level 1 from the level-0 planes in memory, the level-by-level one
+from level 0 read back from the store and decoded, the definition of spec 6. Every object of
+both stores is compared, over odd shapes (edge cells, odd level shapes), nodata, mask and
+coverage, both encodings and time shards, and a task split in time ranges."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import chronozarr
+from chronozarr.write import _encode_plan
+
+TRANSFORM = [10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0]
+
+
+def _objects(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def _encode(path: Path, data: np.ndarray, **kw: object) -> None:
+    n_time = data.shape[0]
+    chronozarr.encode(
+        data, path, times=[f"2024-01-{d + 1:02d}" for d in range(n_time)],
+        bands=[f"b{i}" for i in range(data.shape[1])], crs="EPSG:32631", transform=TRANSFORM,
+        chunk_size=16, **kw,
+    )  # fmt: skip
+
+
+CASES = {
+    "uint16 odd shape, auto, 1 worker": dict(shape=(7, 2, 45, 71), workers=1),
+    "uint16 star-delta, nodata, 2 workers (time ranges)": dict(
+        shape=(9, 3, 33, 40), encoding="star-delta", nodata=0, workers=2
+    ),
+    "uint8 none, mask and coverage, 3 workers": dict(
+        shape=(5, 1, 64, 50), dtype=np.uint8, encoding="none", planes=True, workers=3
+    ),
+    "int16 sharded none": dict(
+        shape=(8, 2, 40, 40), dtype=np.int16, encoding="none", shard_time=3, workers=2
+    ),
+    "uint16 sharded star-delta with mask": dict(
+        shape=(8, 2, 50, 34), encoding="star-delta", shard_time=4, planes=True, workers=2
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_the_fused_stage_writes_the_bytes_of_the_stages_by_level(
+    case: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case = dict(case)
+    shape, dtype = case.pop("shape"), np.dtype(case.pop("dtype", np.uint16))
+    planes = case.pop("planes", False)
+    rng = np.random.default_rng(sum(shape))
+    hi = 200 if dtype == np.uint8 else 3000
+    data = rng.integers(0 if dtype.kind == "u" else -hi, hi, size=shape).astype(dtype)
+    data[:, :, :5, :7] = 0  # a nodata corner when nodata is 0
+    if planes:
+        t, _b, h, w = shape
+        case["mask"] = (rng.random((t, h, w)) > 0.3).astype(np.uint8)
+        case["coverage"] = rng.integers(0, 101, size=(t, h, w)).astype(np.uint8)
+
+    taken = []
+    fusable = _encode_plan._fusable
+
+    def spy(*args: object) -> bool:
+        taken.append(fusable(*args))  # type: ignore[arg-type]
+        return taken[-1]
+
+    monkeypatch.setattr(_encode_plan, "_fusable", spy)
+    _encode(tmp_path / "fused.zarr", data, **case)
+    assert taken == [True], "the fused stage was not used: the test compares nothing"
+    monkeypatch.setattr(_encode_plan, "_fusable", lambda *args: False)
+    _encode(tmp_path / "levels.zarr", data, **case)
+
+    fused, levels = _objects(tmp_path / "fused.zarr"), _objects(tmp_path / "levels.zarr")
+    assert len(chronozarr.open_store(tmp_path / "fused.zarr").levels) >= 3
+    assert sorted(fused) == sorted(levels)
+    differ = [key for key in fused if fused[key] != levels[key]]
+    assert not differ, f"objects that differ: {differ[:5]}"
+    assert chronozarr.validate(str(tmp_path / "fused.zarr"), deep=True).ok
+
+
+def test_a_lazy_or_float_input_keeps_the_stages_by_level(tmp_path: Path) -> None:
+    """The fused stage is for integer in-memory inputs only (decision 0057): float volatility
+    sums depend on how timesteps are grouped, and a lazy input would hold a batch per cell."""
+    da = pytest.importorskip("dask.array")
+    taken: list[bool] = []
+    fusable = _encode_plan._fusable
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_encode_plan, "_fusable", lambda *a: taken.append(fusable(*a)) or taken[-1])
+        data = np.ones((3, 1, 40, 40), dtype=np.uint16)
+        _encode(tmp_path / "lazy.zarr", da.from_array(data, chunks=(1, 1, 16, 16)))
+        _encode(tmp_path / "float.zarr", data.astype(np.float32))
+        _encode(tmp_path / "ints.zarr", data)
+    assert taken == [False, False, True]
