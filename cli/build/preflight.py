@@ -18,7 +18,7 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -161,8 +161,8 @@ def check_workers(client: Any, needs: Needs, progress: Any = None) -> list[str] 
         )
     for addr, problem in sorted(bad.items()):
         message = f"leaving out {who(addr)}: {_short(problem)}"
-        log.warning("%s", message)
-        if progress is not None:
+        log.info("%s", message)  # for a library caller's logs; the CLI says it through the note
+        if progress is not None:  # the run's own stderr line
             progress.note(message)
     return good
 
@@ -171,8 +171,7 @@ def check_workers(client: Any, needs: Needs, progress: Any = None) -> list[str] 
 def on_workers(good: list[str] | None) -> Iterator[None]:
     """Every task submitted inside runs on ``good`` only (None: anywhere)."""
     if good is None:
-        with nullcontext():
-            yield
+        yield
         return
     import dask
 
