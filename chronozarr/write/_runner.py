@@ -20,6 +20,11 @@ other on ``workers`` threads. On a cluster (decision 0026):
   plan) are in flight, refilled as results come back; a future is dropped once its result is
   here. A stage's tasks may have group contexts instead of the shared one (``Stage.group``),
   each a task submitted with the group's first task and dropped by the client with its last.
+- **An environment failure is retried elsewhere.** A task failing with an ``OSError`` (a full
+  disk, an endpoint this worker cannot reach) after dask's retries is submitted again with
+  that worker excluded (dask worker restrictions) while another worker is there; the worker
+  stays excluded for the rest of the run, and the error passes as it is only when no other
+  worker is left (decision 0047).
 - **Bounded waits.** Each task has dask's ``retries``; a worker lost mid-task has its task
   rescheduled by dask. Results are awaited with ``distributed.wait(FIRST_COMPLETED)`` and a
   short timeout, so that after ``worker_timeout`` seconds without any worker a
@@ -52,6 +57,7 @@ log = logging.getLogger("chronozarr.scheduling")
 DEFAULT_RETRIES = 2
 DEFAULT_WORKER_TIMEOUT = 180.0  # seconds without any worker before a cluster run gives up
 _POLL = 1.0  # seconds between checks for workers while nothing completes
+_MOVES = 8  # times one task is submitted again after environment failures
 
 
 @dataclass(frozen=True)
@@ -80,14 +86,38 @@ def _context(ctx: Any) -> Any:
     return ctx
 
 
+class _WorkerFailure(Exception):
+    """A task's ``OSError`` on one worker, with that worker's address (see the module
+    docstring). Pickled by its arguments, so that it crosses from the worker intact."""
+
+    def __init__(self, worker: str, error: OSError) -> None:
+        super().__init__(worker, error)
+        self.worker, self.error = worker, error
+
+    def __str__(self) -> str:
+        return f"on worker {self.worker}: {type(self.error).__name__}: {self.error}"
+
+
+def _worker_address() -> str:
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().address)
+    except Exception:  # not on a worker (cannot happen in a cluster task): unnamed
+        return "?"
+
+
 def _staged(fn: Callable[[Any, Any], Any], shared: Any, k: int, task: Any) -> Any:
     """Stage ``k``'s task on a worker: its context from the shared tuple."""
-    return fn(shared[k], task)
+    return _grouped(fn, shared[k], task)
 
 
 def _grouped(fn: Callable[[Any, Any], Any], ctx: Any, task: Any) -> Any:
-    """A task of a stage with group contexts on a worker (``ctx``: its group's)."""
-    return fn(ctx, task)
+    """A task on a worker with its context (the stage's, or its group's)."""
+    try:
+        return fn(ctx, task)
+    except OSError as exc:  # this worker's environment: the run may retry it elsewhere
+        raise _WorkerFailure(_worker_address(), exc) from None
 
 
 def _result(fut: Any, name: str) -> Any:
@@ -178,7 +208,7 @@ class Runner:
 
     def _run_local(self, stage: Stage) -> list[Any]:
         def one(i: int) -> Any:
-            result = stage.fn(stage.context(i), stage.tasks[i])
+            result = stage.fn(stage.ctx, stage.tasks[i])
             if stage.on_result is not None:
                 stage.on_result(i, result)
             return result
@@ -218,7 +248,6 @@ class _ClusterRun:
         # (k - 1, j) -> the tasks of stage k parked on it (only tasks in flight: bounded)
         self.parked: dict[tuple[int, int], int] = {}
         self.parked_on: dict[tuple[int, int], list[int]] = {}
-        self.shared: Any = None
         # group contexts (decision 0058): (stage, group) -> its future, and tasks still to submit
         self.groups: dict[tuple[int, Any], Any] = {}
         self.group_left: dict[tuple[int, Any], int] = {}
@@ -227,6 +256,10 @@ class _ClusterRun:
                 for i in stage.todo():
                     key = (k, stage.group(i))
                     self.group_left[key] = self.group_left.get(key, 0) + 1
+        self.shared: Any = None
+        self.excluded: set[str] = set()  # workers whose environment failed a task
+        self.moved: dict[tuple[int, int], int] = {}  # times a task was submitted again
+        self.said: set[str] = set()  # failures already logged
 
     def run(self) -> list[list[Any]]:
         name = self.stages[0].name
@@ -281,8 +314,7 @@ class _ClusterRun:
         return k == 0 or not self.pipelined
 
     def _feed(self) -> None:
-        """Submit tasks in order until the window is full or a stage must finish first; a
-        pipelined task whose needs are not all here is parked until they are."""
+        """Submit tasks in order until the window is full or a stage must finish first."""
         while True:
             item = self.waiting if self.waiting is not None else next(self.sequence, None)
             if item is None:
@@ -307,36 +339,46 @@ class _ClusterRun:
                 self.parked_on.setdefault((k - 1, j), []).append(i)
         return bool(out)
 
-    def _group(self, k: int, i: int) -> Any:
+    def _group(self, k: int, i: int, moved: bool) -> Any:
         """The future of task i's group context, submitted with the group's first task (a
         task, not scattered data: dask recomputes it if every holder is lost); the client's
-        hold is dropped with its last task (the tasks hold it on the cluster)."""
+        hold is dropped with its last task (the tasks hold it on the cluster). A task
+        submitted again after its group's last one gets the context again."""
         stage = self.stages[k]
         assert stage.group is not None and stage.group_context is not None
         key = (k, stage.group(i))
         fut = self.groups.get(key)
         if fut is None:
-            fut = self.groups[key] = self.client.submit(
+            fut = self.client.submit(
                 _context, stage.group_context(key[1]), pure=False, priority=k,
-                key=f"{stage.name}-group-{self.token}-{i}",
+                key=f"{stage.name}-group-{self.token}-{i}" + ("-moved" if moved else ""),
             )  # fmt: skip
-        self.group_left[key] -= 1
-        if not self.group_left[key]:
-            self.groups.pop(key)
+            if moved:
+                return fut
+            self.groups[key] = fut
+        if not moved:
+            self.group_left[key] -= 1
+            if not self.group_left[key]:
+                self.groups.pop(key)
         return fut
 
     def _submit(self, k: int, i: int) -> None:
         stage = self.stages[k]
+        moved = (k, i) in self.moved
+        where: dict[str, Any] = {}
+        if self.excluded:  # the workers left (within the caller's own restriction, if any)
+            where = {"workers": self._allowed(), "allow_other_workers": False}
         fn: Callable[..., Any]
         head: tuple[Any, ...]
         if stage.group is not None:
-            fn, head = _grouped, (stage.fn, self._group(k, i))
+            fn, head = _grouped, (stage.fn, self._group(k, i, moved))
         else:
             fn, head = _staged, (stage.fn, self.shared, k)
         fut = self.client.submit(
             fn, *head, stage.tasks[i],
             retries=self.runner.retries, pure=False, priority=k,
-            key=f"{stage.name}-{self.token}-{i}",
+            key=f"{stage.name}-{self.token}-{i}" + (f"-moved{self.moved[(k, i)]}" if moved else ""),
+            **where,
         )  # fmt: skip
         self.pending[fut] = (k, i)
         self.in_flight += self._windowed(k)
@@ -353,11 +395,41 @@ class _ClusterRun:
             return set()
         return set(done)
 
+    def _allowed(self) -> list[str]:
+        import dask  # lazy: a cluster run means dask is installed
+
+        given = dask.get_annotations().get("workers")
+        pool = list(given) if given else list(self.client.scheduler_info().get("workers", {}))
+        return [w for w in pool if w not in self.excluded]
+
+    def _elsewhere(self, k: int, i: int, failure: _WorkerFailure) -> bool:
+        """Submit task (k, i) again without the worker that failed it, if another is there."""
+        self.excluded.add(failure.worker)
+        # each failure excludes its worker, so this ends when none is left; a task may fail
+        # again with an input's failure (its input was submitted again too), a few times
+        if self.moved.get((k, i), 0) >= _MOVES or not self._allowed():
+            return False
+        self.moved[(k, i)] = self.moved.get((k, i), 0) + 1
+        if str(failure) not in self.said:  # a dependent fails with its input's error: once
+            self.said.add(str(failure))
+            log.warning(
+                "task %d of %s failed %s; retrying it on the other workers",
+                i, self.stages[k].name, failure,
+            )  # fmt: skip
+        self._submit(k, i)
+        return True
+
     def _arrive(self, fut: Any) -> None:
         k, i = self.pending.pop(fut)
         self.in_flight -= self._windowed(k)
         stage = self.stages[k]
-        self.ran[k][i] = result = _result(fut, stage.name)
+        try:
+            result = _result(fut, stage.name)
+        except _WorkerFailure as failure:
+            if self._elsewhere(k, i, failure):
+                return
+            raise failure.error from None  # no worker left: the task's own error, as it is
+        self.ran[k][i] = result
         self.left[k] -= 1
         if stage.on_result is not None:
             stage.on_result(i, result)
