@@ -11,6 +11,8 @@ In one run, on a realistic uint16 series (default 24 months x 4 bands x 2048 x 2
 
 Usage: python bench/bench_encode.py [--months 24] [--size 2048] [--mem-size 1024] [--no-doc]
        [--encode-only] (the write rows alone, for profiling; implies --no-doc)
+       [--against REF] (also: encode of this tree against the library of git REF, alternated
+       in subprocesses over the same input, best of --repeat: the no-regression ratio)
 """
 
 from __future__ import annotations
@@ -255,6 +257,61 @@ def bench_memory(size: int, n_time: int, work: Path) -> dict:
     return out
 
 
+AGAINST_CODE = """
+import json, resource, shutil, sys, tempfile, time
+sys.path.insert(0, {tree!r})
+import numpy as np
+import chronozarr
+assert chronozarr.__file__.startswith({tree!r}), chronozarr.__file__
+data = np.load({path!r})
+out = tempfile.mkdtemp()
+times = [f"{{2024 + m // 12}}-{{m % 12 + 1:02d}}-01" for m in range(data.shape[0])]
+r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+chronozarr.encode(data, out + "/s.zarr", times=times, bands={bands!r}, crs="EPSG:32631",
+                  transform={transform!r}, workers={threads})
+wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+shutil.rmtree(out)
+print(json.dumps({{"wall": wall, "cpu": r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime}}))
+"""
+
+
+def bench_against(ref: str, data: np.ndarray, work: Path, repeat: int) -> dict:
+    """encode with this tree's library and with git ``ref``'s, alternated in subprocesses over
+    the same input; the best wall (and its CPU) of each."""
+    root = Path(__file__).resolve().parents[1]
+    other = work / "against"
+    other.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", ref, "chronozarr"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(other)], input=archive, check=True)
+    path = work / "input.npy"
+    np.save(path, data)
+    best: dict[str, dict] = {}
+    for _ in range(max(1, repeat)):
+        for name, tree in (("base", str(other)), ("tree", str(root))):
+            code = AGAINST_CODE.format(
+                tree=tree, path=str(path), bands=BANDS, transform=TRANSFORM, threads=THREADS
+            )
+            res = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            )
+            run = json.loads(res.stdout.strip().splitlines()[-1])
+            if name not in best or run["wall"] < best[name]["wall"]:
+                best[name] = run
+    path.unlink()
+    return {"ref": ref, **best}  # "base": ref's library, "tree": this one
+
+
+def against_text(vs: dict) -> str:
+    tree, ref = vs["tree"], vs["base"]
+    return (
+        f"encode against {vs['ref']}'s library, alternated over the same input (best wall of "
+        f"each): **{tree['wall'] / ref['wall']:.2f}x** wall ({tree['wall']:.2f} s / "
+        f"{ref['wall']:.2f} s), {tree['cpu'] / ref['cpu']:.2f}x CPU."
+    )
+
+
 def limit_text(enc: dict) -> str:
     """encode against the codec's limit: wall and CPU ratios, and encode's phases."""
     phases = ", ".join(f"{k} {v:.2f} s" for k, v in enc["phases"].items())
@@ -280,6 +337,7 @@ def main() -> None:
     ap.add_argument("--no-doc", action="store_true")
     ap.add_argument("--repeat", type=int, default=1, help="encode and the limit, alternated")
     ap.add_argument("--encode-only", action="store_true", help="the encode rows alone (no doc)")
+    ap.add_argument("--against", metavar="REF", help="also encode with git REF's library")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cz-bench-"))
     try:
@@ -290,8 +348,11 @@ def main() -> None:
             file=sys.stderr,
         )
         enc = bench_encode(data, work, args.repeat, plain=not args.encode_only)
+        vs = bench_against(args.against, data, work, args.repeat) if args.against else None
         if args.encode_only:
             print(limit_text(enc))
+            if vs is not None:
+                print(against_text(vs))
             return
         reads = bench_reads(data, work)
         del data
@@ -361,7 +422,8 @@ def main() -> None:
         ),
     ]
     text = [
-        f"Command: `python bench/bench_encode.py --months {args.months} --size {args.size} --mem-size {args.mem_size} --mem-months {args.mem_months} --repeat {args.repeat}`",
+        f"Command: `python bench/bench_encode.py --months {args.months} --size {args.size} --mem-size {args.mem_size} --mem-months {args.mem_months} --repeat {args.repeat}"
+        + (f" --against {args.against}`" if args.against else "`"),
         "",
         f"Input: {args.months} months x 4 bands x {args.size} x {args.size} uint16 (synthetic fields with a seasonal cycle, a river and noise), cs 512, zstd level 5.",
         "",
@@ -371,6 +433,7 @@ def main() -> None:
         "",
         limit_text(enc),
         "",
+        *([against_text(vs), ""] if vs is not None else []),
         "| read (cell 1,1 of a star-delta store, median of 15) | time | vs raw chunk |",
         "|---|---:|---:|",
         *[f"| {a} | {b} | {c} |" for a, b, c in read_rows],

@@ -3,7 +3,8 @@
 One interface, the phases of :class:`cz.build.Progress` (``start(phase, total, detail)``,
 ``advance(phase, amount)``, ``finish(phase)``, ``note(message)``), two renderings:
 
-- a terminal gets rich bars (counts, rate, elapsed, ETA), drawn by the command;
+- a terminal gets rich bars (counts, rate, elapsed, ETA): :class:`RichProgress`, which
+  :func:`build_progress` picks for ``cz build``, ``cz append``, ``cz convert`` and ``cz export``;
 - anything else (a log file, CI, a pipe) gets plain lines, one per phase when it ends, with counts
   and rates, and a line every ``INTERVAL_S`` seconds while a long phase runs, each under 80
   columns and never cut with an ellipsis:
@@ -21,7 +22,31 @@ import time
 from collections.abc import Iterator
 from typing import IO, Any
 
-__all__ = ["CountingStore", "LineProgress", "NullProgress", "human_bytes", "make_progress"]
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    ProgressColumn,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import Progress as RichBars
+from rich.text import Text
+
+from cz.build.options import Progress
+from cz.output import err
+
+__all__ = [
+    "CountingStore",
+    "LineProgress",
+    "NullProgress",
+    "RichProgress",
+    "build_progress",
+    "human_bytes",
+    "make_progress",
+]
 
 INTERVAL_S = 15.0
 
@@ -277,3 +302,120 @@ class CountingStore:
 
     def list(self, prefix: str = "") -> Iterator[tuple[str, int]]:
         return self._store.list(prefix)
+
+
+# --------------------------------------------------------------------------------------------
+# the rich bars of a build, an append, a convert or an export
+
+_PHASES = {
+    "plan": ("plan", ""),
+    "months": ("months", "months"),
+    "cells": ("cells", "cells"),
+    "pyramid": ("pyramid", ""),
+    "publish": ("publish", "objects"),
+    "read": ("read", "blocks"),  # cz convert: windows read from the source files
+    "export": ("export", "files"),  # cz export: COGs written
+}
+
+
+class _Count(ProgressColumn):
+    """``done/total`` (fractions kept while a month or cell is under way)."""
+
+    def render(self, task: Any) -> Text:
+        if task.total is None or not task.fields.get("unit"):
+            return Text("")
+        done = task.completed
+        text = f"{done:.0f}" if float(done).is_integer() else f"{done:.1f}"
+        return Text(f"{text}/{task.total:.0f}", style="progress.download")
+
+
+class _Rate(ProgressColumn):
+    """Units per second (or seconds per unit when slower than one a second)."""
+
+    def render(self, task: Any) -> Text:
+        unit = task.fields.get("unit", "")
+        elapsed = task.finished_time if task.finished else task.elapsed
+        speed = task.completed / elapsed if elapsed else None
+        if not unit or not speed:
+            return Text("")
+        if speed >= 1:
+            return Text(f"{speed:.1f} {unit}/s", style="progress.data.speed")
+        return Text(f"{1 / speed:.1f} s/{unit.rstrip('s')}", style="progress.data.speed")
+
+
+def build_progress() -> Any:
+    """The progress of a build or append: rich bars on a terminal, one plain line per phase
+    elsewhere (a log, CI), nothing under ``--quiet`` (see the module docstring)."""
+    from cz.conventions import STATE
+
+    if STATE.quiet:
+        return NullProgress()
+    if not err.is_terminal:
+        return LineProgress(err.file, {phase: unit for phase, (_l, unit) in _PHASES.items()})
+    return RichProgress()
+
+
+class RichProgress(Progress):
+    """Draws the build's phases as rich progress bars on stderr (see :class:`cz.build.Progress`).
+
+    Thread-safe: the writer's threads report cells while the main thread reports months.
+    """
+
+    def __init__(self) -> None:
+        self.bars = RichBars(
+            SpinnerColumn(finished_text="[green]✓[/]"),
+            TextColumn("{task.description:<8}"),
+            BarColumn(bar_width=24),
+            _Count(),
+            _Rate(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TextColumn("[dim]{task.fields[detail]}[/]"),
+            console=err,
+            transient=False,
+            refresh_per_second=8,
+        )
+        self.tasks: dict[str, TaskID] = {}
+        self.lock = threading.Lock()
+        self.started = False
+
+    def __enter__(self) -> RichProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.started:
+            self.bars.stop()
+
+    def start(self, phase: str, total: float | None = None, detail: str = "") -> None:
+        label, unit = _PHASES.get(phase, (phase, ""))
+        with self.lock:
+            if not self.started:  # drawn from the first phase on: a refusal draws nothing
+                self.bars.start()
+                self.started = True
+            if phase in self.tasks:
+                self.bars.update(self.tasks[phase], total=total, detail=escape(detail))
+                return
+            self.tasks[phase] = self.bars.add_task(
+                label, total=total, detail=escape(detail), unit=unit
+            )
+
+    def advance(self, phase: str, amount: float = 1.0) -> None:
+        task = self.tasks.get(phase)
+        if task is not None:
+            self.bars.advance(task, amount)
+
+    def finish(self, phase: str) -> None:
+        with self.lock:
+            task = self.tasks.get(phase)
+            if task is None:
+                return
+            total = self.bars.tasks[task].total  # type: ignore[index]
+            if total is None:
+                self.bars.update(task, total=1, completed=1)
+            else:
+                self.bars.update(task, completed=total)
+            self.bars.stop_task(task)
+
+    def note(self, message: str) -> None:
+        self.bars.console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)

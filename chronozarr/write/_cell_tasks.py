@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from chronozarr.errors import EncodeError
-from chronozarr.format import LevelInfo, assemble_region, cell_slice, grid_shape
+from chronozarr.format import LevelInfo, cell_slice, grid_shape
 from chronozarr.write._cells import (
     CellResult,
     CellWriter,
@@ -240,21 +240,29 @@ def level01_task(
                 )
             )
 
-    def plane(t: int, i: int, r: int, c: int) -> np.ndarray:
-        found = below[(r, c)].get(t)[i]
-        assert found is not None  # the layout has the plane: every plane source gives it
-        return found
-
-    def region(t: int, i: int, lead: tuple[int, ...], dtype: Any) -> np.ndarray:
-        return assemble_region(
-            lambda r, c: plane(t, i, r, c), row, col, cs, (ctx.height, ctx.width), lead, dtype
-        )
+    # level 1's shape under this cell: half the level-0 region, rounded up (spec 6)
+    y0, x0 = 2 * row * cs, 2 * col * cs
+    shape = (
+        -(-(min(y0 + 2 * cs, ctx.height) - y0) // 2),
+        -(-(min(x0 + 2 * cs, ctx.width) - x0) // 2),
+    )
 
     def reduced(t: int) -> PlaneTriple:
-        values = region(t, 0, (layout.n_band,), layout.dtype)
-        mask = region(t, 1, (), np.uint8) if layout.has_mask else None
-        cov = region(t, 2, (), np.uint8) if layout.has_coverage else None
-        return reduce_region(layout, values, mask, cov)
+        """Each cell below reduced on its own and placed: the cell size is even, so no 2 x 2
+        block straddles two cells and this is the block mean of their region (no copy of it)."""
+        values = np.empty((layout.n_band, *shape), dtype=layout.dtype)
+        mask = np.empty(shape, dtype=np.uint8) if layout.has_mask else None
+        cov = np.empty(shape, dtype=np.uint8) if layout.has_coverage else None
+        for (r, c), planes in below.items():
+            part = reduce_region(layout, *planes.get(t))
+            y, x = (r - 2 * row) * cs // 2, (c - 2 * col) * cs // 2
+            h, w = part[0].shape[-2:]
+            values[:, y : y + h, x : x + w] = part[0]
+            for out, got in ((mask, part[1]), (cov, part[2])):
+                if out is not None:
+                    assert got is not None  # the layout has the plane: every source gives it
+                    out[y : y + h, x : x + w] = got
+        return values, mask, cov
 
     upper = CellWriter(layout, ctx.upper.path, row, col, Planes(reduced), volatility=False)
     times = list(times_k)

@@ -16,6 +16,11 @@ other on ``workers`` threads. On a cluster (decision 0026):
 - **A bounded window.** At most ``window`` tasks of the stage being fed (stage 0 of a pipelined
   plan) are in flight, refilled as results come back; the futures held do not grow with the
   region (a future is dropped once its result is here and its dependents hold it).
+- **An environment failure is retried elsewhere.** A task failing with an ``OSError`` (a full
+  disk, an endpoint this worker cannot reach) after dask's retries is submitted again with
+  that worker excluded (dask worker restrictions) while another worker is there; the worker
+  stays excluded for the rest of the run, and the error passes as it is only when no other
+  worker is left (decision 0047).
 - **Bounded waits.** Each task has dask's ``retries``; a worker lost mid-task has its task
   rescheduled by dask. Results are awaited with ``distributed.wait(FIRST_COMPLETED)`` and a
   short timeout, so that after ``worker_timeout`` seconds without any worker a
@@ -48,6 +53,7 @@ log = logging.getLogger("chronozarr.scheduling")
 DEFAULT_RETRIES = 2
 DEFAULT_WORKER_TIMEOUT = 180.0  # seconds without any worker before a cluster run gives up
 _POLL = 1.0  # seconds between checks for workers while nothing completes
+_MOVES = 8  # times one task is submitted again after environment failures
 
 
 @dataclass(frozen=True)
@@ -74,10 +80,34 @@ def _context(ctx: Any) -> Any:
     return ctx
 
 
+class _WorkerFailure(Exception):
+    """A task's ``OSError`` on one worker, with that worker's address (see the module
+    docstring). Pickled by its arguments, so that it crosses from the worker intact."""
+
+    def __init__(self, worker: str, error: OSError) -> None:
+        super().__init__(worker, error)
+        self.worker, self.error = worker, error
+
+    def __str__(self) -> str:
+        return f"on worker {self.worker}: {type(self.error).__name__}: {self.error}"
+
+
+def _worker_address() -> str:
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().address)
+    except Exception:  # not on a worker (cannot happen in a cluster task): unnamed
+        return "?"
+
+
 def _staged(fn: Callable[[Any, Any], Any], shared: Any, k: int, task: Any, *_needs: Any) -> Any:
     """Stage ``k``'s task on a worker: its context from the shared tuple; ``_needs`` are the
     results of the tasks it waited for (dependencies only: their chunks are at the target)."""
-    return fn(shared[k], task)
+    try:
+        return fn(shared[k], task)
+    except OSError as exc:  # this worker's environment: the run may retry it elsewhere
+        raise _WorkerFailure(_worker_address(), exc) from None
 
 
 def _result(fut: Any, name: str) -> Any:
@@ -213,6 +243,9 @@ class _ClusterRun:
                     for j in stages[k].wanted(i, stages[k - 1]):
                         self.holders[(k - 1, j)] = self.holders.get((k - 1, j), 0) + 1
         self.shared: Any = None
+        self.excluded: set[str] = set()  # workers whose environment failed a task
+        self.moved: dict[tuple[int, int], int] = {}  # times a task was submitted again
+        self.said: set[str] = set()  # failures already logged
 
     def run(self) -> list[list[Any]]:
         name = self.stages[0].name
@@ -281,17 +314,24 @@ class _ClusterRun:
 
     def _submit(self, k: int, i: int) -> None:
         stage = self.stages[k]
+        moved = (k, i) in self.moved
         wanted = stage.wanted(i, self.stages[k - 1]) if k and self.pipelined else []
-        needs = [self.futures[k - 1][j] for j in wanted]
+        # submitted again: an input whose future was dropped is at the target already, and one
+        # submitted again itself is waited for through its new future
+        needs = [self.futures[k - 1][j] for j in wanted if j in self.futures[k - 1]]
+        where: dict[str, Any] = {}
+        if self.excluded:  # the workers left (within the caller's own restriction, if any)
+            where = {"workers": self._allowed(), "allow_other_workers": False}
         fut = self.client.submit(
             _staged, stage.fn, self.shared, k, stage.tasks[i], *needs,
             retries=self.runner.retries, pure=False, priority=k,
-            key=f"{stage.name}-{self.token}-{i}",
+            key=f"{stage.name}-{self.token}-{i}" + (f"-moved{self.moved[(k, i)]}" if moved else ""),
+            **where,
         )  # fmt: skip
         self.futures[k][i] = fut
         self.pending[fut] = (k, i)
         self.in_flight += self._windowed(k)
-        for j in wanted:
+        for j in [] if moved else wanted:
             self.holders[(k - 1, j)] -= 1
             self._release(k - 1, j)
 
@@ -312,11 +352,41 @@ class _ClusterRun:
             return set()
         return set(done)
 
+    def _allowed(self) -> list[str]:
+        import dask  # lazy: a cluster run means dask is installed
+
+        given = dask.get_annotations().get("workers")
+        pool = list(given) if given else list(self.client.scheduler_info().get("workers", {}))
+        return [w for w in pool if w not in self.excluded]
+
+    def _elsewhere(self, k: int, i: int, failure: _WorkerFailure) -> bool:
+        """Submit task (k, i) again without the worker that failed it, if another is there."""
+        self.excluded.add(failure.worker)
+        # each failure excludes its worker, so this ends when none is left; a task may fail
+        # again with an input's failure (its input was submitted again too), a few times
+        if self.moved.get((k, i), 0) >= _MOVES or not self._allowed():
+            return False
+        self.moved[(k, i)] = self.moved.get((k, i), 0) + 1
+        if str(failure) not in self.said:  # a dependent fails with its input's error: once
+            self.said.add(str(failure))
+            log.warning(
+                "task %d of %s failed %s; retrying it on the other workers",
+                i, self.stages[k].name, failure,
+            )  # fmt: skip
+        self._submit(k, i)
+        return True
+
     def _arrive(self, fut: Any) -> None:
         k, i = self.pending.pop(fut)
         self.in_flight -= self._windowed(k)
         stage = self.stages[k]
-        self.ran[k][i] = result = _result(fut, stage.name)
+        try:
+            result = _result(fut, stage.name)
+        except _WorkerFailure as failure:
+            if self._elsewhere(k, i, failure):
+                return
+            raise failure.error from None  # no worker left: the task's own error, as it is
+        self.ran[k][i] = result
         self._release(k, i)
         self.left[k] -= 1
         if stage.on_result is not None:

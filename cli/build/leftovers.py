@@ -290,14 +290,13 @@ def target_busy(final: Path) -> bool:
 def _live_lease(final: Path) -> bool:
     """True when the store at ``final`` holds a writer's lease whose holder is alive (a library
     caller writing without the toolkit's lock, decision 0051): its ``.tmp`` files are its own."""
-    from chronozarr.io import LEASE_KEY
-    from chronozarr.io._lease import _holder_gone
+    from chronozarr.io import LEASE_KEY, holder_gone
 
     try:
         doc = json.loads((final / LEASE_KEY).read_bytes())
     except (OSError, ValueError):  # none, or torn: no live holder
         return False
-    return isinstance(doc, dict) and _holder_gone(doc, time.time()) is None
+    return isinstance(doc, dict) and holder_gone(doc, time.time()) is None
 
 
 @dataclass
@@ -370,6 +369,33 @@ def _tmp_files(final: Path, now: float, partial: bool, min_age: float = 0.0) -> 
     return sorted(out)
 
 
+def _sort_run(result: Leftovers, final: Path, tag: str, paths: list[Path]) -> None:
+    """Sort what run ``tag`` left into ``result``: a live run's nothing, a dead run's files
+    and lock, its swap journals, or (no lock: an older cz or another program) unowned files."""
+    lock = final.parent / tagged_name(final, "run", tag)
+    if not lock.exists():  # killed before its lock file got its name: the locked temp one
+        lock = next((p for p in paths if p.name.startswith(lock.name + ".")), lock)
+    if not lock.exists():  # an older cz or another program; but a swap journal is ours
+        swaps = [
+            p for p in paths if p.name.startswith(f".{final.name}.commit-") and p.suffix == ".json"
+        ]
+        result.swaps.extend(swaps)
+        result.unowned.extend(sorted(p for p in paths if p not in swaps))
+        return
+    if not _lock_free(lock):
+        result.live_runs.append(tag)
+        return
+    result.dead_runs.append(tag)
+    spill = _read_owner(lock).get("spill")
+    extra = [Path(str(spill))] if _is_spill_of(spill, final, tag) else []
+    for path in sorted(set(paths) | set(extra)):
+        if path.name.startswith(f".{final.name}.commit-") and path.suffix == ".json":
+            result.swaps.append(path)
+        elif path != lock:
+            result.paths.append(path)
+    result.paths.append(lock)
+
+
 def inspect(
     final: Path,
     *,
@@ -389,30 +415,7 @@ def inspect(
     for tag, paths in sorted(_siblings(final, folders).items()):
         if tag == own:
             continue
-        lock = final.parent / tagged_name(final, "run", tag)
-        if not lock.exists():  # killed before its lock file got its name: the locked temp one
-            lock = next((p for p in paths if p.name.startswith(lock.name + ".")), lock)
-        if not lock.exists():  # an older cz or another program; but a swap journal is ours
-            swaps = [
-                p
-                for p in paths
-                if p.name.startswith(f".{final.name}.commit-") and p.suffix == ".json"
-            ]
-            result.swaps.extend(swaps)
-            result.unowned.extend(sorted(p for p in paths if p not in swaps))
-            continue
-        if not _lock_free(lock):
-            result.live_runs.append(tag)
-            continue
-        result.dead_runs.append(tag)
-        spill = _read_owner(lock).get("spill")
-        extra = [Path(str(spill))] if _is_spill_of(spill, final, tag) else []
-        for path in sorted(set(paths) | set(extra)):
-            if path.name.startswith(f".{final.name}.commit-") and path.suffix == ".json":
-                result.swaps.append(path)
-            elif path != lock:
-                result.paths.append(path)
-        result.paths.append(lock)
+        _sort_run(result, final, tag, paths)
     if held:  # the caller holds the target lock: no other cz run writes there (decision 0051)
         result.tmp_files = _tmp_files(final, time.time(), partial)
     elif not result.live_runs and not target_busy(final):

@@ -25,11 +25,12 @@ import typer
 
 from cz.build import BuildOptions, RecipeMismatchError, append_months, parse_months
 from cz.build.appending import next_labels
-from cz.commands.build import build_progress, print_result, run_build_errors
+from cz.commands.build import print_result, run_build_errors
 from cz.errors import RecipeError
 from cz.options import SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
 from cz.output import EXIT_USAGE, fail, print_json
 from cz.periods import parse_labels
+from cz.progress import build_progress
 from cz.recipe import load_recipe
 
 __all__ = ["append_cmd", "register"]

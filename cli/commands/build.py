@@ -18,26 +18,15 @@ another run holds the target (nothing written; run again later: decision 0051).
 
 from __future__ import annotations
 
-import threading
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    ProgressColumn,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.progress import Progress as RichBars
 from rich.table import Table
 from rich.text import Text
 
 from chronozarr.errors import ChronozarrError
-from cz.build import BuildOptions, BuildResult, Progress, build
+from cz.build import BuildOptions, BuildResult, build
 from cz.errors import CzError, RecipeError
 from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
 from cz.output import (
@@ -53,13 +42,12 @@ from cz.output import (
 )
 from cz.periods import period_adjective
 from cz.plan import DroppedItem, Plan, PlannedItem, plan_recipe
+from cz.progress import build_progress
 from cz.recipe import load_recipe
 from cz.recipe.period import PeriodSpec
 
 __all__ = [
-    "RichProgress",
     "build_cmd",
-    "build_progress",
     "print_plan",
     "print_result",
     "register",
@@ -324,120 +312,6 @@ def _recipe_failure(exc: RecipeError) -> None:
 
 # --------------------------------------------------------------------------------------------
 # progress and summary of a build (shared with cz append)
-
-_PHASES = {
-    "plan": ("plan", ""),
-    "months": ("months", "months"),
-    "cells": ("cells", "cells"),
-    "pyramid": ("pyramid", ""),
-    "publish": ("publish", "objects"),
-    "read": ("read", "blocks"),  # cz convert: windows read from the source files
-    "export": ("export", "files"),  # cz export: COGs written
-}
-
-
-class _Count(ProgressColumn):
-    """``done/total`` (fractions kept while a month or cell is under way)."""
-
-    def render(self, task: Any) -> Text:
-        if task.total is None or not task.fields.get("unit"):
-            return Text("")
-        done = task.completed
-        text = f"{done:.0f}" if float(done).is_integer() else f"{done:.1f}"
-        return Text(f"{text}/{task.total:.0f}", style="progress.download")
-
-
-class _Rate(ProgressColumn):
-    """Units per second (or seconds per unit when slower than one a second)."""
-
-    def render(self, task: Any) -> Text:
-        unit = task.fields.get("unit", "")
-        elapsed = task.finished_time if task.finished else task.elapsed
-        speed = task.completed / elapsed if elapsed else None
-        if not unit or not speed:
-            return Text("")
-        if speed >= 1:
-            return Text(f"{speed:.1f} {unit}/s", style="progress.data.speed")
-        return Text(f"{1 / speed:.1f} s/{unit.rstrip('s')}", style="progress.data.speed")
-
-
-def build_progress() -> Any:
-    """The progress of a build or append: rich bars on a terminal, one plain line per phase
-    elsewhere (a log, CI), nothing under ``--quiet`` (cz/progress.py)."""
-    from cz.conventions import STATE
-    from cz.progress import LineProgress, NullProgress
-
-    if STATE.quiet:
-        return NullProgress()
-    if not err.is_terminal:
-        return LineProgress(err.file, {phase: unit for phase, (_l, unit) in _PHASES.items()})
-    return RichProgress()
-
-
-class RichProgress(Progress):
-    """Draws the build's phases as rich progress bars on stderr (see :class:`cz.build.Progress`).
-
-    Thread-safe: the writer's threads report cells while the main thread reports months.
-    """
-
-    def __init__(self) -> None:
-        self.bars = RichBars(
-            SpinnerColumn(finished_text="[green]✓[/]"),
-            TextColumn("{task.description:<8}"),
-            BarColumn(bar_width=24),
-            _Count(),
-            _Rate(),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            TextColumn("[dim]{task.fields[detail]}[/]"),
-            console=err,
-            transient=False,
-            refresh_per_second=8,
-        )
-        self.tasks: dict[str, TaskID] = {}
-        self.lock = threading.Lock()
-        self.started = False
-
-    def __enter__(self) -> RichProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.started:
-            self.bars.stop()
-
-    def start(self, phase: str, total: float | None = None, detail: str = "") -> None:
-        label, unit = _PHASES.get(phase, (phase, ""))
-        with self.lock:
-            if not self.started:  # drawn from the first phase on: a refusal draws nothing
-                self.bars.start()
-                self.started = True
-            if phase in self.tasks:
-                self.bars.update(self.tasks[phase], total=total, detail=escape(detail))
-                return
-            self.tasks[phase] = self.bars.add_task(
-                label, total=total, detail=escape(detail), unit=unit
-            )
-
-    def advance(self, phase: str, amount: float = 1.0) -> None:
-        task = self.tasks.get(phase)
-        if task is not None:
-            self.bars.advance(task, amount)
-
-    def finish(self, phase: str) -> None:
-        with self.lock:
-            task = self.tasks.get(phase)
-            if task is None:
-                return
-            total = self.bars.tasks[task].total  # type: ignore[index]
-            if total is None:
-                self.bars.update(task, total=1, completed=1)
-            else:
-                self.bars.update(task, completed=total)
-            self.bars.stop_task(task)
-
-    def note(self, message: str) -> None:
-        self.bars.console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
 
 
 def print_result(result: BuildResult) -> None:

@@ -18,9 +18,9 @@ import typer
 from rich.markup import escape
 
 import chronozarr
-from cz.commands.build import build_progress
 from cz.convert.errors import ConvertError
 from cz.output import EXIT_BUSY, EXIT_USAGE, err, fail, is_busy, out, print_json
+from cz.progress import build_progress
 
 __all__ = ["convert_cmd", "export_cmd", "register"]
 
