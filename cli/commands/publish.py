@@ -134,6 +134,8 @@ def _run(plan: PublishPlan, workers: int) -> PublishResult:
         return execute(plan, workers=workers, on_phase=on_phase, on_uploaded=on_uploaded)
 
 
+# Long by its signature: typer reads the command's options from it, each with its help text
+# (the --help a user sees). The body is short: open the target, plan and run under its hold.
 def publish_cmd(
     store: Annotated[str, typer.Argument(help="The local store (a directory).")],
     target: Annotated[
