@@ -12,7 +12,9 @@ bands), for each AOI:
   dask's default nanny; the workers composite and write the store to the target folder
   themselves (a shared filesystem: the same disk here). The workers import the toolkit once
   before the timed runs (a long build amortizes that). With ``--repeats N`` the cluster runs
-  alternate 1 and 2 workers N times and the fastest of each is kept (a shared machine).
+  go 1-2, 2-1, 1-2, ... workers (N pairs; a load that falls during the run favours neither
+  order) and the fastest of each is kept (a shared machine); each pair's speed-up is reported
+  with its order.
 
 Measured per run: wall time of the client process (imports, plan, build), the client's peak
 RSS (VmHWM of its /proc/self/status), the peak bytes under the client's work folder (sampled
@@ -455,7 +457,8 @@ def main() -> None:
             print(scale, "local", rows[(scale, "local")], file=sys.stderr)
         rss: dict[str, list[int]] = {}
         for rep in range(args.repeats):
-            for n in (1, 2):
+            # 1-2, then 2-1, ...: a load that falls (or rises) during the run favours neither
+            for n in (1, 2) if rep % 2 == 0 else (2, 1):
                 cluster = Cluster(n, base, args.worker)
                 try:
                     for scale in scales:
@@ -579,6 +582,17 @@ def main() -> None:
         for scale in scales
         for n in ("1", "2")
     )
+    # the 2-worker speed-up of each repeat, by the order its two runs were in (1-2 or 2-1)
+    order_text = "; ".join(
+        f"{scale}: "
+        + ", ".join(
+            f"{one / two:.2f}x ({'1-2' if rep % 2 == 0 else '2-1'})"
+            for rep, (one, two) in enumerate(
+                zip(tries[(scale, "1w")], tries[(scale, "2w")], strict=True)
+            )
+        )
+        for scale in scales
+    )
     body = f"""
 Command: `python bench/bench_cluster.py --size {args.size} --months {args.months} --chunk {args.chunk}{f" --areas {args.areas}" if args.areas != "1,4" else ""}{f" --repeats {args.repeats}" if args.repeats != 1 else ""}{" --worker dask" if args.worker == "dask" else ""}`
 
@@ -590,8 +604,9 @@ folder, store written by this process); `N worker(s)` is `cz build --scheduler` 
 `dask scheduler` and N single-thread workers started with
 {"`cz worker` (dask worker with its statistical profiler off, what cz starts)" if args.worker == "cz" else "plain `dask worker` (dask's defaults: profiler on)"}, each with dask's
 default nanny, on 127.0.0.1, writing the store to the target folder themselves. The local run
-once; the cluster runs {args.repeats} time(s) each, 1 and 2 workers alternating, the fastest
-kept (all walls: {repeat_text}). Bytes through the client are the
+once; the cluster runs {args.repeats} time(s) each, in the order 1-2, 2-1, 1-2, ... workers
+(a load that changes during the run favours neither), the fastest kept (all walls:
+{repeat_text}; the 2-worker speed-up of each repeat and its order: {order_text}). Bytes through the client are the
 client process's `rchar + wchar` (/proc/self/io: every byte it read or wrote, files and
 sockets, including reading the source GeoTIFFs in the local run).
 

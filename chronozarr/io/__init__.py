@@ -29,7 +29,7 @@ from chronozarr.io._cas import (
     set_commit_guard,
 )
 from chronozarr.io._faults import FAULT_AT_ENV, FAULT_TRACE_ENV, fault_point
-from chronozarr.io._lease import LEASE_TTL_ENV, Lease, hold_lease
+from chronozarr.io._lease import LEASE_TTL_ENV, Lease, hold_lease, holder_gone
 from chronozarr.io._location import REMOTE_SCHEMES, Location, is_remote, is_url, location
 from chronozarr.io._objects import (
     APPEND_JOURNAL,
@@ -97,6 +97,7 @@ __all__ = [
     "fault_point",
     "has_root",
     "hold_lease",
+    "holder_gone",
     "is_remote",
     "is_url",
     "is_work_file",

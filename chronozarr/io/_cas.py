@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import uuid
@@ -247,8 +248,6 @@ def commit_root(
 
 def _describe(target: Store) -> str:
     """What the root at ``target`` now says: its number of timesteps and the last one."""
-    import json
-
     try:
         raw = target.get("zarr.json")
         block = json.loads(raw or b"{}").get("attributes", {}).get("chronozarr", {})

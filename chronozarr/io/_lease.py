@@ -49,7 +49,7 @@ from chronozarr.io._faults import not_counted
 from chronozarr.io._objects import LEASE_KEY
 from chronozarr.io._storage import Store
 
-__all__ = ["LEASE_KEY", "LEASE_TTL_ENV", "Lease", "hold_lease"]
+__all__ = ["LEASE_KEY", "LEASE_TTL_ENV", "Lease", "hold_lease", "holder_gone"]
 
 log = logging.getLogger("chronozarr.io")
 
@@ -74,7 +74,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _holder_gone(doc: dict[str, Any], now: float) -> str | None:
+def holder_gone(doc: dict[str, Any], now: float) -> str | None:
     """Why the lease in ``doc`` may be taken over (expired, dead same-host pid), or None."""
     try:
         expires = float(doc.get("expires", 0))
@@ -153,7 +153,7 @@ class Lease:
             doc = doc if isinstance(doc, dict) else {}
         except ValueError:  # a torn or foreign lease: treat as expired
             doc = {}
-        why = _holder_gone(doc, time.time()) if doc else "its lease is unreadable"
+        why = holder_gone(doc, time.time()) if doc else "its lease is unreadable"
         if why is None:
             raise ConcurrentWriteError(
                 f"{self.target.url}: another writer holds this store ({_holder(doc)}); nothing"

@@ -115,13 +115,13 @@ def check_leftovers(ctx: Context) -> None:
 
 def _lease_is_live(path: Path) -> bool:
     """True when the writer's lease at ``path`` has a holder that is not provably gone."""
-    from chronozarr.io._lease import _holder_gone
+    from chronozarr.io import holder_gone
 
     try:
         doc = json.loads(path.read_bytes())
     except (OSError, ValueError):  # torn or unreadable: a leftover
         return False
-    return isinstance(doc, dict) and _holder_gone(doc, time.time()) is None
+    return isinstance(doc, dict) and holder_gone(doc, time.time()) is None
 
 
 def _journal_is_current(ctx: Context, path: Path) -> bool:

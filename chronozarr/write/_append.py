@@ -42,6 +42,7 @@ from chronozarr.write._append_plan import (
 from chronozarr.write._append_tasks import AppendContext, AppendInput, StoreView
 from chronozarr.write._cell_tasks import is_cell_source
 from chronozarr.write._inputs import unwrap_array
+from chronozarr.write._journal import drop_stale_journal
 from chronozarr.write._plan import WritePlan
 from chronozarr.write._runner import DEFAULT_RETRIES, DEFAULT_WORKER_TIMEOUT, Runner, RunOptions
 from chronozarr.write._worklog import WorkLog, clear_work
@@ -143,6 +144,7 @@ def _append_under_lease(
         raise refuse("store", f"no chronozarr store at {target.url} (zarr.json not found)")
     root = load_json(raw_root, f"{target.url}/zarr.json")
     reader = Reader(target, root)
+    drop_stale_journal(target, reader.n_time)  # debris of a run killed after its root (0051)
     sourced = is_cell_source(data)
     if sourced:
         _check_source(reader, data, mask, coverage)

@@ -15,7 +15,9 @@ The input of level 0 is one of:
   ``has_mask``, ``has_coverage`` and ``open_cell(row, col, ys, xs, times)`` returning a callable
   ``planes(t) -> (values, mask | None, coverage | None)``, optionally with a ``summary()`` method
   whose JSON value is handed back to the caller. It is scattered once and produces a cell's
-  planes on the worker (``cz build --scheduler`` composites there).
+  planes on the worker (``cz build --scheduler`` composites there). A cell source with
+  ``part(rows, cols)`` (a cell source for those cells alone) is not sent whole: on a cluster
+  each group of cells gets its part as its own context (decision 0058).
 """
 
 from __future__ import annotations

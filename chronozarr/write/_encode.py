@@ -175,6 +175,7 @@ def encode(
     store_options: Mapping[str, Any] | None = None,
     resume_key: str | None = None,
     on_task: Callable[[Any], None] | None = None,
+    on_source: Callable[[int, Any], None] | None = None,
 ) -> EncodeSummary:
     """Write ``data`` (time, band, y, x) as a chronozarr v0.2 store at ``store``.
 
@@ -217,6 +218,12 @@ def encode(
     ``provenance`` and ``provenance_items`` (one JSON document per timestep, the
     ``provenance_items`` array) may be callables of the cell source's summaries, called after
     level 0. ``on_task`` is called here with each level-0 task's result (progress).
+
+    ``on_source(i, summary)``: called here with each level-0 task's cell source summary and the
+    task's index (first those a resumed run found, in task order, then each as its task
+    returns); when given, the summaries are not kept (decision 0058: a region's summaries
+    would grow with it): ``EncodeSummary.sources`` and the provenance callables' argument are
+    then empty, and the caller folds what it needs.
     """
     layout_keywords = dict(
         chunk_size=chunk_size,
@@ -237,7 +244,7 @@ def encode(
     )  # fmt: skip
     args = check_encode_args(data, description, layout, layout_keywords, variable)
     check_provenance(provenance)
-    run = RunOptions(workers, scheduler, retries, worker_timeout, resume_key, on_task)
+    run = RunOptions(workers, scheduler, retries, worker_timeout, resume_key, on_task, on_source)
     target = _open_target(store, store_options, run.resume_key)
     lease = _lease(target)
     try:
@@ -270,7 +277,7 @@ def _encode(
     temporal, samples = select_encoding(cells, args, runner, work)
     phases["select"] = time.perf_counter() - clock
     plan = encode_plan(
-        args, cells, temporal, samples, runner, work, on_task=run.on_task,
+        args, cells, temporal, samples, runner, work, on_task=run.on_task, on_source=run.on_source,
         provenance=provenance, provenance_items=provenance_items,
     )  # fmt: skip
     results = runner.run(plan.stages, pipelined=plan.pipelined)

@@ -15,6 +15,7 @@ root is the commit point, and the work prefix is removed after it (decision 0017
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +67,11 @@ from chronozarr.write._worklog import WorkLog, clear_work, pending_tasks
 __all__ = ["EncodeCommit", "encode_plan", "level_infos"]
 
 Samples = dict[tuple[int, int], dict[int, bytes]]
+
+#: Level-0 cells per side of a group sharing one context on a cluster when the cell source has
+#: ``part(rows, cols)`` (decision 0058): aligned with Z-order, so a group's tasks are submitted
+#: one after the other and at most a few groups' contexts exist at a time.
+GROUP = 16
 
 
 def level_infos(args: EncodeArgs) -> list[LevelInfo]:
@@ -150,8 +156,10 @@ def _level0_stage(
             (cell, times, array.view(*cell_slice(cell[0], cell[1], args.cs, h, w)))
             for cell, times in tasks
         ]
+    grouped = runner.remote and callable(getattr(source, "part", None))
     ctx = Level0Context(
-        cells, h, w, source if source is not None else (None if runner.remote else array),
+        cells, h, w,
+        None if grouped else source if source is not None else (None if runner.remote else array),
         {} if runner.remote else samples, work.key if work else None,
     )  # fmt: skip
 
@@ -162,10 +170,22 @@ def _level0_stage(
 
     _todo, found = pending_tasks(tasks, info.path, work)
     order = sorted(range(len(tasks)), key=lambda i: (morton(tasks[i][0]), i))
-    return Stage(
+    stage = Stage(
         "cz-level0", level0_task, ctx, tasks, done=found, on_done=done,
         order=order if runner.remote else None,
     )  # fmt: skip
+    if grouped:  # a context per group of cells, each made as the group is submitted (0058)
+        grid = info.grid
+
+        def group_context(key: tuple[int, int]) -> Level0Context:
+            rows = range(key[0] * GROUP, min(grid[0], (key[0] + 1) * GROUP))
+            cols = range(key[1] * GROUP, min(grid[1], (key[1] + 1) * GROUP))
+            assert source is not None
+            return dataclasses.replace(ctx, source=source.part(rows, cols))
+
+        stage.group = lambda i: (tasks[i][0][0] // GROUP, tasks[i][0][1] // GROUP)
+        stage.group_context = group_context
+    return stage
 
 
 def _upper_stage(
@@ -338,18 +358,19 @@ def encode_plan(
     work: WorkLog | None,
     *,
     on_task: Callable[[Any], None] | None = None,
+    on_source: Callable[[int, Any], None] | None = None,
     provenance: Any = None,
     provenance_items: Any = None,
 ) -> WritePlan:
     """The plan of an encode whose temporal choice is made (``cells`` holds it): see the
     module docstring. ``samples`` are the auto sample's chunks of the chosen encoding, reused
-    by level 0 on local threads."""
+    by level 0 on local threads. ``on_source(i, summary)``: see ``encode``."""
     levels = level_infos(args)
     docs: dict[str, dict[str, Any]] = {}
     for info in levels:
         docs.update(_level_docs(args, info))
     fused = _fusable(args, cells, levels, runner, work)
-    if fused:
+    if fused:  # a local numpy input: no cell source summaries to fold
         stages = [_fused_stage(cells, args, levels, samples, runner)]
         if on_task is not None:
 
@@ -360,8 +381,7 @@ def encode_plan(
             stages[0].on_result = each_child
     else:
         stages = [_level0_stage(cells, args, levels[0], samples, runner, work)]
-        if on_task is not None:
-            stages[0].on_result = lambda _i, res: on_task(res)
+        stages[0].on_result = _level0_result(stages[0], on_task, on_source)
     for k in range(2 if fused else 1, len(levels)):
         stages.append(_upper_stage(cells, args, levels, k, docs, stages[-1], runner, work))
     commit = EncodeCommit(
@@ -383,6 +403,28 @@ def encode_plan(
     if fused:
         return WritePlan(stages, lambda results: commit(_unfused(results)), pipelined=True)
     return WritePlan(stages, commit, pipelined=True)
+
+
+def _level0_result(
+    stage: Stage,
+    on_task: Callable[[Any], None] | None,
+    on_source: Callable[[int, Any], None] | None,
+) -> Callable[[int, Any], None] | None:
+    """Level 0's result hook: progress, and the summaries folded by ``on_source`` as they
+    arrive (those a resumed run found first, in task order), not kept (decision 0058)."""
+    if on_source is not None:
+        for i in sorted(stage.done):
+            on_source(i, stage.done[i].extra)
+            stage.done[i].extra = None
+
+    def arrived(i: int, res: Any) -> None:
+        if on_task is not None:
+            on_task(res)
+        if on_source is not None:
+            on_source(i, res.extra)
+            res.extra = None
+
+    return arrived if on_task is not None or on_source is not None else None
 
 
 def _fill(args: EncodeArgs) -> Any:

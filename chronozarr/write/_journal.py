@@ -24,7 +24,13 @@ from chronozarr.errors import ChronozarrError
 from chronozarr.format import dumps, load_json
 from chronozarr.io import APPEND_JOURNAL, Store
 
-__all__ = ["JOURNAL", "begin_journal", "end_journal", "journaled_volatility"]
+__all__ = [
+    "JOURNAL",
+    "begin_journal",
+    "drop_stale_journal",
+    "end_journal",
+    "journaled_volatility",
+]
 
 log = logging.getLogger("chronozarr.append")
 
@@ -57,3 +63,21 @@ def begin_journal(target: Store, n_time: int, chunk: bytes | None) -> None:
 def end_journal(target: Store) -> None:
     """The root is written: the journal has served."""
     target.delete(JOURNAL)
+
+
+def drop_stale_journal(target: Store, n_time: int) -> None:
+    """Remove a journal whose append completed (its count differs from the root's ``n_time``):
+    the debris of a run killed between its root and the journal's removal. Called under the
+    writer's lease (decision 0051), so no live append owns it; a journal of this root (an
+    interrupted append, to be re-run) stays."""
+    raw = target.get(JOURNAL)
+    if raw is None:
+        return
+    try:
+        doc = load_json(raw, f"{target.url}/{JOURNAL}")
+        current = isinstance(doc, dict) and doc.get("n_time") == n_time
+    except ChronozarrError:  # unreadable: nothing a re-run could use
+        current = False
+    if not current:
+        log.info("%s/%s: removing the journal of a completed append", target.url, JOURNAL)
+        target.delete(JOURNAL)

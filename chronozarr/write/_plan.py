@@ -36,6 +36,11 @@ class Stage:
     (default: as listed). ``done``: results a resumed run found (those tasks are not run).
     ``on_result(i, result)`` is called here as each result arrives; ``on_done()`` once every
     result of the stage and of the stages before it has arrived.
+
+    ``group(i)`` and ``group_context(key)`` (both or neither): task ``i`` runs with the context
+    of its group, ``group_context(group(i))``, instead of ``ctx`` (decision 0058: a region's
+    tasks share per-group contexts, made when the group's first task is submitted and dropped
+    when its last one is, so no process holds every group's context at once).
     """
 
     name: str
@@ -47,6 +52,14 @@ class Stage:
     done: Mapping[int, Any] = field(default_factory=dict)
     on_result: Callable[[int, Any], None] | None = None
     on_done: Callable[[], None] | None = None
+    group: Callable[[int], Any] | None = None
+    group_context: Callable[[Any], Any] | None = None
+
+    def context(self, i: int) -> Any:
+        """The context task ``i`` runs with (its group's, or the stage's)."""
+        if self.group is None or self.group_context is None:
+            return self.ctx
+        return self.group_context(self.group(i))
 
     def todo(self) -> list[int]:
         """The indices of the tasks to run, in this stage's order."""

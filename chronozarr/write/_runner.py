@@ -3,19 +3,28 @@
 A plan's stages (:mod:`chronozarr.write._plan`) run here. Locally the stages run one after the
 other on ``workers`` threads. On a cluster (decision 0026):
 
-- **One graph, dask's own dependencies and priorities.** Each task is submitted with the futures
-  of the tasks it reads as its dependencies and at the dask priority of its stage, in
+- **Dependencies through the client, dask's priorities.** Tasks are taken in
   :func:`~chronozarr.write._plan.submission_order` (a pipelined plan: a coarser task right after
-  the last cell it reads), so the scheduler starts it the moment those are written, not when the
-  whole level is done. A plan that is not pipelined runs stage after stage.
+  the last cell it reads); a coarser task is submitted the moment the results of the tasks it
+  reads are here (their chunks are written), at the dask priority of its stage, so upper levels
+  drain as level 0 goes on. It is not given their futures as dask dependencies: dask keeps a
+  finished task's record while a dependent of it lives, so the pyramid's chain up to the last
+  level kept every task of the region on the scheduler until the end (decision 0058). A plan
+  that is not pipelined runs stage after stage.
 - **The contexts on every worker first.** The stages' contexts are one task's result, replicated
   to every worker before any task is submitted: a task depending on data held by one worker is
   otherwise placed on that worker (dask's ``decide_worker``), which ran a small phase on one
   worker while the others idled. dask recomputes it if every holder is lost, which scattered data
   would not survive.
 - **A bounded window.** At most ``window`` tasks of the stage being fed (stage 0 of a pipelined
-  plan) are in flight, refilled as results come back; the futures held do not grow with the
-  region (a future is dropped once its result is here and its dependents hold it).
+  plan) are in flight, refilled as results come back; a future is dropped once its result is
+  here. A stage's tasks may have group contexts instead of the shared one (``Stage.group``),
+  each a task submitted with the group's first task and dropped by the client with its last.
+- **An environment failure is retried elsewhere.** A task failing with an ``OSError`` (a full
+  disk, an endpoint this worker cannot reach) after dask's retries is submitted again with
+  that worker excluded (dask worker restrictions) while another worker is there; the worker
+  stays excluded for the rest of the run, and the error passes as it is only when no other
+  worker is left (decision 0047).
 - **Bounded waits.** Each task has dask's ``retries``; a worker lost mid-task has its task
   rescheduled by dask. Results are awaited with ``distributed.wait(FIRST_COMPLETED)`` and a
   short timeout, so that after ``worker_timeout`` seconds without any worker a
@@ -48,6 +57,7 @@ log = logging.getLogger("chronozarr.scheduling")
 DEFAULT_RETRIES = 2
 DEFAULT_WORKER_TIMEOUT = 180.0  # seconds without any worker before a cluster run gives up
 _POLL = 1.0  # seconds between checks for workers while nothing completes
+_MOVES = 8  # times one task is submitted again after environment failures
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,8 @@ class RunOptions:
     by the CPU count), or a dask.distributed ``scheduler`` with dask's ``retries`` per task and
     ``worker_timeout`` seconds without any worker before a :class:`ClusterError`;
     ``resume_key`` names the resumable work prefix (decision 0017, checked here);
-    ``on_task`` is called with each level-0 result (progress)."""
+    ``on_task`` is called with each level-0 result (progress); ``on_source`` with each level-0
+    task's index and cell source summary, which are then not kept (decision 0058)."""
 
     workers: int | None = None
     scheduler: Any = None
@@ -64,6 +75,7 @@ class RunOptions:
     worker_timeout: float = DEFAULT_WORKER_TIMEOUT
     resume_key: str | None = None
     on_task: Callable[[Any], None] | None = None
+    on_source: Callable[[int, Any], None] | None = None
 
     def __post_init__(self) -> None:
         check_resume_key(self.resume_key)
@@ -74,10 +86,38 @@ def _context(ctx: Any) -> Any:
     return ctx
 
 
-def _staged(fn: Callable[[Any, Any], Any], shared: Any, k: int, task: Any, *_needs: Any) -> Any:
-    """Stage ``k``'s task on a worker: its context from the shared tuple; ``_needs`` are the
-    results of the tasks it waited for (dependencies only: their chunks are at the target)."""
-    return fn(shared[k], task)
+class _WorkerFailure(Exception):
+    """A task's ``OSError`` on one worker, with that worker's address (see the module
+    docstring). Pickled by its arguments, so that it crosses from the worker intact."""
+
+    def __init__(self, worker: str, error: OSError) -> None:
+        super().__init__(worker, error)
+        self.worker, self.error = worker, error
+
+    def __str__(self) -> str:
+        return f"on worker {self.worker}: {type(self.error).__name__}: {self.error}"
+
+
+def _worker_address() -> str:
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().address)
+    except Exception:  # not on a worker (cannot happen in a cluster task): unnamed
+        return "?"
+
+
+def _staged(fn: Callable[[Any, Any], Any], shared: Any, k: int, task: Any) -> Any:
+    """Stage ``k``'s task on a worker: its context from the shared tuple."""
+    return _grouped(fn, shared[k], task)
+
+
+def _grouped(fn: Callable[[Any, Any], Any], ctx: Any, task: Any) -> Any:
+    """A task on a worker with its context (the stage's, or its group's)."""
+    try:
+        return fn(ctx, task)
+    except OSError as exc:  # this worker's environment: the run may retry it elsewhere
+        raise _WorkerFailure(_worker_address(), exc) from None
 
 
 def _result(fut: Any, name: str) -> Any:
@@ -199,20 +239,27 @@ class _ClusterRun:
         self.window = runner.window or 2 * runner.threads()
         self.sequence: Iterator[tuple[int, int]] = iter(submission_order(stages, pipelined))
         self.waiting: tuple[int, int] | None = None  # the next task, held back by the window
-        self.futures: list[dict[int, Any]] = [{} for _ in stages]
         self.ran: list[dict[int, Any]] = [{} for _ in stages]
         self.left = [len(stage.todo()) for stage in stages]
         self.finished = [False] * len(stages)
         self.pending: dict[Any, tuple[int, int]] = {}
         self.in_flight = 0  # windowed tasks submitted and not back
-        # (k, j) -> dependents not submitted yet: its future is kept until they hold it
-        self.holders: dict[tuple[int, int], int] = {}
-        if pipelined:
-            for k in range(1, len(stages)):
-                for i in stages[k].todo():
-                    for j in stages[k].wanted(i, stages[k - 1]):
-                        self.holders[(k - 1, j)] = self.holders.get((k - 1, j), 0) + 1
+        # a pipelined task whose needs are not all here: (k, i) -> needs still out, and
+        # (k - 1, j) -> the tasks of stage k parked on it (only tasks in flight: bounded)
+        self.parked: dict[tuple[int, int], int] = {}
+        self.parked_on: dict[tuple[int, int], list[int]] = {}
+        # group contexts (decision 0058): (stage, group) -> its future, and tasks still to submit
+        self.groups: dict[tuple[int, Any], Any] = {}
+        self.group_left: dict[tuple[int, Any], int] = {}
+        for k, stage in enumerate(stages):
+            if stage.group is not None:
+                for i in stage.todo():
+                    key = (k, stage.group(i))
+                    self.group_left[key] = self.group_left.get(key, 0) + 1
         self.shared: Any = None
+        self.excluded: set[str] = set()  # workers whose environment failed a task
+        self.moved: dict[tuple[int, int], int] = {}  # times a task was submitted again
+        self.said: set[str] = set()  # failures already logged
 
     def run(self) -> list[list[Any]]:
         name = self.stages[0].name
@@ -242,6 +289,8 @@ class _ClusterRun:
             # (the flaky ResourceWarning of the tests/remote CI rehearsals, 2026-12-01).
             # Once nobody wants it and no task needs it, the scheduler forgets the context.
             self.shared.release()
+            for fut in self.groups.values():
+                fut.release()
         return [_merged(stage, ran) for stage, ran in zip(self.stages, self.ran, strict=True)]
 
     def _share(self, ctxs: tuple[Any, ...], key: str) -> Any:
@@ -277,28 +326,62 @@ class _ClusterRun:
                 self.waiting = item
                 return
             self.waiting = None
+            if self.pipelined and k > 0 and self._park(k, i):
+                continue
             self._submit(k, i)
+
+    def _park(self, k: int, i: int) -> bool:
+        """Park task (k, i) on its needs still out; False when they are all here."""
+        out = [j for j in self.stages[k].wanted(i, self.stages[k - 1]) if j not in self.ran[k - 1]]
+        if out:
+            self.parked[(k, i)] = len(out)
+            for j in out:
+                self.parked_on.setdefault((k - 1, j), []).append(i)
+        return bool(out)
+
+    def _group(self, k: int, i: int, moved: bool) -> Any:
+        """The future of task i's group context, submitted with the group's first task (a
+        task, not scattered data: dask recomputes it if every holder is lost); the client's
+        hold is dropped with its last task (the tasks hold it on the cluster). A task
+        submitted again after its group's last one gets the context again."""
+        stage = self.stages[k]
+        assert stage.group is not None and stage.group_context is not None
+        key = (k, stage.group(i))
+        fut = self.groups.get(key)
+        if fut is None:
+            fut = self.client.submit(
+                _context, stage.group_context(key[1]), pure=False, priority=k,
+                key=f"{stage.name}-group-{self.token}-{i}" + ("-moved" if moved else ""),
+            )  # fmt: skip
+            if moved:
+                return fut
+            self.groups[key] = fut
+        if not moved:
+            self.group_left[key] -= 1
+            if not self.group_left[key]:
+                self.groups.pop(key)
+        return fut
 
     def _submit(self, k: int, i: int) -> None:
         stage = self.stages[k]
-        wanted = stage.wanted(i, self.stages[k - 1]) if k and self.pipelined else []
-        needs = [self.futures[k - 1][j] for j in wanted]
+        moved = (k, i) in self.moved
+        where: dict[str, Any] = {}
+        if self.excluded:  # the workers left (within the caller's own restriction, if any)
+            where = {"workers": self._allowed(), "allow_other_workers": False}
+        fn: Callable[..., Any]
+        head: tuple[Any, ...]
+        if stage.group is not None:
+            fn, head = _grouped, (stage.fn, self._group(k, i, moved))
+        else:
+            fn, head = _staged, (stage.fn, self.shared, k)
         fut = self.client.submit(
-            _staged, stage.fn, self.shared, k, stage.tasks[i], *needs,
+            fn, *head, stage.tasks[i],
             retries=self.runner.retries, pure=False, priority=k,
-            key=f"{stage.name}-{self.token}-{i}",
+            key=f"{stage.name}-{self.token}-{i}" + (f"-moved{self.moved[(k, i)]}" if moved else ""),
+            **where,
         )  # fmt: skip
-        self.futures[k][i] = fut
         self.pending[fut] = (k, i)
         self.in_flight += self._windowed(k)
-        for j in wanted:
-            self.holders[(k - 1, j)] -= 1
-            self._release(k - 1, j)
-
-    def _release(self, k: int, j: int) -> None:
-        """Drop our hold on (k, j) once its result is here and its dependents hold it."""
-        if j in self.ran[k] and not self.holders.get((k, j), 0):
-            self.futures[k].pop(j, None)
 
     def _wait(self) -> set[Any]:
         from distributed import wait  # lazy: only a cluster run needs distributed (an extra)
@@ -312,15 +395,49 @@ class _ClusterRun:
             return set()
         return set(done)
 
+    def _allowed(self) -> list[str]:
+        import dask  # lazy: a cluster run means dask is installed
+
+        given = dask.get_annotations().get("workers")
+        pool = list(given) if given else list(self.client.scheduler_info().get("workers", {}))
+        return [w for w in pool if w not in self.excluded]
+
+    def _elsewhere(self, k: int, i: int, failure: _WorkerFailure) -> bool:
+        """Submit task (k, i) again without the worker that failed it, if another is there."""
+        self.excluded.add(failure.worker)
+        # each failure excludes its worker, so this ends when none is left; a task may fail
+        # again with an input's failure (its input was submitted again too), a few times
+        if self.moved.get((k, i), 0) >= _MOVES or not self._allowed():
+            return False
+        self.moved[(k, i)] = self.moved.get((k, i), 0) + 1
+        if str(failure) not in self.said:  # a dependent fails with its input's error: once
+            self.said.add(str(failure))
+            log.warning(
+                "task %d of %s failed %s; retrying it on the other workers",
+                i, self.stages[k].name, failure,
+            )  # fmt: skip
+        self._submit(k, i)
+        return True
+
     def _arrive(self, fut: Any) -> None:
         k, i = self.pending.pop(fut)
         self.in_flight -= self._windowed(k)
         stage = self.stages[k]
-        self.ran[k][i] = result = _result(fut, stage.name)
-        self._release(k, i)
+        try:
+            result = _result(fut, stage.name)
+        except _WorkerFailure as failure:
+            if self._elsewhere(k, i, failure):
+                return
+            raise failure.error from None  # no worker left: the task's own error, as it is
+        self.ran[k][i] = result
         self.left[k] -= 1
         if stage.on_result is not None:
             stage.on_result(i, result)
+        for p in self.parked_on.pop((k, i), ()):  # a parked task of stage k + 1 may be ready
+            self.parked[(k + 1, p)] -= 1
+            if not self.parked[(k + 1, p)]:
+                del self.parked[(k + 1, p)]
+                self._submit(k + 1, p)
 
     def _finish_stages(self) -> None:
         """``on_done`` of each stage whose results are all here, in stage order."""

@@ -95,7 +95,7 @@ def grid_blocks(grid: GridPlan) -> list[tuple[int, int, tuple[int, int, int, int
     return out
 
 
-def _footprint(p: Any, crs: str) -> Any:
+def footprint(p: Any, crs: str) -> Any:
     """An item's footprint in the grid's CRS, or None (read it everywhere) when it has none."""
     from shapely.geometry import box
 
@@ -106,12 +106,12 @@ def _footprint(p: Any, crs: str) -> Any:
     if geom is None:
         return None
     try:
-        footprint = project_lonlat(dict(geom), crs)
-        if not footprint.is_valid:
-            footprint = footprint.buffer(0)
+        shape = project_lonlat(dict(geom), crs)
+        if not shape.is_valid:
+            shape = shape.buffer(0)
     except Exception:  # malformed geometry: read the item everywhere
         return None
-    return footprint
+    return shape
 
 
 def blocks_touched(
@@ -137,12 +137,12 @@ def blocks_touched(
     tree = STRtree(boxes)
     hits: dict[int, list[int]] = {}
     for i, p in enumerate(month.items):
-        footprint = _footprint(p, grid.crs)
+        shape = footprint(p, grid.crs)
         found: Sequence[int]
-        if footprint is None:
+        if shape is None:
             found = range(len(blocks))
         else:
-            found = sorted(int(j) for j in tree.query(footprint, predicate="intersects"))
+            found = sorted(int(j) for j in tree.query(shape, predicate="intersects"))
         for j in found:
             hits.setdefault(j, []).append(i)
     return {(blocks[j][0], blocks[j][1]): hits[j] for j in sorted(hits)}

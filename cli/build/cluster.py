@@ -1,7 +1,8 @@
 """``cz build --scheduler``: the whole build on a dask.distributed cluster (decision 0017).
 
-The client plans, scatters one :class:`CompositeSource` (the composite rules, every month's
-item references once, which items touch which block) and hands it to ``chronozarr.encode`` as a
+The client plans and hands ``chronozarr.encode`` a :class:`RegionSource` (the composite rules
+and the plan's items; for each group of cells, a part holding the items touching it and which
+touch which block, made as the group is submitted: decision 0058) as a
 *cell source* with ``scheduler=client``. Each level-0 task runs on a worker: it composites its
 cell's months (and the ``max_age`` months before, for gap-fill) with the same
 :func:`~cz.build.tasks.compute_block` and :class:`~cz.build.spill.SpillPlanes` as a local
@@ -29,7 +30,7 @@ from cz.build.errors import BuildError
 from cz.build.executor import Executor
 from cz.build.headers import HeaderedStore
 from cz.build.options import BuildOptions, BuildResult, Progress
-from cz.build.sources import SourceArray, make_source
+from cz.build.sources import RegionSource, SourceArray
 from cz.build.store_args import provenance_block
 from cz.build.target import is_url, local_path
 from cz.plan import Plan, plan_recipe
@@ -50,6 +51,11 @@ def build_fingerprint(recipe: Recipe, plan: Plan) -> str:
     ]
     text = json.dumps(doc, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def region_source(recipe: Recipe, plan: Plan, options: BuildOptions) -> RegionSource:
+    """The build's cell source, in parts per group of cells (decision 0058)."""
+    return RegionSource(recipe, plan, options)
 
 
 def _target(recipe: Recipe, where: str, n_months: int) -> Any:
@@ -83,7 +89,7 @@ def build_on_cluster(
             where = str(local_path(where))
         target = _target(recipe, where, len(plan.months))
         run = ClusterWrite("build", recipe, plan, options, progress, executor)
-        source = SourceArray(make_source(recipe, plan, options))
+        source = SourceArray(region_source(recipe, plan, options))
         kept = f"the cells written so far stay at {target.url} without a root"
         words = Wording(
             chronozarr.EncodeError,  # refused before any write (a store is there)
@@ -99,6 +105,7 @@ def build_on_cluster(
                 layout=recipe.store.layout,
                 provenance=lambda ex: provenance_block(recipe, run.stats(ex).skipped, plan),
                 resume_key=build_fingerprint(recipe, plan),
+                on_source=run.on_source,  # folded as they arrive (decision 0058)
                 **run.arguments(),
             ),
             words,

@@ -25,38 +25,64 @@ from cz.load import SkippedAsset
 from cz.plan import Plan
 from cz.recipe import Recipe
 
-__all__ = ["ClusterWrite", "Wording", "stats_of", "tally"]
+__all__ = ["ClusterWrite", "SourceFold", "Wording", "stats_of", "tally"]
 
 
 T = TypeVar("T")
 
 
-def stats_of(extras: list[dict[str, Any]], plan: Plan) -> CompositeStats:
-    """The run's composite statistics from the cells' summaries (:meth:`CellPlanes.summary`)."""
-    stats = CompositeStats()
-    seen: set[tuple[str, str, str]] = set()
-    for ex in extras:
+@dataclass
+class SourceFold:
+    """The cells' summaries (:meth:`CellPlanes.summary`) folded as they arrive (decision 0058):
+    the items read and observations per month, the skipped assets (kept with their task's index,
+    so that the run lists them in task order, as before), the valid and gap-filled pixels. What it
+    holds grows with the plan's items, not with the cells."""
+
+    plan: Plan
+    stats: CompositeStats = field(default_factory=CompositeStats)
+    skipped: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    valid: int = 0
+    filled: int = 0
+
+    def add(self, i: int, ex: Any) -> None:
+        stats = self.stats
         for t, indices in ex["items_read"].items():
-            items = plan.months[int(t)].items  # refs[t] holds the month's items in plan order
-            stats.items_read.setdefault(int(t), set()).update(items[i].id for i in indices)
+            items = self.plan.months[int(t)].items  # the summary's indices are plan indices
+            stats.items_read.setdefault(int(t), set()).update(items[j].id for j in indices)
         for t, n in ex["observations"].items():
             stats.observations[int(t)] = max(stats.observations.get(int(t), 0), int(n))
-        for s in ex["skipped"]:
-            key = (s["item"], s["asset"], s["month"])
-            if key not in seen:  # a month recomputed by two time groups is reported once
-                seen.add(key)
-                stats.skipped.append(SkippedAsset(**s))
-    return stats
+        if ex["skipped"]:
+            self.skipped.setdefault(i, []).extend(ex["skipped"])
+        self.valid += int(ex["valid"])
+        self.filled += int(ex["filled"])
+
+    def result(self) -> CompositeStats:
+        """The statistics, the skipped assets in task order (each once: a month recomputed by
+        two time groups is reported once)."""
+        seen: set[tuple[str, str, str]] = set()
+        self.stats.skipped = []
+        for i in sorted(self.skipped):
+            for s in self.skipped[i]:
+                key = (s["item"], s["asset"], s["month"])
+                if key not in seen:
+                    seen.add(key)
+                    self.stats.skipped.append(SkippedAsset(**s))
+        return self.stats
+
+
+def stats_of(extras: list[dict[str, Any]], plan: Plan) -> CompositeStats:
+    """The run's composite statistics from the cells' summaries, in task order."""
+    fold = SourceFold(plan)
+    for i, ex in enumerate(extras):
+        fold.add(i, ex)
+    return fold.result()
 
 
 def tally(
-    extras: list[Any], plan: Plan, target: Any
+    pixels: int, valid: int, filled: int, target: Any
 ) -> tuple[tuple[float, float], tuple[int, int]]:
-    """The run's (valid, gap-filled) pixel fractions from the cells' summaries, and the target's
-    (bytes, objects) as listed after the commit: what a build or append on a cluster reports."""
-    pixels = len(plan.months) * plan.grid.shape[0] * plan.grid.shape[1]
-    valid = sum(int(e["valid"]) for e in extras)
-    filled = sum(int(e["filled"]) for e in extras)
+    """The run's (valid, gap-filled) pixel fractions of ``pixels``, and the target's (bytes,
+    objects) as listed after the commit: what a build or append on a cluster reports."""
     size = (0, 0)
     for _key, n in target.list(""):
         size = (size[0] + n, size[1] + 1)
@@ -91,13 +117,24 @@ class ClusterWrite:
     executor: Executor
     source: Callable[[Any], Any] = field(default=lambda extra: extra)
     extras: list[Any] = field(default_factory=list)
+    fold: SourceFold | None = None  # set by :meth:`on_source`: the summaries are folded
     _stats: CompositeStats | None = None
     _started: float = 0.0
 
+    def on_source(self, i: int, extra: Any) -> None:
+        """Fold level-0 task ``i``'s summary (encode's ``on_source``, decision 0058)."""
+        if self.fold is None:
+            self.fold = SourceFold(self.plan)
+        if extra is not None:
+            self.fold.add(i, extra)
+
     def stats(self, extras: list[Any]) -> CompositeStats:
         if self._stats is None:
-            self.extras = list(extras)
-            self._stats = stats_of(self.extras, self.plan)
+            if self.fold is not None:
+                self._stats = self.fold.result()
+            else:
+                self.extras = list(extras)
+                self._stats = stats_of(self.extras, self.plan)
         return self._stats
 
     def arguments(self) -> dict[str, Any]:
@@ -181,7 +218,15 @@ class ClusterWrite:
     def result(self, store: str, target: Any, encoding: str, started: float) -> BuildResult:
         """The run's result: statistics and fractions from the cells' summaries, the target's
         size as listed after the commit."""
-        fractions, size = tally(self.extras, self.plan, target)
+        plan = self.plan
+        pixels = len(plan.months) * plan.grid.shape[0] * plan.grid.shape[1]
+        fold = self.fold
+        if fold is None:
+            valid = sum(int(e["valid"]) for e in self.extras)
+            filled = sum(int(e["filled"]) for e in self.extras)
+        else:
+            valid, filled = fold.valid, fold.filled
+        fractions, size = tally(pixels, valid, filled, target)
         return BuildResult.of_run(
             self.action,
             store,

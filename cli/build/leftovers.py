@@ -290,14 +290,13 @@ def target_busy(final: Path) -> bool:
 def _live_lease(final: Path) -> bool:
     """True when the store at ``final`` holds a writer's lease whose holder is alive (a library
     caller writing without the toolkit's lock, decision 0051): its ``.tmp`` files are its own."""
-    from chronozarr.io import LEASE_KEY
-    from chronozarr.io._lease import _holder_gone
+    from chronozarr.io import LEASE_KEY, holder_gone
 
     try:
         doc = json.loads((final / LEASE_KEY).read_bytes())
     except (OSError, ValueError):  # none, or torn: no live holder
         return False
-    return isinstance(doc, dict) and _holder_gone(doc, time.time()) is None
+    return isinstance(doc, dict) and holder_gone(doc, time.time()) is None
 
 
 @dataclass

@@ -79,6 +79,24 @@ def _build_to_url(
     progress: Progress,
     started: float,
 ) -> BuildResult:
+    """Build a local copy, then publish it, holding the target's lease (an S3 prefix) from the
+    start (decision 0051): a second build to the same target stops before it builds."""
+    from cz import publish as publishing  # loaded only when a build goes to a URL
+
+    where = publishing.open_target(url)
+    with publishing.hold(where):
+        return _build_then_publish(recipe, url, where, plan, options, progress, started)
+
+
+def _build_then_publish(
+    recipe: Recipe,
+    url: str,
+    where: Any,
+    plan: Plan | None,
+    options: BuildOptions,
+    progress: Progress,
+    started: float,
+) -> BuildResult:
     from cz import publish as publishing  # loaded only when a build goes to a URL
 
     base = Path(options.work_dir or ".").expanduser().resolve()
@@ -103,7 +121,7 @@ def _build_to_url(
     progress.start("publish", result.objects, url)
     try:
         reopen()  # the local copy's commit is not the run's: the publish's root is (cz.signals)
-        publishing.publish(local, url, on_uploaded=uploaded)
+        publishing.publish(local, where, on_uploaded=uploaded)  # under the lease held above
     except chronozarr.ConcurrentWriteError as exc:  # another writer: exit 75, the copy stays
         raise chronozarr.ConcurrentWriteError(
             f"{exc}. The store built here is kept at {local}: publish it later with"

@@ -18,7 +18,7 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 5.0  # per host, on each worker
 MAX_HOSTS = 8  # distinct item hosts probed
 MAX_FILES = 8  # local item files probed (one per folder)
+PROBE_PREFIX = ".cz-preflight-"  # probe objects at the top of the target
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,29 @@ def _probe(needs: Needs, key: str) -> tuple[str | None, list[str]]:
     return written, problems
 
 
+def _remove(target: Any, key: str) -> None:
+    """On a worker: remove its probe (best effort: a target it cannot write holds none)."""
+    try:
+        target.delete(key)
+    except Exception as exc:
+        log.debug("probe %s not removed: %s", key, exc)
+
+
+def _sweep(target: Any) -> None:
+    """Remove probes a killed run left (they would make the target look non-empty)."""
+    try:
+        root = getattr(target, "root", None)  # a local folder: its top level only, not a walk
+        if root is not None:
+            names = os.listdir(root) if os.path.isdir(root) else []
+            stale = [n for n in names if n.startswith(PROBE_PREFIX)]
+        else:  # an object store lists by prefix
+            stale = [key for key, _size in target.list(PROBE_PREFIX)]
+        for key in stale:
+            target.delete(key)
+    except Exception as exc:  # best effort: the run's own checks report the target
+        log.debug("stale probes not removed: %s", exc)
+
+
 def _short(text: str, limit: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -95,8 +119,9 @@ def check_workers(client: Any, needs: Needs, progress: Any = None) -> list[str] 
     workers = client.scheduler_info().get("workers", {})
     if not workers:
         return None  # none yet: the runner waits for one (--worker-timeout)
+    _sweep(needs.target)
     token = uuid.uuid4().hex[:12]
-    keys = {addr: f".cz-preflight-{token}-{i}" for i, addr in enumerate(sorted(workers))}
+    keys = {addr: f"{PROBE_PREFIX}{token}-{i}" for i, addr in enumerate(sorted(workers))}
     answers: dict[str, Any] = {}
     for addr, key in keys.items():  # one call per worker: each writes its own probe key
         got = client.run(_probe, needs, key, workers=[addr], on_error="return")
@@ -115,12 +140,10 @@ def check_workers(client: Any, needs: Needs, progress: Any = None) -> list[str] 
                 ]
             if problems:
                 bad[addr] = "; ".join(problems)
-    finally:
-        for key in keys.values():
-            try:
-                needs.target.delete(key)
-            except Exception as exc:  # best effort: a probe the target refused is not there
-                log.debug("probe %s not removed: %s", key, exc)
+    finally:  # each worker removes its own probe (this process's writes stay the run's own)
+        for addr, answer in answers.items():
+            if isinstance(answer, tuple) and answer[0] is not None:
+                client.run(_remove, needs.target, answer[0], workers=[addr], on_error="return")
     if not bad:
         return None
     names = {addr: info.get("name", addr) for addr, info in workers.items()}
@@ -138,8 +161,8 @@ def check_workers(client: Any, needs: Needs, progress: Any = None) -> list[str] 
         )
     for addr, problem in sorted(bad.items()):
         message = f"leaving out {who(addr)}: {_short(problem)}"
-        log.warning("%s", message)
-        if progress is not None:
+        log.info("%s", message)  # for a library caller's logs; the CLI says it through the note
+        if progress is not None:  # the run's own stderr line
             progress.note(message)
     return good
 
@@ -148,8 +171,7 @@ def check_workers(client: Any, needs: Needs, progress: Any = None) -> list[str] 
 def on_workers(good: list[str] | None) -> Iterator[None]:
     """Every task submitted inside runs on ``good`` only (None: anywhere)."""
     if good is None:
-        with nullcontext():
-            yield
+        yield
         return
     import dask
 

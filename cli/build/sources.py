@@ -13,14 +13,14 @@ them).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 import chronozarr
-from cz.build.blocks import blocks_touched, grid_blocks, item_refs, sign_refs
+from cz.build.blocks import blocks_touched, footprint, grid_blocks, item_refs, sign_refs
 from cz.build.errors import AppendRefusedError
 from cz.build.options import BuildOptions
 from cz.build.spill import SpillPlanes
@@ -37,7 +37,14 @@ from cz.load import ItemRef
 from cz.plan import Plan
 from cz.recipe import Recipe
 
-__all__ = ["AppendSource", "CellPlanes", "CompositeSource", "SourceArray", "make_source"]
+__all__ = [
+    "AppendSource",
+    "CellPlanes",
+    "CompositeSource",
+    "RegionSource",
+    "SourceArray",
+    "make_source",
+]
 
 
 class _LazySpill:
@@ -56,7 +63,7 @@ class _LazySpill:
 
     def _result(self, t: int) -> BlockResult:
         if t not in self.results:
-            self.results[t] = compute_block(
+            self.results[t] = self.source.composite(
                 self.source.task(t, self.row, self.col), self.source.ctx
             )
         return self.results[t]
@@ -121,7 +128,9 @@ class CompositeSource:
     ``refs[t]`` are month t's item references (trimmed STAC dicts: each item once, not once
     per task), unsigned: :meth:`task` signs a block's items on the worker as it reads them
     (decision 0021: a token signed on the client at plan time expires on a long build);
-    ``members[(t, row, col)]`` the indices of those touching the block.
+    ``members[(t, row, col)]`` the indices of those touching the block. A part of a region
+    (:meth:`RegionSource.part`) holds only the items touching its cells: ``plan_index[t]`` maps
+    its references to their index among the month's items in the plan (the summary's indices).
     """
 
     ctx: CompositeContext
@@ -138,6 +147,9 @@ class CompositeSource:
     gap: str = "carry-forward"
     has_mask: bool = True
     has_coverage: bool = True
+    # the composite of one (month, block): bench/scale_harness.py swaps in one that reads nothing
+    composite: Callable[[BlockTask, CompositeContext], BlockResult] = compute_block
+    plan_index: list[tuple[int, ...]] | None = None
     _shape4: tuple[int, int, int, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -151,9 +163,17 @@ class CompositeSource:
     def shape4(self) -> tuple[int, int, int, int]:
         return self._shape4
 
+    def _planned(self, t: int, i: int) -> int:
+        return i if self.plan_index is None else self.plan_index[t][i]
+
     def index_of(self, t: int, item_id: str) -> int:
-        """The index of item ``item_id`` among month ``t``'s references."""
-        return next(i for i, ref in enumerate(self.refs[t]) if ref.id == item_id)
+        """The index of item ``item_id`` among month ``t``'s items in the plan."""
+        return self._planned(t, next(i for i, ref in enumerate(self.refs[t]) if ref.id == item_id))
+
+    def members_of(self, t: int, row: int, col: int) -> tuple[int, ...]:
+        """The indices (among month ``t``'s items in the plan) of the items touching block
+        (row, col)."""
+        return tuple(self._planned(t, i) for i in self.members.get((t, row, col), ()))
 
     def task(self, t: int, row: int, col: int) -> BlockTask:
         """The composite task of (month, block), its items signed now (read time)."""
@@ -166,16 +186,103 @@ class CompositeSource:
         return CellPlanes(self, row, col, times)
 
 
-class SourceArray:
-    """What ``encode`` checks of its ``data`` (shape, dtype, ndim) plus the cell source."""
+class RegionSource:
+    """The build's cell source on a cluster, in parts (decision 0058): what every block shares
+    (the composite rules, the months, the grid) and the plan's items; :meth:`part` makes the
+    :class:`CompositeSource` of a group of cells (the items touching them, trimmed and
+    unsigned, and which touch which block) when ``encode`` submits the group's first task. No
+    process holds the members or item references of the whole region at once."""
 
-    def __init__(self, source: CompositeSource) -> None:
+    def __init__(self, recipe: Recipe, plan: Plan, options: BuildOptions) -> None:
+        grid = plan.grid
+        self.recipe, self.plan = recipe, plan
+        self.ctx = composite_context(recipe, plan, options)
+        self.shape4 = (len(plan.months), len(recipe.bands), grid.shape[0], grid.shape[1])
+        self.dtype = recipe.store.dtype
+        self.composite: Callable[[BlockTask, CompositeContext], BlockResult] = compute_block
+        self._trees: dict[int, tuple[Any, np.ndarray, list[int]]] = {}
+
+    def _tree(self, t: int) -> tuple[Any, np.ndarray, list[int]]:
+        """Month t's item footprints in a tree (made once): the tree, the items in it, the
+        items without a footprint (read everywhere, as :func:`blocks_touched` has it)."""
+        if t not in self._trees:
+            from shapely import STRtree
+
+            month, crs = self.plan.months[t], self.plan.grid.crs
+            footprints = [footprint(p, crs) for p in month.items]
+            inside = [i for i, f in enumerate(footprints) if f is not None]
+            tree = STRtree([footprints[i] for i in inside]) if inside else None
+            nowhere = [i for i, f in enumerate(footprints) if f is None]
+            self._trees[t] = (tree, np.asarray(inside, dtype=np.int64), nowhere)
+        return self._trees[t]
+
+    def _touching(
+        self, t: int, boxes: list[Any]
+    ) -> dict[int, list[int]]:  # block position -> items of month t touching it, in plan order
+        tree, inside, nowhere = self._tree(t)
+        hits: dict[int, set[int]] = {}
+        if tree is not None:
+            # the predicate of blocks_touched (footprint intersects block) is symmetric
+            blocks, found = tree.query(boxes, predicate="intersects")
+            for b, j in zip(blocks.tolist(), inside[found].tolist(), strict=True):
+                hits.setdefault(b, set()).add(j)
+        for b in range(len(boxes)) if nowhere else ():
+            hits.setdefault(b, set()).update(nowhere)
+        return {b: sorted(items) for b, items in sorted(hits.items())}
+
+    def part(self, rows: range, cols: range) -> CompositeSource:
+        """The cell source of the cells ``rows`` x ``cols`` (see the class docstring)."""
+        from shapely.geometry import box
+
+        recipe, plan, halo = self.recipe, self.plan, self.ctx.rules.halo
+        a, _, c, _, e, f = plan.grid.transform
+        windows = {(r, col): w for r, col, w in grid_blocks(plan.grid) if r in rows and col in cols}
+        cells = list(windows)
+        boxes = [
+            box(c + a * (x0 - halo), f + e * (y1 + halo), c + a * (x1 + halo), f + e * (y0 - halo))
+            for y0, y1, x0, x1 in windows.values()
+        ]  # as blocks_touched draws them
+        refs: list[tuple[ItemRef, ...]] = []
+        index: list[tuple[int, ...]] = []
+        members: dict[tuple[int, int, int], tuple[int, ...]] = {}
+        for t, month in enumerate(plan.months):
+            touching = self._touching(t, boxes) if month.items and boxes else {}
+            used = sorted({i for items in touching.values() for i in items})
+            at = {i: n for n, i in enumerate(used)}
+            sub = month.model_copy(update={"items": [month.items[i] for i in used]})
+            refs.append(tuple(item_refs(sub, recipe, sign=False)) if used else ())
+            index.append(tuple(used))
+            for b, items in touching.items():
+                members[(t, *cells[b])] = tuple(at[i] for i in items)
+        return CompositeSource(
+            ctx=self.ctx, months=[m.month for m in plan.months], refs=refs, members=members,
+            windows=windows, shape=(self.shape4[2], self.shape4[3]),
+            cs=recipe.store.layout.chunk_size, n_band=len(recipe.bands), dtype=recipe.store.dtype,
+            nodata=recipe.store.effective_nodata, max_age=carry_forward_months(recipe),
+            gap=gap_method(recipe), composite=self.composite, plan_index=index,
+        )  # fmt: skip
+
+    def open_cell(
+        self, row: int, col: int, ys: slice, xs: slice, times: Sequence[int]
+    ) -> CellPlanes:
+        return self.part(range(row, row + 1), range(col, col + 1)).open_cell(
+            row, col, ys, xs, times
+        )
+
+
+class SourceArray:
+    """What ``encode`` checks of its ``data`` (shape, dtype, ndim) plus the cell source (and
+    its parts, when it has them)."""
+
+    def __init__(self, source: CompositeSource | RegionSource) -> None:
         self.source = source
         self.shape = source.shape4
         self.dtype = np.dtype(source.dtype)
         self.ndim = 4
         self.has_mask = True
         self.has_coverage = True
+        if isinstance(source, RegionSource):
+            self.part = source.part
 
     def open_cell(
         self, row: int, col: int, ys: slice, xs: slice, times: Sequence[int]

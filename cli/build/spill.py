@@ -106,8 +106,8 @@ class SpillPlanes:
             readers * reach * block * n_band * self.dtype.itemsize
         )
         self._past: LRU[tuple[int, int, int], Any] = LRU(max_items=max(16, 4 * (max_age + 1)))
-        rows, cols = math.ceil(self.height / cs), math.ceil(self.width / cs)
-        self._counted = np.zeros((n_months, rows, cols), dtype=bool)
+        # made on the first mask(): a cluster task asks only its cell's planes (decision 0058)
+        self._counted: np.ndarray | None = None
         self._valid = 0
         self._filled = 0
         self._count_lock = threading.Lock()
@@ -180,6 +180,9 @@ class SpillPlanes:
     def mask(self, t: int, row: int, col: int) -> np.ndarray:
         src = self.source(t, row, col)
         with self._count_lock:  # the summary's shares, each (month, cell) counted once
+            if self._counted is None:
+                rows, cols = math.ceil(self.height / self.cs), math.ceil(self.width / self.cs)
+                self._counted = np.zeros((self.n_months, rows, cols), dtype=bool)
             if not self._counted[t, row, col]:
                 self._counted[t, row, col] = True
                 self._valid += int(np.count_nonzero(src >= 0))

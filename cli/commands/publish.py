@@ -134,6 +134,8 @@ def _run(plan: PublishPlan, workers: int) -> PublishResult:
         return execute(plan, workers=workers, on_phase=on_phase, on_uploaded=on_uploaded)
 
 
+# Long by its signature: typer reads the command's options from it, each with its help text
+# (the --help a user sees). The body is short: open the target, plan and run under its hold.
 def publish_cmd(
     store: Annotated[str, typer.Argument(help="The local store (a directory).")],
     target: Annotated[
@@ -149,6 +151,15 @@ def publish_cmd(
     region: Annotated[
         str | None, typer.Option("--region", help="S3 region; default AWS_REGION.")
     ] = None,
+    conditional_writes: Annotated[
+        str,
+        typer.Option(
+            "--conditional-writes",
+            help="On a host that ignores or refuses conditional writes (If-None-Match/If-Match): "
+            "'require' refuses to publish (default; CZ_CONDITIONAL_WRITES), 'warn' publishes "
+            "without protection against a concurrent writer.",
+        ),
+    ] = "",
     workers: Annotated[
         int, typer.Option("--workers", min=1, max=128, help="Parallel uploads.")
     ] = 8,
@@ -164,7 +175,12 @@ def publish_cmd(
     a different store (a re-encode) over an existing one is refused.
     """
     try:
-        tgt = open_target(target, endpoint=endpoint, region=region)
+        if conditional_writes not in ("", "require", "warn"):
+            fail("--conditional-writes: expected 'require' or 'warn'", EXIT_USAGE)
+        extra = {"conditional_writes": conditional_writes} if conditional_writes else {}
+        if extra and not target.startswith("s3://"):
+            fail("--conditional-writes applies to s3:// targets only", EXIT_USAGE)
+        tgt = open_target(target, endpoint=endpoint, region=region, **extra)
     except PublishRefusedError as exc:  # a target we do not publish to
         fail(str(exc), EXIT_USAGE)
     except ChronozarrError as exc:  # the store or the remote host failed

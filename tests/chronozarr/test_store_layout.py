@@ -38,7 +38,8 @@ def test_chunk_size_is_an_even_integer_of_at_least_two(value: Any) -> None:
 def test_anchor_interval_and_shard_time_are_positive_integers(value: Any) -> None:
     ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
     for name in ("anchor_interval", "shard_time"):
-        if ok:
+        # decision 0047: a shard's index (16 bytes per timestep, spec 7.2) is at most 1 MiB
+        if ok and (name != "shard_time" or 16 * value <= 1 << 20):
             assert getattr(StoreLayout(**{name: value}), name) == value
         else:
             with pytest.raises(EncodeError) as info:

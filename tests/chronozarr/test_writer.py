@@ -611,6 +611,19 @@ def _record_puts(monkeypatch: pytest.MonkeyPatch, fail_after: int | None = None)
         real_put(self, key, data)
 
     monkeypatch.setattr(LocalStore, "put", put)
+    from chronozarr.io import LEASE_KEY, _cas
+
+    real_put_if = _cas._put_if_local
+
+    def put_if(self: LocalStore, key: str, data: bytes, expected: Any) -> Any:
+        # the root's conditional create (decision 0051) is a write too; the lease is no object
+        if key != LEASE_KEY:
+            if fail_after is not None and len(keys) >= fail_after:
+                raise OSError("disk full (simulated)")
+            keys.append(key)
+        return real_put_if(self, key, data, expected)
+
+    monkeypatch.setattr(_cas, "_put_if_local", put_if)
     return keys
 
 

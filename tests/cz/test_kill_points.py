@@ -46,8 +46,11 @@ REPORT = os.environ.get("CZ_KILL_REPORT")
 
 
 def cz(args: list[str], cwd: Path, fault_at: int | None = None, trace: Path | None = None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CZ_FAULT")}
-    env["CZ_SWEEP_TMP_AGE"] = "0"  # the re-run sweeps the .tmp files a kill just left
+    # no CZ_SWEEP_TMP_AGE: the re-run sweeps the .tmp files a kill just left, whatever their age,
+    # because it holds the target's lock (decision 0051)
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("CZ_FAULT", "CZ_SWEEP_TMP_AGE"))
+    }
     if fault_at is not None:
         env["CZ_FAULT_AT"] = str(fault_at)
     if trace is not None:
@@ -259,3 +262,42 @@ def test_publish_to_a_directory_killed_anywhere(catalog: Path, tmp_path: Path) -
         assert objects(target) == new, f"kill point {n}"
         assert litter(folder / "site") == [] and litter(target) == [], f"kill point {n}"
     record("publish", points, total, time.monotonic() - started)
+
+
+def _rasters(folder: Path) -> None:
+    """Three dated GeoTIFFs (rasterio), 20 x 24 px: the source of a conversion."""
+    import numpy as np
+    import rasterio
+    from rasterio.transform import Affine
+
+    src = folder / "src"
+    src.mkdir()
+    for i, date in enumerate(["2024-01-01", "2024-02-01", "2024-03-01"]):
+        with rasterio.open(
+            src / f"r_{date}.tif", "w", driver="GTiff", width=24, height=20, count=1,
+            dtype="uint16", crs="EPSG:32631", transform=Affine(10, 0, 600000, 0, -10, 5100000),
+        ) as ds:  # fmt: skip
+            ds.write((np.arange(480, dtype="uint16").reshape(1, 20, 24) + 7 * i) % 400)
+
+
+def test_convert_killed_anywhere(tmp_path: Path) -> None:
+    """``cz convert`` (its windows reach the writer as a cell source) killed at any durable
+    step: no store, or the whole new one; the re-run writes exactly an uninterrupted run's
+    objects and leaves nothing beside the target (its dead run's staging is swept)."""
+    folder = tmp_path / "w"
+    folder.mkdir()
+    target = folder / "s.zarr"
+    args = ["convert", str(folder / "src"), str(target), "--chunk-size", "8"]
+    sc = Scenario(folder, _rasters, args, target)
+    new, trace = sc.reference()
+    total, started = len(trace), time.monotonic()
+    points = kill_points(trace, "rename")
+    for n in points:
+        sc.kill(n)
+        if target.exists():  # only after the final rename: the whole new store
+            assert objects(target) == new, f"kill point {n}"
+        else:
+            sc.rerun()
+        assert objects(target) == new, f"kill point {n}"
+        assert litter(folder) == [], f"kill point {n}"
+    record("convert", points, total, time.monotonic() - started)

@@ -10,6 +10,8 @@ before any write with one line naming the worker and what it could not do.
 
 from __future__ import annotations
 
+import errno
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +19,8 @@ from typing import Any
 
 import pytest
 
+import chronozarr
+from chronozarr.io import LocalStore
 from cz.build import BuildError, BuildOptions, Progress, build
 from cz.recipe import load_recipe
 from tests.chronozarr.test_bytes_pinned import digests
@@ -141,3 +145,44 @@ def test_scheduler_loss_is_one_line_and_says_how_to_resume(
     assert "the workers connected to it stop with it" in errors[0]
     assert "re-run the same command to resume" in errors[0]
     assert not (out / "zarr.json").exists()
+
+
+class FullDisk(LocalStore):
+    """A local target whose writes fail with ENOSPC on a worker started with CZ_TEST_FULL_DISK
+    (its disk is full); everywhere else it is the plain LocalStore. Workers import it from here."""
+
+    def put(self, key: str, data: bytes) -> None:
+        if os.environ.get("CZ_TEST_FULL_DISK"):
+            raise OSError(errno.ENOSPC, "No space left on device", key)
+        super().put(key, data)
+
+
+def test_a_task_failing_on_one_worker_is_retried_on_another(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker whose disk is full fails every task it runs (dask's own retries may land on it
+    again): the runner submits the task once more without that worker, which stays out."""
+    from distributed import Client
+
+    from tests.conftest import monthly, synthetic_series
+
+    data = synthetic_series(4, 1, 40, 40, "uint16", seed=7)
+    kw: dict[str, Any] = dict(
+        times=monthly(4), bands=["a"], crs="EPSG:32631",
+        transform=[10.0, 0.0, 0.0, 0.0, -10.0, 0.0], chunk_size=16, encoding="none",
+    )  # fmt: skip
+    chronozarr.encode(data, tmp_path / "local.zarr", workers=1, **kw)
+    with dask_cluster(tmp_path / "dask", 1, {}) as procs:
+        procs.env = {**procs.env, "CZ_TEST_FULL_DISK": "1"}
+        procs.add_worker("full-disk")
+        _wait_workers(procs.address, 2, time.monotonic() + 60)
+        with Client(procs.address, set_as_default=False) as client, caplog.at_level("WARNING"):
+            chronozarr.encode(
+                data, FullDisk(tmp_path / "cluster.zarr"), scheduler=client, retries=0, **kw
+            )
+    assert digests(tmp_path / "cluster.zarr") == digests(tmp_path / "local.zarr")
+    moved = [r.getMessage() for r in caplog.records if "retrying it on the other" in r.getMessage()]
+    assert moved and all("OSError: [Errno 28] No space left on device" in m for m in moved)
+    # said once per failure (not again for each dependent that failed with it), and the worker
+    # is out after its first: only the tasks already in flight on it (the window) fail there
+    assert len(moved) == len(set(moved)) <= 4, moved

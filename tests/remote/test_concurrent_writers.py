@@ -298,9 +298,24 @@ def test_a_host_that_ignores_conditional_writes_is_refused_or_warned(
             text=True,
         )
         assert warned.returncode == 0, warned.stderr
+        import shutil
+
+        grown = tmp_path / "grown.zarr"  # cz publish: the option says the same
+        shutil.copytree(base[0], grown)
+        chronozarr.append(grown, months(51, 4, 2), times=["2024-04-01", "2024-05-01"])
+        cmd = [sys.executable, "-m", "cz", "publish", str(grown), url, "-q"]
+        no = subprocess.run(cmd, env=env_for(s3env, 0.0), capture_output=True, text=True)
+        assert no.returncode == 1 and "ignores conditional writes" in no.stderr, no.stderr
+        yes = subprocess.run(
+            [*cmd, "--conditional-writes", "warn"],
+            env=env_for(s3env, 0.0),
+            capture_output=True,
+            text=True,
+        )
+        assert yes.returncode == 0, yes.stderr
     finally:
         s3env.log.ignore_conditions = False
-    assert len(decoded(url)[0]) == 4
+    assert len(decoded(url)[0]) == 5
 
 
 # --- S3: kill points ---------------------------------------------------------------------------
@@ -359,6 +374,41 @@ def test_s3_publish_killed_between_uploads_and_around_the_root_cas(
         again = run(url)
         assert again.returncode == 0, (name, again.stderr)
         assert _objects(s3, bucket, f"k{n}.zarr/") == reference, name
+
+
+def test_s3_append_killed_around_the_root_cas(
+    base: tuple[Path, np.ndarray], s3: Any, s3env: Moto, tmp_path: Path
+) -> None:
+    """``chronozarr.append`` to the bucket SIGKILLed at an in-place write (the journal's
+    volatility), just before the root's compare-and-swap and just after it: the old root or
+    the new one, and a re-run (taking over the dead run's lease) ends with exactly the objects
+    of an uninterrupted append, the journal and the lease gone."""
+    env = env_for(s3env, 0.0)
+    ref = s3_base(s3, base, s3env)
+    trace = tmp_path / "trace"
+    done = subprocess.run(
+        append_cmd(ref, 91, 4, 1), env={**env, "CZ_FAULT_TRACE": str(trace)}, capture_output=True,
+        text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    bucket, prefix = ref[5:].split("/", 1)
+    reference = _objects(s3, bucket, prefix + "/")
+    points = trace.read_text().splitlines()
+    root = next(i for i, ln in enumerate(points, 1) if ln.endswith(" zarr.json") and " put " in ln)
+    vol = next(i for i, ln in enumerate(points, 1) if "volatility/c/0/0" in ln)
+    for name, n in {"volatility": vol, "before the CAS": root, "after it": root + 1}.items():
+        url = s3_base(s3, base, s3env)
+        killed = subprocess.run(
+            append_cmd(url, 91, 4, 1), env={**env, "CZ_FAULT_AT": str(n)}, capture_output=True,
+            text=True, timeout=240,
+        )  # fmt: skip
+        assert killed.returncode == -9, (name, killed.stderr)
+        assert len(decoded(url)[0]) in (3, 4), name
+        again = subprocess.run(append_cmd(url, 91, 4, 1), env=env, capture_output=True, text=True)
+        # after the CAS the month is in: the re-run is refused as a serial one would be
+        assert again.returncode == (1 if name == "after it" else 0), (name, again.stderr)
+        b, pre = url[5:].split("/", 1)
+        assert _objects(s3, b, pre + "/") == reference, name
 
 
 # --- local folders: cz convert, cz build --overwrite, cz export ---------------------------------
@@ -501,3 +551,36 @@ def test_two_local_overwrites(tmp_path: Path) -> None:
     assert chronozarr.open_store(store).n_time == (2 if ca == 0 else 3)
     assert_valid(str(store))
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_build_to_a_held_s3_prefix_stops_before_building(
+    s3: Any, s3env: Moto, tmp_path: Path
+) -> None:
+    """``cz build --out s3://`` takes the prefix's lease before it builds: while another writer
+    holds it, the build exits 75 at once, builds nothing and leaves no local copy."""
+    from chronozarr.io import Lease, ObjectStore
+    from tests.cz.scenes import recipe, scenario, write_items
+
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    write_items(catalog, scenario()[0])
+    rec = recipe(catalog, start="2024-01", end="2024-01", name="one.yaml")
+    url = f"s3://{new_bucket(s3)}/held.zarr"
+    lease = Lease(ObjectStore(url), "cz publish (another machine)").acquire()
+    try:
+        work = tmp_path / "work"
+        work.mkdir()
+        res = subprocess.run(
+            [sys.executable, "-m", "cz", "build", str(rec), "--out", url, "-q"],
+            env=env_for(s3env, 0.0),
+            capture_output=True,
+            text=True,
+            cwd=work,
+            timeout=240,
+        )
+    finally:
+        lease.release()
+    assert res.returncode == BUSY, res.stderr
+    assert_one_line_busy(res.stderr, url)
+    assert "cz publish (another machine)" in res.stderr
+    assert list(work.iterdir()) == []

@@ -7,6 +7,7 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -86,6 +87,16 @@ def _recording(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         order.append(obj.key)  # after the file is in place
 
     monkeypatch.setattr(pub.DirectoryTarget, "upload", upload)
+    original_commit = pub.DirectoryTarget.commit
+
+    def commit(
+        target: pub.DirectoryTarget, obj: pub.StoreObject, path: Path, md5: str, expected: Any
+    ) -> None:
+        # the root goes in by its compare-and-swap (decision 0051): the last write, recorded too
+        original_commit(target, obj, path, md5, expected)
+        order.append(obj.key)
+
+    monkeypatch.setattr(pub.DirectoryTarget, "commit", commit)
     return order
 
 

@@ -1,0 +1,58 @@
+"""What a cluster build holds does not grow with the region (decision 0058), on a real dask
+scheduler and workers (``dask scheduler`` + ``dask worker`` processes on 127.0.0.1).
+
+``bench/scale_harness.py run`` builds a synthetic region (a generated catalog of 120 months, no
+pixel read, chunks dropped, the real plan, sources, runner and metadata) in a fresh client
+process, at N and at 4N level-0 cells. Oracles, independent of the code under test:
+
+- the client's peak RSS (its own VmHWM, read by the kernel) grows by less than a fixed bound
+  when the region grows 4x: what grows with the cells (the members of every month's items, the
+  cells' summaries, each task's record) used to add ~60 kB a cell (1,024 -> 4,096 cells x 120
+  months: 175 -> 360 MB);
+- the scheduler never holds more than a window's worth of tasks (its own task table, sampled):
+  the pyramid's dependency chain used to keep every task of the region there until the end.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.dask_procs import DaskProcs
+
+pytest.importorskip("distributed")
+
+HARNESS = Path(__file__).resolve().parents[2] / "bench" / "scale_harness.py"
+
+
+def harness(cells: int, scheduler: str, work: Path) -> dict[str, Any]:
+    work.mkdir()
+    done = subprocess.run(
+        [sys.executable, str(HARNESS), "run", "--cells", str(cells), "--months", "120",
+         "--scheduler", scheduler, "--work", str(work)],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    row: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return row
+
+
+def test_client_and_scheduler_flat_in_cells(dask_procs: DaskProcs, tmp_path: Path) -> None:
+    small = harness(256, dask_procs.address, tmp_path / "small")
+    large = harness(1024, dask_procs.address, tmp_path / "large")
+    assert (small["cells"], large["cells"]) == (256, 1024)
+    assert large["tasks"] == 1024 + 256 + 64 + 16 + 4 + 1  # every level of the pyramid ran
+    grown = large["client_peak_mb"] - small["client_peak_mb"]
+    # main grew ~60 kB a cell: ~45 MB for these 768 cells; flat is a few MB (allocator noise,
+    # the plan's 4x items, a float and an int per task)
+    assert grown < 15, (
+        f"client peak RSS grew {grown:.1f} MB from 256 to 1,024 cells: {small} {large}"
+    )
+    # two level-0 tasks per worker thread, the upper tasks ready, the contexts of two groups
+    for row in (small, large):
+        assert row["scheduler_tasks_peak"] <= 40, row
