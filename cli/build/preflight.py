@@ -113,19 +113,9 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def check_workers(client: Any, needs: Needs, progress: Any = None) -> list[str] | None:
-    """Probe every worker (see the module docstring). Returns the good workers' addresses when
-    some were left out (None: every worker is good); raises BuildError when none is."""
-    workers = client.scheduler_info().get("workers", {})
-    if not workers:
-        return None  # none yet: the runner waits for one (--worker-timeout)
-    _sweep(needs.target)
-    token = uuid.uuid4().hex[:12]
-    keys = {addr: f"{PROBE_PREFIX}{token}-{i}" for i, addr in enumerate(sorted(workers))}
-    answers: dict[str, Any] = {}
-    for addr, key in keys.items():  # one call per worker: each writes its own probe key
-        got = client.run(_probe, needs, key, workers=[addr], on_error="return")
-        answers[addr] = got.get(addr, RuntimeError("the worker did not answer"))
+def _judge(client: Any, needs: Needs, answers: dict[str, Any]) -> dict[str, str]:
+    """The workers whose probe failed, with why (a probe written where this process does not
+    see it included); every probe is removed by the worker that wrote it."""
     bad: dict[str, str] = {}
     try:
         for addr, answer in answers.items():
@@ -144,6 +134,23 @@ def check_workers(client: Any, needs: Needs, progress: Any = None) -> list[str] 
         for addr, answer in answers.items():
             if isinstance(answer, tuple) and answer[0] is not None:
                 client.run(_remove, needs.target, answer[0], workers=[addr], on_error="return")
+    return bad
+
+
+def check_workers(client: Any, needs: Needs, progress: Any = None) -> list[str] | None:
+    """Probe every worker (see the module docstring). Returns the good workers' addresses when
+    some were left out (None: every worker is good); raises BuildError when none is."""
+    workers = client.scheduler_info().get("workers", {})
+    if not workers:
+        return None  # none yet: the runner waits for one (--worker-timeout)
+    _sweep(needs.target)
+    token = uuid.uuid4().hex[:12]
+    keys = {addr: f"{PROBE_PREFIX}{token}-{i}" for i, addr in enumerate(sorted(workers))}
+    answers: dict[str, Any] = {}
+    for addr, key in keys.items():  # one call per worker: each writes its own probe key
+        got = client.run(_probe, needs, key, workers=[addr], on_error="return")
+        answers[addr] = got.get(addr, RuntimeError("the worker did not answer"))
+    bad = _judge(client, needs, answers)
     if not bad:
         return None
     names = {addr: info.get("name", addr) for addr, info in workers.items()}
