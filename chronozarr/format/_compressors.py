@@ -12,6 +12,7 @@ array's zarr.json for a data type (blosc's ``typesize`` is the item size).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
@@ -35,18 +36,19 @@ def _bytes_codec(dtype: str) -> dict[str, Any]:
     return out
 
 
-class _Compressor:
-    """What every compressor gives: its name, its options and the chunk codec chain."""
+class _Compressor(ABC):
+    """What every compressor gives: its name, its options and the chunk codec chain (an
+    abstract base: each codec of spec 8 implements the two abstract methods)."""
 
     name: ClassVar[str]
 
+    @abstractmethod
     def compressor(self, dtype: str) -> dict[str, Any]:
         """The compressor's entry of an array's ``codecs`` (spec 8) for ``dtype``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def options(self) -> dict[str, Any]:
         """``encode``'s ``codec_options`` that make this compressor."""
-        raise NotImplementedError
 
     def chain(self, dtype: str) -> list[dict[str, Any]]:
         """The codecs list of a chunk of ``dtype``: ``bytes`` then this compressor (spec 8)."""

@@ -426,3 +426,7 @@ def test_distributed(venv_for: object, tmp_path: Path) -> None:
                 proc.kill()
                 proc.wait(timeout=20)
     venv.ok("cz", "validate", "demo.zarr", "--deep", cwd=tmp_path)
+    import chronozarr
+
+    built = chronozarr.open_store(tmp_path / "demo.zarr")  # the cluster wrote a whole store
+    assert built.n_time > 0 and len(built.bands) > 0
