@@ -1,9 +1,11 @@
 """The paper model of docs/scale.md: objects, bytes per level, build CPU-hours, cluster size,
 object-store cost and browser bytes, from the per-cell costs bench_cluster.py measures.
 
-Every input is an argument (defaults: the figures of docs/benchmarks-archive.md, "Build on a dask
-cluster", and the list prices docs/scale.md states); the output is the markdown of the model's
-tables. Pure arithmetic, no I/O.
+Every input is an argument; the defaults are the cost model's constants in ``cz.plan.costs``
+(decision 0050: the figures of docs/benchmarks-archive.md, "Build on a dask cluster", and the
+list prices docs/scale.md states, each with its calibration), the same ones ``cz build
+--dry-run`` prints its CPU-hours from. The output is the markdown of the model's tables. Pure
+arithmetic, no I/O.
 
 Usage: python bench/scale_model.py [--cpu-per-cell-month 0.33] [--bytes-per-cell-month 1.66e6]
        [--level0-share 0.76] [--data-share 0.76] [--items-factor 3] ...
@@ -13,6 +15,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cz.plan import costs
 
 
 def level_cells(side_px: int, cs: int) -> list[int]:
@@ -36,18 +44,18 @@ def fmt_bytes(n: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--cpu-per-cell-month", type=float, default=0.33)
-    ap.add_argument("--bytes-per-cell-month", type=float, default=1.66e6)
-    ap.add_argument("--level0-share", type=float, default=0.76)
-    ap.add_argument("--data-share", type=float, default=0.76)
-    ap.add_argument("--items-factor", type=float, default=3.0)
+    ap.add_argument("--cpu-per-cell-month", type=float, default=costs.CPU_S_PER_CELL_MONTH)
+    ap.add_argument("--bytes-per-cell-month", type=float, default=costs.BYTES_PER_CELL_MONTH)
+    ap.add_argument("--level0-share", type=float, default=costs.LEVEL0_SHARE)
+    ap.add_argument("--data-share", type=float, default=costs.DATA_SHARE)
+    ap.add_argument("--items-factor", type=float, default=costs.ITEMS_FACTOR)
     ap.add_argument("--months", type=int, default=120)
-    ap.add_argument("--cs", type=int, default=512)
+    ap.add_argument("--cs", type=int, default=costs.CALIBRATION_CELL_PX)
     ap.add_argument("--shard-time", type=int, default=12)
-    ap.add_argument("--price-gb-month", type=float, default=0.023)
-    ap.add_argument("--price-put-1k", type=float, default=0.005)
-    ap.add_argument("--price-get-1k", type=float, default=0.0004)
-    ap.add_argument("--price-egress-gb", type=float, default=0.09)
+    ap.add_argument("--price-gb-month", type=float, default=costs.PRICE_GB_MONTH)
+    ap.add_argument("--price-put-1k", type=float, default=costs.PRICE_PUT_1K)
+    ap.add_argument("--price-get-1k", type=float, default=costs.PRICE_GET_1K)
+    ap.add_argument("--price-egress-gb", type=float, default=costs.PRICE_EGRESS_GB)
     args = ap.parse_args()
     months = args.months
     cpu = args.cpu_per_cell_month * args.items_factor
