@@ -29,6 +29,7 @@ from rich.text import Text
 
 from chronozarr.errors import ChronozarrError
 from cz.build import BuildOptions, BuildResult, build
+from cz.build.options import resumed_text
 from cz.errors import CzError, RecipeError
 from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
 from cz.output import (
@@ -365,6 +366,8 @@ def print_result(result: BuildResult) -> None:
         f"encoding {result.encoding}; {human_bytes(result.bytes)} in {result.objects} objects",
         highlight=False,
     )
+    if result.resumed is not None:
+        out.print(f"  resumed: {resumed_text(result.resumed)}", highlight=False)
     if result.skipped:
         out.print(
             f"  [yellow]{len(result.skipped)} item(s) skipped[/] (recorded in the provenance):",
