@@ -130,10 +130,10 @@ def check_running_lines(stderr: str) -> list[re.Match[str]]:
     Returns the matches."""
     found = []
     for line in stderr.splitlines():
-        assert len(line) < 80 and "…" not in line, line
         m = RUNNING.fullmatch(line)
         if m is None:
             continue
+        assert len(line) < 80 and "…" not in line, line
         found.append(m)
         done, total = (float(m[k].replace(",", "")) for k in ("done", "total"))
         skipped = float(m["found"].replace(",", "")) if m["found"] else 0.0
