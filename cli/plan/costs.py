@@ -93,7 +93,7 @@ class PlanSize(BaseModel):
     cells_all_levels: int
     months: int
     cell_months: int  # level-0 cells x months
-    tasks: int  # level-0 + upper-level tasks + the auto sample's
+    tasks: int  # level-0 + upper-level tasks + the auto sample's (at least: see plan_size)
     level0_tasks: int
     upper_tasks: int
     sample_tasks: int
@@ -116,9 +116,10 @@ def plan_size(
     """The size of a build of ``months`` months on ``grid`` (see :class:`PlanSize`).
 
     Tasks: one per level-0 cell (its whole series) and one per upper-level cell (spec 6), plus
-    one per sampled cell when the encoding is ``auto`` (spec 4.3). A cluster build (decision
-    0017) also PUTs its work log: ``started.json`` and one summary per task. Level 0 is split in
-    (cell, time group) tasks when there are fewer cells than worker threads: then more tasks.
+    one per sampled cell when the encoding is ``auto`` (spec 4.3): a lower bound, as a level
+    with fewer cells than twice the worker threads is split in (cell, time group) tasks, which
+    the plan cannot know (the threads are the cluster's). A cluster build (decision 0017) also
+    PUTs its work log: ``started.json`` and one summary per task.
     The work log's PUTs: ``started.json``, one summary per level-0 and upper task, and the
     ``auto`` choice (``chronozarr.write``'s work prefix).
     """
@@ -144,8 +145,9 @@ def plan_size(
             f"CPU: {CPU_S_PER_CELL_MONTH} s per {CALIBRATION_CELL_PX} px cell-month of "
             f"{CALIBRATION_BANDS} bands (measured with 2 items a month, bench/bench_cluster.py) "
             f"x {ITEMS_FACTOR:g} for ~6 acquisitions a month, scaled by pixels and bands; "
-            "excludes waiting on network reads (docs/scale.md). PUTs: one per store object"
-            + ("; and the work log's summaries" if cluster else "")
+            "excludes waiting on network reads (docs/scale.md). Tasks: one per cell and level, "
+            "more where a level has fewer cells than twice the worker threads. PUTs: one per "
+            "store object" + ("; and the work log's summaries" if cluster else "")
         ),
     )
 
