@@ -168,3 +168,20 @@ def test_a_real_build_in_a_log_prints_rates_and_time_left(tmp_path: Path) -> Non
     assert months == sorted(months) and months[0] < 4  # lines while it ran, not only at the end
     last = [ln for ln in done.stderr.splitlines() if ln.startswith("months: ")][-1]
     assert re.fullmatch(r"months: 4/4 months in [\d.]+ s \([\d.]+ months/s\)", last), last
+
+
+def test_the_bars_shrink_to_what_is_left_to_do() -> None:
+    """On a terminal, rich computes the rate and ETA from the bar's own completed/total: units
+    found done leave the bar (it ends at this run's cells) and are named in its detail."""
+    from cz.progress import RichProgress
+
+    bars = RichProgress()
+    with bars:
+        bars.start("cells", 16, "16 cells x 3 months")
+        bars.skip("cells", 4)
+        bars.skip("cells", 1)
+        bars.advance("cells", 3)
+        task = bars.bars.tasks[bars.tasks["cells"]]
+        assert (task.total, task.completed) == (11, 3)
+        assert task.fields["detail"] == "5 found done; 16 cells x 3 months"
+        bars.finish("cells")
