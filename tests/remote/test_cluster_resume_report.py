@@ -31,7 +31,7 @@ pytest.importorskip("distributed")
 pytestmark = LOADER_WARNINGS
 
 
-def _summaries(store: Path) -> dict[str, int]:
+def work_summaries(store: Path) -> dict[str, int]:
     """Finished tasks per level in the target's work log (``.cz-build/<key>/<level>/*.json``)."""
     out: dict[str, int] = {}
     for path in store.glob(".cz-build/*/*/*.json"):
@@ -39,14 +39,14 @@ def _summaries(store: Path) -> dict[str, int]:
     return out
 
 
-def _quiet(store: Path, seconds: float = 3.0, limit: float = 120.0) -> dict[str, int]:
+def quiet_summaries(store: Path, seconds: float = 3.0, limit: float = 120.0) -> dict[str, int]:
     """The summaries once none has appeared for ``seconds`` (tasks in flight when the client
     died finish on the worker and record theirs)."""
     last: dict[str, int] | None = None
     since = time.monotonic()
     deadline = since + limit
     while time.monotonic() < deadline:
-        now = _summaries(store)
+        now = work_summaries(store)
         if now != last:
             last, since = now, time.monotonic()
         elif time.monotonic() - since >= seconds:
@@ -73,13 +73,13 @@ def test_a_resumed_build_reports_what_it_found_on_the_target(tmp_path: Path) -> 
             start_new_session=True,
         )
         deadline = time.monotonic() + 300
-        while _summaries(store).get("0", 0) < 3:
+        while work_summaries(store).get("0", 0) < 3:
             assert first.poll() is None, "the first run ended before it was killed"
             assert time.monotonic() < deadline, "no cell written in 300 s"
             time.sleep(0.05)
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=30)
-        found = _quiet(store)
+        found = quiet_summaries(store)
         assert not (store / "zarr.json").exists()  # killed before its commit
         again = subprocess.run(
             [*args, "--json"], capture_output=True, text=True, env=env, timeout=600
