@@ -25,13 +25,12 @@ from chronozarr.format import (
     abs_diff_sum,
     apply_residual,
     assemble_region,
-    block_mean,
     build_shard,
     chunk_key,
     coverage_reduce,
     mask_reduce,
     residual,
-    validity,
+    valid_block_mean,
 )
 from chronozarr.io import LRU, Store
 from chronozarr.read import ArrayReader
@@ -349,9 +348,8 @@ def reduce_region(
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """The level-k planes of a region of level k-1: block mean over the valid pixels, mask
     max, coverage mean (spec 2.3-2.5, 6)."""
-    valid = validity(values, layout.nodata, mask)
     return (
-        block_mean(values, valid, layout.nodata),
+        valid_block_mean(values, layout.nodata, mask),
         None if mask is None else mask_reduce(mask),
         None if cov is None else coverage_reduce(cov),
     )
