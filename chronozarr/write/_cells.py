@@ -133,10 +133,12 @@ class Planes:
     """Source planes of one cell at one level with a small LRU (anchors are asked for out of order)."""
 
     def __init__(
-        self, fn: Callable[[int], tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]
+        self,
+        fn: Callable[[int], tuple[np.ndarray, np.ndarray | None, np.ndarray | None]],
+        keep: int = 6,
     ):
         self.fn = fn
-        self.cache: LRU[int, Any] = LRU(max_items=6)
+        self.cache: LRU[int, Any] = LRU(max_items=keep)
 
     def get(self, t: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         planes: tuple[np.ndarray, np.ndarray | None, np.ndarray | None]
@@ -185,8 +187,8 @@ class CellWriter:
     """The chunks of one cell, one timestep at a time (see :func:`write_cell_series`).
 
     A writer per cell lets a task write several cells in step, timestep by timestep: the encoder
-    writes the 2 x 2 level-0 cells under a level-1 cell and then the level-1 cell from the
-    planes still in memory (:func:`chronozarr.write._cell_tasks.level01_task`)."""
+    writes the level-0 cells under a coarser cell and then the coarser cells from the planes
+    still in memory (:func:`chronozarr.write._fused.fused_task`)."""
 
     def __init__(
         self,

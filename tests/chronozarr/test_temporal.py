@@ -178,5 +178,6 @@ def test_abs_diff_sum_matches_python_integers(seed: int, dtype: str, shape: tupl
     wide = (*shape[:-1], shape[-1] + 3)
     a = rng.integers(int(info.min), int(info.max), wide, endpoint=True).astype(dtype)[..., 1:-2]
     b = rng.integers(int(info.min), int(info.max), wide, endpoint=True).astype(dtype)[..., 2:-1]
-    want = sum(abs(int(x) - int(y)) for x, y in zip(a.ravel().tolist(), b.ravel().tolist()))
+    pairs = zip(a.ravel().tolist(), b.ravel().tolist(), strict=True)
+    want = sum(abs(int(x) - int(y)) for x, y in pairs)
     assert abs_diff_sum(a, b) == float(want)
