@@ -49,16 +49,15 @@ from chronozarr.provenance import PROVENANCE_ITEMS, items_array_objects
 from chronozarr.write._arguments import EncodeArgs, check_provenance
 from chronozarr.write._cell_tasks import (
     ArrayInput,
-    FusedContext,
     Level0Context,
     UpperContext,
     is_cell_source,
     level0_task,
-    level01_task,
     upper_task,
 )
 from chronozarr.write._cells import CellResult, Layout, merge_results, split_tasks
 from chronozarr.write._commit import write_metadata
+from chronozarr.write._fused import FusedContext, fused_task
 from chronozarr.write._history import history_block, history_documents
 from chronozarr.write._plan import Stage, WritePlan, morton, needs_below
 from chronozarr.write._runner import Runner
@@ -229,41 +228,62 @@ def _fusable(args: EncodeArgs, cells: Layout, levels: Sequence[LevelInfo], runne
     )
 
 
+#: the coarsest level the fused stage writes (decision 0059): level 2 still saves reading back
+#: and decoding level 1 (a quarter of level 0's chunks); each level further would quadruple the
+#: planes a task holds to save a sixteenth
+FUSED_TOP = 2
+
+
+def _fused_top(args: EncodeArgs, levels: Sequence[LevelInfo], runner: Runner) -> int:
+    """The coarsest level of the fused stage: 2 when its tasks keep every thread busy twice
+    over (tasks by level-2 cell and time range), else 1 (decision 0057's stage)."""
+    top = min(FUSED_TOP, len(levels) - 1)
+    while top > 1 and len(_tasks(levels[top], args, runner.threads(), None)) < 2 * runner.threads():
+        top -= 1
+    return top
+
+
 def _fused_stage(
     cells: Layout, args: EncodeArgs, levels: Sequence[LevelInfo], samples: Samples, runner: Runner
 ) -> Stage:
-    """Levels 0 and 1 in one stage (see :func:`_fusable`): a task per (level-1 cell, time
-    range) writes the cells below it and then it, timestep by timestep."""
-    h, w = levels[0].shape[2:]
+    """Levels 0 to :func:`_fused_top` in one stage (see :func:`_fusable`): a task per (cell of
+    that level, time range) writes the cells under it and then it, timestep by timestep."""
+    fused = list(levels[: _fused_top(args, levels, runner) + 1])
     array = ArrayInput(args.data, args.dtype, args.mask, args.coverage)
-    ctx = FusedContext(cells, h, w, levels[1], array, samples)
-    tasks = _tasks(levels[1], args, runner.threads(), None)
+    ctx = FusedContext(cells, fused, array, samples)
+    tasks = _tasks(fused[-1], args, runner.threads(), None)
     rows, cols = levels[0].grid
+    side = 2 ** (len(fused) - 1)  # level-0 cells per side of a top cell
 
     def chunks_to_encode(i: int) -> int:
         (r, c), times = tasks[i]
-        below = [(y, x) for y in (2 * r, 2 * r + 1) for x in (2 * c, 2 * c + 1)]
-        below = [(y, x) for y, x in below if y < rows and x < cols]
+        below = [
+            (y, x)
+            for y in range(side * r, min(side * (r + 1), rows))
+            for x in range(side * c, min(side * (c + 1), cols))
+        ]
         reused = sum(len(set(samples.get(cell, ())) & set(times)) for cell in below)
-        return (len(below) + 1) * len(times) - reused
+        return len(below) * len(times) - reused
 
     # the largest tasks first, so the threads end together: a task whose cells the auto sample
     # encoded (decision 0057) is lighter
     order = sorted(range(len(tasks)), key=lambda i: (-chunks_to_encode(i), i))
     return Stage(
-        "cz-level01", level01_task, ctx, tasks, order=order,
+        "cz-fused", fused_task, ctx, tasks, order=order,
         on_done=samples.clear,  # the auto sample's chunks are written
     )  # fmt: skip
 
 
-def _unfused(results: list[list[Any]]) -> list[list[CellResult]]:
-    """The fused stage's results as the stages of levels 0 and 1 (level 0 in its own task
-    order: by cell, then time, as :func:`_tasks` lists them)."""
+def _unfused(results: list[list[Any]], n_fused: int) -> list[list[CellResult]]:
+    """The fused stage's results as the stages by level would give them: each level by cell,
+    then time (as :func:`_tasks` lists them; the sort is stable, so a cell's time ranges stay
+    in order)."""
     fused, rest = results[0], results[1:]
-    level0 = sorted(
-        (res for children, _ in fused for res in children), key=lambda res: (res.row, res.col)
-    )  # stable: a cell's time ranges stay in order
-    return [level0, [upper for _, upper in fused], *rest]
+    by_level = [
+        sorted((res for task in fused for res in task[k]), key=lambda res: (res.row, res.col))
+        for k in range(n_fused)
+    ]
+    return [*by_level, *rest]
 
 
 @dataclass
@@ -382,7 +402,8 @@ def encode_plan(
     else:
         stages = [_level0_stage(cells, args, levels[0], samples, runner, work)]
         stages[0].on_result = _level0_result(stages[0], on_task, on_source)
-    for k in range(2 if fused else 1, len(levels)):
+    n_fused = len(stages[0].ctx.levels) if fused else 1
+    for k in range(n_fused, len(levels)):
         stages.append(_upper_stage(cells, args, levels, k, docs, stages[-1], runner, work))
     commit = EncodeCommit(
         args, cells.store, levels, docs, temporal, work, provenance, provenance_items
@@ -401,7 +422,7 @@ def encode_plan(
                 commit.history_objects[field_path] = (history_docs.pop(field_path), objects)
                 docs.update(history_docs)
     if fused:
-        return WritePlan(stages, lambda results: commit(_unfused(results)), pipelined=True)
+        return WritePlan(stages, lambda results: commit(_unfused(results, n_fused)), pipelined=True)
     return WritePlan(stages, commit, pipelined=True)
 
 
