@@ -23,7 +23,10 @@ measured here without reading a pixel, so 10^3-10^5 level-0 cells x 120 months f
 Measured per size (``sweep``): the client's peak RSS (its VmHWM, a fresh process per size) and
 its RSS after the plan, the scheduler's and each worker's peak RSS (fresh processes per size),
 the largest number of tasks the scheduler held (sampled every 0.2 s), the tasks submitted and
-their rate, the client's wall time of plan and build, and the metadata's bytes and objects.
+their rate, the client's wall time of plan and build, and the metadata's bytes and objects. The
+catalog is written by another process (``catalog``), so the client's figures are the build's.
+``run --trace`` adds the Python heap the build holds live (decision 0049), and every run prints
+the client's RSS on stderr every 5% of the cells (a long run's figures as it goes).
 
 Usage: python bench/scale_harness.py sweep --cells 1000,10000 [--months 120] [--workers 2]
        python bench/scale_harness.py run --cells N --scheduler ADDRESS [--trace]  (JSON out)

@@ -71,10 +71,10 @@ def main() -> None:
     ap.add_argument("--price-egress-gb", type=float, default=costs.PRICE_EGRESS_GB)
     # the client's memory (docs/scale.md, "Measured at scale"; decision 0049): a fixed part,
     # the plan per item, the runner per task; items per level-0 cell-month is an assumption
-    ap.add_argument("--client-base-mb", type=float, default=127.5)
-    ap.add_argument("--plan-kb-per-item", type=float, default=15.3)
-    ap.add_argument("--client-bytes-per-task", type=float, default=80.0)
-    ap.add_argument("--items-per-cell-month", type=float, default=0.06)
+    ap.add_argument("--client-base-mb", type=float, default=costs.CLIENT_BASE_MB)
+    ap.add_argument("--plan-kb-per-item", type=float, default=costs.PLAN_KB_PER_ITEM)
+    ap.add_argument("--client-bytes-per-task", type=float, default=costs.CLIENT_BYTES_PER_TASK)
+    ap.add_argument("--items-per-cell-month", type=float, default=costs.ITEMS_PER_CELL_MONTH)
     args = ap.parse_args()
     months = args.months
     cpu = args.cpu_per_cell_month * args.items_factor

@@ -22,12 +22,16 @@ __all__ = [
     "BYTES_PER_CELL_MONTH",
     "CALIBRATION_BANDS",
     "CALIBRATION_CELL_PX",
+    "CLIENT_BASE_MB",
+    "CLIENT_BYTES_PER_TASK",
     "CPU_S_PER_CELL_MONTH",
     "DATA_RATIO",
     "DATA_SHARE",
     "ITEMS_FACTOR",
+    "ITEMS_PER_CELL_MONTH",
     "LEVEL0_SHARE",
     "PLANE_RATIO",
+    "PLAN_KB_PER_ITEM",
     "PRICE_EGRESS_GB",
     "PRICE_GB_MONTH",
     "PRICE_GET_1K",
@@ -57,7 +61,20 @@ LEVEL0_SHARE = 0.76
 #: Level 0's data array's share of the store's bytes (mask and coverage compress to little).
 DATA_SHARE = 0.76
 
+#: A cluster build's client (decision 0049; docs/scale.md, "Measured at scale": ``python
+#: bench/scale_harness.py sweep``, 2026-12-07): peak RSS at 1,024 level-0 cells (interpreter,
+#: libraries, dask client, what is in flight), the plan's RSS per item (its STAC dict and model:
+#: (435.6 - 68.9) MB / 24,000 items, the harness's 10^5-cell catalog) and the runner's live
+#: heap per task ((0.465 - 0.387) MB / 1,024 tasks, ``--trace``).
+CLIENT_BASE_MB = 127.5
+PLAN_KB_PER_ITEM = 15.3
+CLIENT_BYTES_PER_TASK = 80.0
+
 # --- assumed (docs/scale.md, "Inputs") ------------------------------------------------------
+
+#: Items per level-0 cell-month over a real Sentinel-2 region (a 512 px cell is 5.12 km; a
+#: 100 km x 100 km region of ~400 cells meets ~4 tiles x 6 acquisitions a month).
+ITEMS_PER_CELL_MONTH = 0.06
 
 #: CPU grows with the items read: Sentinel-2 at mid-latitudes gives about 6 acquisitions a month
 #: where two orbits overlap, 3 times the calibration catalog's 2.
