@@ -42,6 +42,19 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
+def client_memory(args: argparse.Namespace, level0: int, tasks: int) -> tuple[float, ...]:
+    """The client's peak RSS of a cluster build in bytes, in three parts (decision 0049): the
+    fixed part (interpreter, libraries, dask client, what is in flight), the plan (its items'
+    STAC dicts: items = level-0 cells x months x items per cell-month) and the runner (a few
+    bytes a task: the folded results' arrays)."""
+    items = level0 * args.months * args.items_per_cell_month
+    return (
+        args.client_base_mb * 1e6,
+        items * args.plan_kb_per_item * 1e3,
+        tasks * args.client_bytes_per_task,
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cpu-per-cell-month", type=float, default=costs.CPU_S_PER_CELL_MONTH)
@@ -56,6 +69,12 @@ def main() -> None:
     ap.add_argument("--price-put-1k", type=float, default=costs.PRICE_PUT_1K)
     ap.add_argument("--price-get-1k", type=float, default=costs.PRICE_GET_1K)
     ap.add_argument("--price-egress-gb", type=float, default=costs.PRICE_EGRESS_GB)
+    # the client's memory (docs/scale.md, "Measured at scale"; decision 0049): a fixed part,
+    # the plan per item, the runner per task; items per level-0 cell-month is an assumption
+    ap.add_argument("--client-base-mb", type=float, default=127.5)
+    ap.add_argument("--plan-kb-per-item", type=float, default=15.3)
+    ap.add_argument("--client-bytes-per-task", type=float, default=80.0)
+    ap.add_argument("--items-per-cell-month", type=float, default=0.06)
     args = ap.parse_args()
     months = args.months
     cpu = args.cpu_per_cell_month * args.items_factor
@@ -77,7 +96,7 @@ def main() -> None:
         gets = (objects - cells[-1] * months * 3) / 1000 * args.price_get_1k  # upper levels
         rows.append(
             (label, side, cells, all_cells, objects, sharded, total, per_level, cpu_h, cores_day,
-             storage, puts, puts_sharded, gets)
+             storage, puts, puts_sharded, gets, client_memory(args, l0, all_cells))
         )  # fmt: skip
     print("| | " + " | ".join(r[0] for r in rows) + " |")
     print("|---|" + "---:|" * len(rows))
@@ -105,6 +124,10 @@ def main() -> None:
         "PUTs of the build (unsharded / sharded)", [f"${r[11]:,.2f} / ${r[12]:,.2f}" for r in rows]
     )
     line("GETs of the build (upper levels read back)", [f"${r[13]:,.2f}" for r in rows])
+    line(
+        "client peak RSS: fixed + plan (items) + runner (tasks)",
+        [f"{fmt_bytes(sum(r[14]))} = {' + '.join(fmt_bytes(x) for x in r[14])}" for r in rows],
+    )
     # a city-sized view (20 km) in a 1280 x 800 viewport: level 1 (20 m, 1000 px), 3 x 3 cells
     chunk = args.bytes_per_cell_month * args.data_share  # one data chunk of a full cell
     scrub = 9 * months * chunk
