@@ -48,6 +48,7 @@ __all__ = [
     "parallel",
     "reduce_region",
     "split_tasks",
+    "time_groups",
     "write_cell_series",
 ]
 
@@ -379,11 +380,23 @@ def split_tasks(
     task), else enough time groups that every worker is busy even when a level has one cell.
     With a companion of ``history_time`` timesteps per chunk, groups hold whole chunks of it (and
     whole shards) and are otherwise as large as without (C25)."""
+    groups = time_groups(len(cells), times, shard_time, workers, history_time)
+    return [(cell, g) for cell in cells for g in groups]
+
+
+def time_groups(
+    n_cells: int,
+    times: range,
+    shard_time: int | None,
+    workers: int,
+    history_time: int | None = None,
+) -> list[range]:
+    """The time groups :func:`split_tasks` cuts each of ``n_cells`` cells' ``times`` into."""
     if not len(times):
         return []
     groups: list[range] = []
     if history_time is not None:
-        n_groups = max(1, min(len(times), math.ceil(2 * workers / max(1, len(cells)))))
+        n_groups = max(1, min(len(times), math.ceil(2 * workers / max(1, n_cells))))
         size = shard_time if shard_time is not None else math.ceil(len(times) / n_groups)
         groups = history_groups(times, history_time, shard_time, size)
     elif shard_time is not None:
@@ -393,10 +406,10 @@ def split_tasks(
             groups.append(range(t, end))
             t = end
     else:
-        n_groups = max(1, min(len(times), math.ceil(2 * workers / max(1, len(cells)))))
+        n_groups = max(1, min(len(times), math.ceil(2 * workers / max(1, n_cells))))
         size = math.ceil(len(times) / n_groups)
         groups = [range(t, min(t + size, times.stop)) for t in range(times.start, times.stop, size)]
-    return [(cell, g) for cell in cells for g in groups]
+    return groups
 
 
 def merge_results(results: Sequence[CellResult]) -> list[CellResult]:

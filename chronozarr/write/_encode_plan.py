@@ -55,12 +55,19 @@ from chronozarr.write._cell_tasks import (
     level0_task,
     upper_task,
 )
-from chronozarr.write._cells import CellResult, Layout, merge_results, split_tasks
+from chronozarr.write._cells import CellResult, Layout, merge_results, time_groups
 from chronozarr.write._commit import write_metadata
 from chronozarr.write._fused import FusedContext, fused_task
 from chronozarr.write._history import history_block, history_documents
-from chronozarr.write._plan import Stage, WritePlan, morton, needs_below
+from chronozarr.write._plan import Stage, WritePlan, needs_below
 from chronozarr.write._runner import Runner
+from chronozarr.write._tasks import (
+    CellResults,
+    GridTasks,
+    grid_order,
+    pyramid_needed_by,
+    pyramid_needs,
+)
 from chronozarr.write._worklog import WorkLog, clear_work, pending_tasks
 
 __all__ = ["EncodeCommit", "encode_plan", "level_infos"]
@@ -117,9 +124,11 @@ def _level_docs(args: EncodeArgs, info: LevelInfo) -> dict[str, dict[str, Any]]:
     return docs
 
 
-def _tasks(info: LevelInfo, args: EncodeArgs, threads: int, history_time: int | None) -> list[Any]:
-    cells = [(r, c) for r in range(info.grid[0]) for c in range(info.grid[1])]
-    return list(split_tasks(cells, range(args.shape[0]), args.shard_time, threads, history_time))
+def _tasks(info: LevelInfo, args: EncodeArgs, threads: int, history_time: int | None) -> GridTasks:
+    """The level's (cell, timesteps) tasks, made on demand (decision 0049)."""
+    rows, cols = info.grid
+    groups = time_groups(rows * cols, range(args.shape[0]), args.shard_time, threads, history_time)
+    return GridTasks(rows, cols, groups)
 
 
 def _check_visible(cells: Layout, args: EncodeArgs) -> None:
@@ -149,7 +158,8 @@ def _level0_stage(
     source = args.data if is_cell_source(args.data) else None
     array = None if source else ArrayInput(args.data, args.dtype, args.mask, args.coverage)
     history = cells.history
-    tasks = _tasks(info, args, runner.threads(), history.time_block if history else None)
+    grid_tasks = _tasks(info, args, runner.threads(), history.time_block if history else None)
+    tasks: Sequence[Any] = grid_tasks
     if runner.remote and array is not None:  # each task carries its cell's part of the input
         tasks = [
             (cell, times, array.view(*cell_slice(cell[0], cell[1], args.cs, h, w)))
@@ -168,10 +178,9 @@ def _level0_stage(
             _check_visible(cells, args)
 
     _todo, found = pending_tasks(tasks, info.path, work)
-    order = sorted(range(len(tasks)), key=lambda i: (morton(tasks[i][0]), i))
     stage = Stage(
         "cz-level0", level0_task, ctx, tasks, done=found, on_done=done,
-        order=order if runner.remote else None,
+        order=grid_order(grid_tasks) if runner.remote else None, sink=CellResults(len(tasks)),
     )  # fmt: skip
     if grouped:  # a context per group of cells, each made as the group is submitted (0058)
         grid = info.grid
@@ -203,10 +212,15 @@ def _upper_stage(
     ctx = UpperContext(cells, info, lower, needed, work.key if work else None)
     tasks = _tasks(info, args, runner.threads(), None)
     _todo, found = pending_tasks(tasks, info.path, work)
-    return Stage(
-        f"cz-level{info.path}", upper_task, ctx, tasks, done=found,
-        needs=needs_below(tasks, below.tasks),
-    )  # fmt: skip
+    stage = Stage(
+        f"cz-level{info.path}", upper_task, ctx, tasks, done=found, sink=CellResults(len(tasks))
+    )
+    if isinstance(below.tasks, GridTasks):  # computed, not tabulated (decision 0049)
+        stage.needs = pyramid_needs(tasks, below.tasks)
+        stage.needed_by = pyramid_needed_by(tasks, below.tasks)
+    else:  # level 0 of a numpy or dask input on a cluster: its tasks carry their input
+        stage.needs = needs_below(tasks, below.tasks)
+    return stage
 
 
 def _fusable(args: EncodeArgs, cells: Layout, levels: Sequence[LevelInfo], runner: Runner,
@@ -305,22 +319,17 @@ class EncodeCommit:
         default_factory=dict
     )  # the companion's field coordinates (docs/spec.md C25)
 
-    def __call__(self, results: list[list[CellResult]]) -> list[Any]:
+    def __call__(self, results: Sequence[Sequence[CellResult] | CellResults]) -> list[Any]:
         args = self.args
         if self.temporal.encoding == "star-delta":  # residuals, said on the arrays (decision 0040)
             for lv in self.levels:
                 self.docs[f"{lv.path}/{args.variable}"]["attributes"].update(residuals_attribute())
-        self.extras = [res.extra for res in results[0] if res.extra is not None]
-        volatility = np.zeros(self.levels[0].grid, dtype=np.float32)
-        for res in merge_results(results[0]):
-            volatility[res.row, res.col] = volatility_value(res.vol_sum, res.vol_count)
+        self.extras = _extras(results[0])
+        volatility = _volatility(results[0], self.levels[0].grid)
         shard_bytes = None
         if args.shard_time is not None:
             shard_bytes = {
-                info.path: {
-                    key: n for res in merge_results(ran) for key, n in res.shard_sizes.items()
-                }
-                for info, ran in zip(self.levels, results, strict=True)
+                info.path: _shard_sizes(ran) for info, ran in zip(self.levels, results, strict=True)
             }
         prov = self.provenance(self.extras) if callable(self.provenance) else self.provenance
         check_provenance(prov)
@@ -446,6 +455,30 @@ def _level0_result(
             res.extra = None
 
     return arrived if on_task is not None or on_source is not None else None
+
+
+def _extras(level0: Sequence[CellResult] | CellResults) -> list[Any]:
+    """The level-0 cell source summaries, in task order."""
+    if isinstance(level0, CellResults):
+        return level0.extras()
+    return [res.extra for res in level0 if res.extra is not None]
+
+
+def _volatility(level0: Sequence[CellResult] | CellResults, grid: tuple[int, int]) -> np.ndarray:
+    """Each level-0 cell's volatility (spec 5) from its tasks' terms, added in task order."""
+    if isinstance(level0, CellResults):
+        return level0.volatility(grid, volatility_value)
+    volatility = np.zeros(grid, dtype=np.float32)
+    for res in merge_results(level0):
+        volatility[res.row, res.col] = volatility_value(res.vol_sum, res.vol_count)
+    return volatility
+
+
+def _shard_sizes(ran: Sequence[CellResult] | CellResults) -> dict[str, int]:
+    """A level's shard sizes (spec 3.9 ``shard_bytes``), cell by cell in task order."""
+    if isinstance(ran, CellResults):
+        return ran.shard_sizes()
+    return {key: n for res in merge_results(ran) for key, n in res.shard_sizes.items()}
 
 
 def _fill(args: EncodeArgs) -> Any:
