@@ -4,6 +4,7 @@ base stores (built once per session for the hostile-input tests of both packages
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -82,8 +83,6 @@ def store_copy(fuzz_bases: dict[str, Path], tmp_path: Path):
     return copy
 
 
-#: session fixtures that start servers or processes a worker would otherwise start for itself
-SHARED_SERVERS = frozenset({"dask_procs"})
 #: the tests that took 25 s or more under load (``--durations``, docs/benchmarks-archive.md "Test
 #: suite"): marked ``slow`` here and handed out first; a test missing from the list only starts
 #: later, which costs wall time, never a result
@@ -103,28 +102,55 @@ LONG = (
     "tests/remote/test_concurrent_writers.py",
     "tests/remote/test_cluster_faults.py",
 )
-#: modules whose module fixture is costly and whose tests are all slow: one worker builds it once
-#: (tests/packaging/test_install.py: the wheel)
-ONE_WORKER_MODULES = ("tests/packaging/test_install.py",)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``-n 2 --dist loadgroup``, scripts/test.sh):
-
-    - the tests that use the session dask cluster (``dask_procs``: a scheduler and two worker
-      processes, tests/remote/) run on one worker, which starts it once; so do the tests of
-      ``ONE_WORKER_MODULES``; every other test goes to whichever worker is free;
-    - the tests marked ``slow`` are handed out first (the longest jobs first, so the two workers
-      end together instead of one finishing a long test alone at the end).
-
-    ``tryfirst``: xdist's own hook turns the ``xdist_group`` mark into the node id's group
-    suffix, so the mark must be added before it runs (added after, it groups nothing)."""
+    """The tests of ``LONG`` are marked ``slow`` and handed out first (under pytest-xdist the
+    longest jobs first, so the two workers end together instead of one finishing a long test
+    alone at the end); the order is otherwise kept."""
     for item in items:
-        if SHARED_SERVERS & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("dask-cluster"))
-        elif item.nodeid.startswith(ONE_WORKER_MODULES):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
         if item.nodeid.startswith(LONG):
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
+
+
+try:
+    from xdist.scheduler import LoadGroupScheduling
+except ImportError:  # pytest-xdist is in the test extra; without it the suite runs in one process
+    LoadGroupScheduling = None
+
+
+#: the modules that use the session dask cluster (``dask_procs``, tests/remote/conftest.py: a
+#: scheduler and two worker processes): one worker runs them all and starts it once
+DASK_CLUSTER_MODULES = frozenset(
+    path.relative_to(REPO).as_posix()
+    for path in (REPO / "tests").rglob("test_*.py")
+    if re.search(r"\bdask_procs\s*:", path.read_text(encoding="utf-8"))  # a test's argument
+)
+#: modules whose module fixture is costly (tests/packaging/test_install.py: the wheel): one
+#: worker runs the module and builds it once
+ONE_WORKER_MODULES = frozenset({"tests/packaging/test_install.py"})
+
+if LoadGroupScheduling is not None:
+
+    class SharedSetupScheduling(LoadGroupScheduling):  # type: ignore[misc,valid-type]
+        """``--dist loadgroup`` with the groups above. pytest-xdist 3.8 groups by a suffix it
+        writes into the node id from the ``xdist_group`` mark, which pytest 9 no longer lets it
+        write (``Node.nodeid`` reads ``_id``): the mark groups nothing, and both workers started
+        a dask cluster. The scheduler groups by module path instead; xdist sorts the groups by
+        size, so they are handed out before the single tests."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            if module in DASK_CLUSTER_MODULES:
+                return "dask-cluster"
+            if module in ONE_WORKER_MODULES:
+                return module
+            return str(super()._split_scope(nodeid))
+
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+        """The scheduler of ``--dist loadgroup`` (scripts/test.sh); xdist's own otherwise."""
+        if config.getvalue("dist") == "loadgroup":
+            return SharedSetupScheduling(config, log)
+        return None
