@@ -11,10 +11,10 @@ bands), for each AOI:
   with the statistical profiler off; ``--worker dask``: plain ``dask worker``), each with
   dask's default nanny; the workers composite and write the store to the target folder
   themselves (a shared filesystem: the same disk here). The workers import the toolkit once
-  before the timed runs (a long build amortizes that). With ``--repeats N`` the cluster runs
-  go 1-2, 2-1, 1-2, ... workers (N pairs; a load that falls during the run favours neither
-  order) and the fastest of each is kept (a shared machine); each pair's speed-up is reported
-  with its order.
+  before the timed runs (a long build amortizes that). The cluster runs go 1-2, 2-1, 1-2,
+  ... workers over ``--repeats N`` pairs (default 2: 1-2-2-1, so a load that falls or rises
+  during the run favours neither order); the speed-up of each order is reported apart and as
+  the geometric mean of both, and the fastest run of each is kept for the other tables.
 
 Measured per run: wall time of the client process (imports, plan, build), the client's peak
 RSS (VmHWM of its /proc/self/status), the peak bytes under the client's work folder (sampled
@@ -43,6 +43,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -397,6 +398,33 @@ def cluster_run(cluster: Cluster, n: int, recipe: Path, out: Path, work: Path) -
     return row
 
 
+def run_order(rep: int) -> str:
+    """The order of repeat ``rep``'s pair of cluster runs: 1-2, 2-1, 1-2, ... workers."""
+    return "1-2" if rep % 2 == 0 else "2-1"
+
+
+def by_order(one: list[float], two: list[float]) -> dict:
+    """The 2-worker speed-ups (``one[i] / two[i]``, walls of repeat i) grouped by the order of
+    their pair (:func:`run_order`), and ``both``: the geometric mean of each order's geometric
+    mean (``None`` unless both orders ran), so neither order weighs more when the repeats are
+    odd."""
+    got: dict = {"1-2": [], "2-1": []}
+    for rep, (a, b) in enumerate(zip(one, two, strict=True)):
+        got[run_order(rep)].append(a / b)
+
+    def gmean(values: list[float]) -> float:
+        return math.prod(values) ** (1 / len(values))
+
+    got["both"] = (
+        math.sqrt(gmean(got["1-2"]) * gmean(got["2-1"])) if got["1-2"] and got["2-1"] else None
+    )
+    return got
+
+
+def _ratios(values: list[float]) -> str:
+    return ", ".join(f"{v:.2f}x" for v in values) or "-"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -412,8 +440,9 @@ def main() -> None:
     ap.add_argument(
         "--repeats",
         type=int,
-        default=1,
-        help="cluster runs per (AOI, workers), 1 and 2 workers alternating; the fastest is kept",
+        default=2,
+        help="cluster runs per (AOI, workers), in the order 1-2, 2-1, ... workers (default 2: "
+        "1-2-2-1); each order's speed-up is reported, and the fastest of each is kept",
     )
     ap.add_argument(
         "--worker",
@@ -583,18 +612,31 @@ def main() -> None:
         for n in ("1", "2")
     )
     # the 2-worker speed-up of each repeat, by the order its two runs were in (1-2 or 2-1)
+    orders = {scale: by_order(tries[(scale, "1w")], tries[(scale, "2w")]) for scale in scales}
     order_text = "; ".join(
         f"{scale}: "
         + ", ".join(
-            f"{one / two:.2f}x ({'1-2' if rep % 2 == 0 else '2-1'})"
+            f"{one / two:.2f}x ({run_order(rep)})"
             for rep, (one, two) in enumerate(
                 zip(tries[(scale, "1w")], tries[(scale, "2w")], strict=True)
             )
         )
         for scale in scales
     )
+    order_lines = [
+        "| AOI | 2 workers / 1, order 1-2 | order 2-1 | both orders (geometric mean) | "
+        "fastest of each |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for scale in scales:
+        got = orders[scale]
+        fastest = rows[(scale, "1w")]["seconds"] / rows[(scale, "2w")]["seconds"]
+        order_lines.append(
+            f"| {scale} | {_ratios(got['1-2'])} | {_ratios(got['2-1'])} | "
+            f"{_ratios([got['both']] if got['both'] else [])} | {fastest:.2f}x |"
+        )
     body = f"""
-Command: `python bench/bench_cluster.py --size {args.size} --months {args.months} --chunk {args.chunk}{f" --areas {args.areas}" if args.areas != "1,4" else ""}{f" --repeats {args.repeats}" if args.repeats != 1 else ""}{" --worker dask" if args.worker == "dask" else ""}`
+Command: `python bench/bench_cluster.py --size {args.size} --months {args.months} --chunk {args.chunk}{f" --areas {args.areas}" if args.areas != "1,4" else ""}{f" --repeats {args.repeats}" if args.repeats != 2 else ""}{" --worker dask" if args.worker == "dask" else ""}`
 
 Input: the demo catalog of "Build from a recipe" (two overlapping tiles, clouds, 4 bands at
 10 m, SCL at 20 m), {args.months} months from 2023-04, gap-fill carry-forward 2, chunk
@@ -666,6 +708,12 @@ at 4x ({sizes["4x"]["context"] / sizes["1x"]["context"]:.2f}x): item references
 cover both AOIs) and the block memberships and windows {sizes["1x"]["members"] / 1024:.1f} kB ->
 {sizes["4x"]["members"] / 1024:.1f} kB (the part that grows with the area); a level-0 task
 itself is {sizes["4x"]["task"]} bytes (the function by reference and (cell, months)).
+
+The 2-worker speed-up (whole command, 1-worker wall / 2-worker wall) by the order of the pair:
+"1-2" ran 1 worker first, "2-1" 2 workers first (with `--repeats 2` the runs go 1-2-2-1, so a
+load that rises or falls through the run favours one order and not the other):
+
+{chr(10).join(order_lines)}
 
 Targets: client RSS and disk flat (<= 1.1x) at 4x AOI; 2 workers >= 1.7x one on an
 idle machine (1 worker / 2 workers in this run, the tasks' span from the first task's start to

@@ -26,12 +26,14 @@ the largest number of tasks the scheduler held (sampled every 0.2 s), the tasks 
 their rate, the client's wall time of plan and build, and the metadata's bytes and objects.
 
 Usage: python bench/scale_harness.py sweep --cells 1000,10000 [--months 120] [--workers 2]
-       python bench/scale_harness.py run --cells N --scheduler ADDRESS  (one size, JSON out)
+       python bench/scale_harness.py run --cells N --scheduler ADDRESS [--trace]  (JSON out)
+       python bench/scale_harness.py catalog --cells N --work DIR  (the catalog only)
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
@@ -41,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,7 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 
 from chronozarr.io import LocalStore  # noqa: E402
+from cz.build.options import Progress  # noqa: E402
 
 CRS = "EPSG:32631"
 X0, Y1 = 500000.0, 5100000.0  # the region's north-west corner (UTM 31N)
@@ -259,15 +263,57 @@ class _Sampler(threading.Thread):
                 return
 
 
+class _LiveHeap(Progress):
+    """With ``trace``, the Python heap the build holds live (``tracemalloc`` started as the
+    build starts, so the plan is not counted; a full garbage collection first, so that cycles
+    not yet collected are not counted), sampled when half and nine tenths of the level-0 cells
+    are written: :attr:`live` is the larger. Every 5% of the cells, a line on stderr (cells
+    written, seconds, the client's RSS and peak RSS so far): a long run's figures as it goes."""
+
+    def __init__(self, trace: bool) -> None:
+        self.trace, self.live, self.total, self.done, self.marks = trace, 0, 0.0, 0.0, [0.5, 0.9]
+        self.said, self.clock = 0, time.perf_counter()
+        if trace:
+            tracemalloc.start()
+
+    def start(self, phase: str, total: float | None = None, detail: str = "") -> None:
+        if phase == "cells":
+            self.total = total or 0.0
+
+    def advance(self, phase: str, amount: float = 1.0) -> None:
+        if phase != "cells":
+            return
+        self.done += amount
+        if self.total and self.done >= (self.said + 1) * self.total / 20:  # every 5%, stderr
+            self.said += 1
+            line = {"cells_done": round(self.done), "s": round(time.perf_counter() - self.clock),
+                    "rss_mb": round(_rss_kb("VmRSS") / 1024, 1),
+                    "peak_mb": round(_rss_kb() / 1024, 1)}  # fmt: skip
+            print(json.dumps(line), file=sys.stderr, flush=True)
+        if self.trace and self.marks and self.done >= self.marks[0] * self.total:
+            self.marks.pop(0)
+            gc.collect()
+            self.live = max(self.live, tracemalloc.get_traced_memory()[0])
+
+
 def run_one(cells: int, months: int, chunk: int, tile: int, per_month: int, scheduler: str,
-            work: Path, pixels: str = "none") -> dict[str, Any]:  # fmt: skip
-    """One harness build in this process (see the module docstring): its figures."""
+            work: Path, pixels: str = "none", trace: bool = False) -> dict[str, Any]:  # fmt: skip
+    """One harness build in this process (see the module docstring): its figures. The catalog
+    is written by another process (its generation is not the client's); ``trace``: the Python
+    heap the build holds live is measured too (:class:`_LiveHeap`; slower)."""
     import cz.build.cluster as cluster
-    from cz.build import BuildOptions, Progress, build
+    from cz.build import BuildOptions, build
     from cz.plan import plan_recipe
     from cz.recipe import load_recipe
 
-    recipe_path = write_catalog(work / "catalog", cells, months, chunk, tile, per_month)
+    recipe_path = work / "catalog" / "recipe.yaml"
+    if not recipe_path.exists():  # another process writes it: a real client reads a catalog
+        subprocess.run(
+            [sys.executable, __file__, "catalog", "--cells", str(cells), "--months", str(months),
+             "--chunk", str(chunk), "--tile", str(tile), "--per-month", str(per_month),
+             "--work", str(work)],
+            check=True,
+        )  # fmt: skip
     rss_start = _rss_kb("VmRSS")
     clock = time.perf_counter()
     recipe = load_recipe(recipe_path)
@@ -282,17 +328,20 @@ def run_one(cells: int, months: int, chunk: int, tile: int, per_month: int, sche
         return dropped[-1]
 
     made = cluster.region_source
+    # the stubs by their module's name, not ``__main__``'s: pickled by reference (a few bytes a
+    # task, as the library's own functions are), not by value (~3 kB a task)
+    from bench import scale_harness as harness
 
     def region_source(*args: Any) -> Any:
         source = made(*args)
-        source.composite = tiny_block
+        source.composite = harness.tiny_block
         return source
 
     if pixels == "none":  # the stages' functions, pickled by reference to this module
         import chronozarr.write._encode_plan as encode_plan
 
-        setattr(encode_plan, "level0_task", level0_stub)  # noqa: B010
-        setattr(encode_plan, "upper_task", upper_stub)  # noqa: B010
+        setattr(encode_plan, "level0_task", harness.level0_stub)  # noqa: B010
+        setattr(encode_plan, "upper_task", harness.upper_stub)  # noqa: B010
     setattr(cluster, "_target", target)  # noqa: B010
     setattr(cluster, "region_source", region_source)  # noqa: B010
     from distributed import Client
@@ -300,10 +349,12 @@ def run_one(cells: int, months: int, chunk: int, tile: int, per_month: int, sche
     with Client(scheduler, set_as_default=False) as probe:
         sampler = _Sampler(probe)
         sampler.start()
+        progress = _LiveHeap(trace)
         clock = time.perf_counter()
         build(recipe, out=str(out), plan=plan, options=BuildOptions(scheduler=scheduler),
-              progress=Progress())  # fmt: skip
+              progress=progress)  # fmt: skip
         build_s = time.perf_counter() - clock
+        tracemalloc.stop()
         sampler.stop.set()
         sampler.join()
     grid = plan.grid
@@ -319,6 +370,7 @@ def run_one(cells: int, months: int, chunk: int, tile: int, per_month: int, sche
         "client_rss_plan_mb": round(rss_plan / 1024, 1),
         "client_peak_mb": round(_rss_kb() / 1024, 1),
         "scheduler_tasks_peak": sampler.peak,
+        **({"client_live_heap_mb": round(progress.live / 2**20, 3)} if trace else {}),
         "metadata_objects": len(meta), "metadata_bytes": sum(n for _k, n in meta),
         "root_bytes": (out / "zarr.json").stat().st_size,
     }  # fmt: skip
@@ -357,7 +409,7 @@ def sweep(sizes: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=("run", "sweep"))
+    ap.add_argument("mode", choices=("run", "sweep", "catalog"))
     ap.add_argument("--cells", default="1000", help="level-0 cells (sweep: comma-separated)")
     ap.add_argument("--months", type=int, default=120)
     ap.add_argument("--chunk", type=int, default=16, help="cell size in pixels (tiny)")
@@ -371,10 +423,15 @@ def main(argv: list[str] | None = None) -> None:
     )  # fmt: skip
     ap.add_argument("--scheduler")
     ap.add_argument("--work")
+    ap.add_argument("--trace", action="store_true", help="trace the client's build heap")
     args = ap.parse_args(argv)
+    if args.mode == "catalog":
+        write_catalog(Path(args.work) / "catalog", int(args.cells), args.months, args.chunk,
+                      args.tile, args.per_month)  # fmt: skip
+        return
     if args.mode == "run":
         row = run_one(int(args.cells), args.months, args.chunk, args.tile, args.per_month,
-                      args.scheduler, Path(args.work), args.pixels)  # fmt: skip
+                      args.scheduler, Path(args.work), args.pixels, args.trace)  # fmt: skip
         print(json.dumps(row), flush=True)
         return
     sweep([int(c) for c in args.cells.split(",")], args)

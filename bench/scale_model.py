@@ -1,9 +1,11 @@
 """The paper model of docs/scale.md: objects, bytes per level, build CPU-hours, cluster size,
 object-store cost and browser bytes, from the per-cell costs bench_cluster.py measures.
 
-Every input is an argument (defaults: the figures of docs/benchmarks-archive.md, "Build on a dask
-cluster", and the list prices docs/scale.md states); the output is the markdown of the model's
-tables. Pure arithmetic, no I/O.
+Every input is an argument; the defaults are the cost model's constants in ``cz.plan.costs``
+(decision 0050: the figures of docs/benchmarks-archive.md, "Build on a dask cluster", and the
+list prices docs/scale.md states, each with its calibration), the same ones ``cz build
+--dry-run`` prints its CPU-hours from. The output is the markdown of the model's tables. Pure
+arithmetic, no I/O.
 
 Usage: python bench/scale_model.py [--cpu-per-cell-month 0.33] [--bytes-per-cell-month 1.66e6]
        [--level0-share 0.76] [--data-share 0.76] [--items-factor 3] ...
@@ -13,6 +15,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cz.plan import costs
 
 
 def level_cells(side_px: int, cs: int) -> list[int]:
@@ -34,20 +42,39 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
+def client_memory(args: argparse.Namespace, level0: int, tasks: int) -> tuple[float, ...]:
+    """The client's peak RSS of a cluster build in bytes, in three parts (decision 0049): the
+    fixed part (interpreter, libraries, dask client, what is in flight), the plan (its items'
+    STAC dicts: items = level-0 cells x months x items per cell-month) and the runner (a few
+    bytes a task: the folded results' arrays)."""
+    items = level0 * args.months * args.items_per_cell_month
+    return (
+        args.client_base_mb * 1e6,
+        items * args.plan_kb_per_item * 1e3,
+        tasks * args.client_bytes_per_task,
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--cpu-per-cell-month", type=float, default=0.33)
-    ap.add_argument("--bytes-per-cell-month", type=float, default=1.66e6)
-    ap.add_argument("--level0-share", type=float, default=0.76)
-    ap.add_argument("--data-share", type=float, default=0.76)
-    ap.add_argument("--items-factor", type=float, default=3.0)
+    ap.add_argument("--cpu-per-cell-month", type=float, default=costs.CPU_S_PER_CELL_MONTH)
+    ap.add_argument("--bytes-per-cell-month", type=float, default=costs.BYTES_PER_CELL_MONTH)
+    ap.add_argument("--level0-share", type=float, default=costs.LEVEL0_SHARE)
+    ap.add_argument("--data-share", type=float, default=costs.DATA_SHARE)
+    ap.add_argument("--items-factor", type=float, default=costs.ITEMS_FACTOR)
     ap.add_argument("--months", type=int, default=120)
-    ap.add_argument("--cs", type=int, default=512)
+    ap.add_argument("--cs", type=int, default=costs.CALIBRATION_CELL_PX)
     ap.add_argument("--shard-time", type=int, default=12)
-    ap.add_argument("--price-gb-month", type=float, default=0.023)
-    ap.add_argument("--price-put-1k", type=float, default=0.005)
-    ap.add_argument("--price-get-1k", type=float, default=0.0004)
-    ap.add_argument("--price-egress-gb", type=float, default=0.09)
+    ap.add_argument("--price-gb-month", type=float, default=costs.PRICE_GB_MONTH)
+    ap.add_argument("--price-put-1k", type=float, default=costs.PRICE_PUT_1K)
+    ap.add_argument("--price-get-1k", type=float, default=costs.PRICE_GET_1K)
+    ap.add_argument("--price-egress-gb", type=float, default=costs.PRICE_EGRESS_GB)
+    # the client's memory (docs/scale.md, "Measured at scale"; decision 0049): a fixed part,
+    # the plan per item, the runner per task; items per level-0 cell-month is an assumption
+    ap.add_argument("--client-base-mb", type=float, default=127.5)
+    ap.add_argument("--plan-kb-per-item", type=float, default=15.3)
+    ap.add_argument("--client-bytes-per-task", type=float, default=80.0)
+    ap.add_argument("--items-per-cell-month", type=float, default=0.06)
     args = ap.parse_args()
     months = args.months
     cpu = args.cpu_per_cell_month * args.items_factor
@@ -69,7 +96,7 @@ def main() -> None:
         gets = (objects - cells[-1] * months * 3) / 1000 * args.price_get_1k  # upper levels
         rows.append(
             (label, side, cells, all_cells, objects, sharded, total, per_level, cpu_h, cores_day,
-             storage, puts, puts_sharded, gets)
+             storage, puts, puts_sharded, gets, client_memory(args, l0, all_cells))
         )  # fmt: skip
     print("| | " + " | ".join(r[0] for r in rows) + " |")
     print("|---|" + "---:|" * len(rows))
@@ -97,6 +124,10 @@ def main() -> None:
         "PUTs of the build (unsharded / sharded)", [f"${r[11]:,.2f} / ${r[12]:,.2f}" for r in rows]
     )
     line("GETs of the build (upper levels read back)", [f"${r[13]:,.2f}" for r in rows])
+    line(
+        "client peak RSS: fixed + plan (items) + runner (tasks)",
+        [f"{fmt_bytes(sum(r[14]))} = {' + '.join(fmt_bytes(x) for x in r[14])}" for r in rows],
+    )
     # a city-sized view (20 km) in a 1280 x 800 viewport: level 1 (20 m, 1000 px), 3 x 3 cells
     chunk = args.bytes_per_cell_month * args.data_share  # one data chunk of a full cell
     scrub = 9 * months * chunk

@@ -6,9 +6,13 @@ One interface, the phases of :class:`cz.build.Progress` (``start(phase, total, d
 - a terminal gets rich bars (counts, rate, elapsed, ETA): :class:`RichProgress`, which
   :func:`build_progress` picks for ``cz build``, ``cz append``, ``cz convert`` and ``cz export``;
 - anything else (a log file, CI, a pipe) gets plain lines, one per phase when it ends, with counts
-  and rates, and a line every ``INTERVAL_S`` seconds while a long phase runs, each under 80
-  columns and never cut with an ellipsis:
-  ``validate: 209.3 MB/209.3 MB, 1,204 requests in 31.2 s (6.7 MB/s)``.
+  and rates, and a line every ``INTERVAL_S`` seconds (``CZ_PROGRESS_INTERVAL`` overrides it)
+  while a long phase runs, with the estimated time left, each under 80 columns and never cut
+  with an ellipsis: ``validate: 209.3 MB/209.3 MB, 1,204 requests in 31.2 s (6.7 MB/s)``,
+  ``cells: 40/64 cells in 20.0 s (2.0 cells/s, eta 12 s) so far``.
+
+A resumed run's units found done (``skip(phase, amount)``, decision 0050) count as done but not
+in the rate or the estimate: ``cells: 64/64 cells (40 found done) in 12.1 s (2.0 cells/s)``.
 
 ``--quiet`` (or a log level above WARNING) draws nothing. :class:`CountingStore` counts the
 requests and bytes of a chronozarr store, so a library call that takes a store (``validate``,
@@ -44,11 +48,40 @@ __all__ = [
     "NullProgress",
     "RichProgress",
     "build_progress",
+    "eta_text",
     "human_bytes",
     "make_progress",
+    "progress_interval",
 ]
 
 INTERVAL_S = 15.0
+#: The clock of the phases' times (a test sets its own).
+clock = time.monotonic
+#: The environment variable that sets the plain lines' interval in seconds (a log of a long run
+#: may want fewer; a test wants them at once).
+INTERVAL_ENV = "CZ_PROGRESS_INTERVAL"
+
+
+def progress_interval() -> float:
+    """The seconds between a running phase's plain lines: ``CZ_PROGRESS_INTERVAL`` when it is a
+    number (at least 0), else ``INTERVAL_S``."""
+    import os
+
+    try:
+        value = float(os.environ.get(INTERVAL_ENV, ""))
+    except ValueError:
+        return INTERVAL_S
+    return value if value >= 0 else INTERVAL_S
+
+
+def eta_text(seconds: float) -> str:
+    """``42 s``, ``3 min 5 s``, ``2 h 10 min``: the time left, to the unit that matters."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
+    return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:.0f} min"
 
 
 def human_bytes(n: float) -> str:
@@ -66,7 +99,8 @@ def _count(value: float) -> str:
 
 
 def _figures(state: _Phase, elapsed: float) -> tuple[str, str]:
-    """(``done/total unit``, ``rate``) of a phase. A phase in unit ``B`` counts bytes."""
+    """(``done/total unit``, ``rate``) of a phase. A phase in unit ``B`` counts bytes; units
+    found done (a resumed run) count in ``done``, are named, and are not in the rate."""
     elapsed = max(elapsed, 1e-9)
     if state.unit == "B":
         done = human_bytes(state.done)
@@ -81,8 +115,25 @@ def _figures(state: _Phase, elapsed: float) -> tuple[str, str]:
     count = f"{done}/{_count(state.total)}" if state.total is not None else done
     if state.unit:
         count += f" {state.unit}"
-    rate = f"{state.done / elapsed:.1f} {state.unit}/s" if state.unit and state.done else ""
+    if state.skipped:
+        count += f" ({_count(state.skipped)} found done)"
+    ran = state.done - state.skipped
+    rate = f"{_rate(ran / elapsed)} {state.unit}/s" if state.unit and ran else ""
     return count, rate
+
+
+def _rate(per_second: float) -> str:
+    """``12.5``, or two significant digits below one a second (``0.071``, not ``0.1``)."""
+    return f"{per_second:.1f}" if per_second >= 0.95 else f"{per_second:.2g}"
+
+
+def _eta(state: _Phase, elapsed: float) -> float | None:
+    """Seconds left at this run's rate (units found done excluded), or None without a total or
+    a rate yet."""
+    ran = state.done - state.skipped
+    if state.total is None or ran <= 0 or elapsed <= 0:
+        return None
+    return max(0.0, state.total - state.done) / (ran / elapsed)
 
 
 class NullProgress:
@@ -98,6 +149,9 @@ class NullProgress:
         return None
 
     def advance(self, phase: str, amount: float = 1.0, requests: int = 0) -> None:
+        return None
+
+    def skip(self, phase: str, amount: float = 1.0) -> None:
         return None
 
     def finish(self, phase: str) -> None:
@@ -120,8 +174,9 @@ class _Phase:
         self.unit = unit
         self.detail = detail
         self.done = 0.0
+        self.skipped = 0.0  # found done by a resumed run: in done, not in the rate
         self.requests = 0
-        self.started = time.monotonic()
+        self.started = clock()
         self.last_line = self.started
 
 
@@ -130,11 +185,11 @@ class LineProgress(NullProgress):
     ``interval`` seconds while it runs), with counts and rates. Thread-safe."""
 
     def __init__(
-        self, stream: IO[str], units: dict[str, str] | None = None, interval: float = INTERVAL_S
+        self, stream: IO[str], units: dict[str, str] | None = None, interval: float | None = None
     ) -> None:
         self.stream = stream
         self.units = dict(units or {})
-        self.interval = interval
+        self.interval = progress_interval() if interval is None else interval
         self.phases: dict[str, _Phase] = {}
         self.lock = threading.Lock()
 
@@ -152,10 +207,18 @@ class LineProgress(NullProgress):
                 return
             state.done += amount
             state.requests += requests
-            now = time.monotonic()
+            now = clock()
             if now - state.last_line >= self.interval:
                 state.last_line = now
                 self._write(self.line(phase, state, now, running=True))
+
+    def skip(self, phase: str, amount: float = 1.0) -> None:
+        """``amount`` units of ``phase`` were found done (a resumed run): done, not in the rate."""
+        with self.lock:
+            state = self.phases.get(phase)
+            if state is not None:
+                state.done += amount
+                state.skipped += amount
 
     def finish(self, phase: str) -> None:
         with self.lock:
@@ -163,7 +226,7 @@ class LineProgress(NullProgress):
             if state is not None:
                 if state.total is not None:  # an estimate may be passed: end at what was done
                     state.total = max(state.total, state.done)
-                self._write(self.line(phase, state, time.monotonic(), running=False))
+                self._write(self.line(phase, state, clock(), running=False))
 
     def note(self, message: str) -> None:
         with self.lock:
@@ -177,9 +240,13 @@ class LineProgress(NullProgress):
     def line(phase: str, state: _Phase, now: float, *, running: bool) -> str:
         """``phase: done/total unit in s (rate)``; the detail text is left to the terminal
         rendering, so the line stays short."""
-        count, rate = _figures(state, now - state.started)
-        text = f"{phase}: {count} in {now - state.started:.1f} s"
-        if rate:
+        elapsed = now - state.started
+        count, rate = _figures(state, elapsed)
+        text = f"{phase}: {count} in {elapsed:.1f} s"
+        eta = _eta(state, elapsed) if running else None
+        if rate and eta is not None:
+            text += f" ({rate}, eta {eta_text(eta)})"
+        elif rate:
             text += f" ({rate})"
         return text + (" so far" if running else "")
 
@@ -218,7 +285,7 @@ class RichLineProgress(NullProgress):
 
     def _fields(self, phase: str) -> dict[str, Any]:
         state = self.state[phase]
-        count, rate = _figures(state, time.monotonic() - state.started)
+        count, rate = _figures(state, clock() - state.started)
         return {"count": count, "rate": rate}
 
     def start(self, phase: str, total: float | None = None, detail: str = "") -> None:
@@ -404,6 +471,20 @@ class RichProgress(Progress):
         task = self.tasks.get(phase)
         if task is not None:
             self.bars.advance(task, amount)
+
+    def skip(self, phase: str, amount: float = 1.0) -> None:
+        """Units found done (a resumed run): the bar shrinks to what is left to do, so that its
+        rate and ETA are this run's; the detail says how many were found."""
+        with self.lock:
+            task = self.tasks.get(phase)
+            if task is None:
+                return
+            state = self.bars.tasks[task]  # type: ignore[index]
+            base = state.fields.setdefault("base", state.fields["detail"])
+            found = float(state.fields.get("found", 0.0)) + amount
+            total = None if state.total is None else max(0.0, state.total - amount)
+            detail = f"{_count(found)} found done; {base}"
+            self.bars.update(task, total=total, found=found, detail=detail)
 
     def finish(self, phase: str) -> None:
         with self.lock:

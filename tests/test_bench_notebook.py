@@ -68,3 +68,16 @@ def test_the_headline_table_links_to_sections_that_exist() -> None:
     assert len(links) >= 20  # the table holds its rows
     missing = sorted(set(links) - anchors)
     assert not missing, f"docs/benchmarks.md links to sections the notebook lacks: {missing}"
+
+
+def test_the_cluster_bench_reports_each_order_apart() -> None:
+    """bench_cluster's repeats run 1-2, 2-1, 1-2, ... workers (1-2-2-1 with the default two);
+    each order's speed-ups are reported apart, and ``both`` weighs the two orders equally
+    (the geometric mean of each order's geometric mean), whatever the number of repeats."""
+    from bench.bench_cluster import by_order, run_order
+
+    assert [run_order(r) for r in range(4)] == ["1-2", "2-1", "1-2", "2-1"]
+    got = by_order([10.0, 12.0, 9.0], [5.0, 8.0, 5.0])  # repeats: 1-2, 2-1, 1-2
+    assert got["1-2"] == [2.0, 1.8] and got["2-1"] == [1.5]
+    assert got["both"] == pytest.approx(((2.0 * 1.8) ** 0.5 * 1.5) ** 0.5)
+    assert by_order([10.0], [5.0])["both"] is None  # one order only: no mean of both

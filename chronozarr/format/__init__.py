@@ -106,6 +106,7 @@ from chronozarr.format._pyramid import (
     coverage_reduce,
     mask_reduce,
     pad_even,
+    valid_block_mean,
     validity,
 )
 from chronozarr.format._root_coordinates import (
@@ -227,6 +228,7 @@ __all__ = [
     "root_time_paths",
     "schedule",
     "store_names",
+    "valid_block_mean",
     "validity",
     "vlen_utf8_decode",
     "vlen_utf8_encode",

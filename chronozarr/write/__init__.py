@@ -13,7 +13,7 @@ runner and the cell-source protocol of :func:`is_cell_source`).
 
 from __future__ import annotations
 
-from chronozarr.write._append import append
+from chronozarr.write._append import AppendSummary, append
 from chronozarr.write._cell_tasks import ArrayInput, is_cell_source, level0_task
 from chronozarr.write._cells import split_tasks
 from chronozarr.write._encode import EncodeSummary, encode
@@ -24,6 +24,7 @@ from chronozarr.write._worklog import WorkLog, clear_work
 __all__ = [
     "DEFAULT_RETRIES",
     "DEFAULT_WORKER_TIMEOUT",
+    "AppendSummary",
     "ArrayInput",
     "EncodeSummary",
     "RunOptions",

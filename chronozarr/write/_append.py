@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from chronozarr.errors import ClusterError, EncodeError
@@ -43,11 +44,11 @@ from chronozarr.write._append_tasks import AppendContext, AppendInput, StoreView
 from chronozarr.write._cell_tasks import is_cell_source
 from chronozarr.write._inputs import unwrap_array
 from chronozarr.write._journal import drop_stale_journal
-from chronozarr.write._plan import WritePlan
+from chronozarr.write._plan import Stage, WritePlan
 from chronozarr.write._runner import DEFAULT_RETRIES, DEFAULT_WORKER_TIMEOUT, Runner, RunOptions
 from chronozarr.write._worklog import WorkLog, clear_work
 
-__all__ = ["append"]
+__all__ = ["AppendSummary", "append"]
 
 log = logging.getLogger("chronozarr.append")
 
@@ -75,7 +76,7 @@ def append(
     resume_key: str | None = None,
     on_task: Callable[[Any], None] | None = None,
     _fail_after: str | None = None,
-) -> None:
+) -> AppendSummary:
     """Append timesteps ``data`` (time, band, y, x) to the store at ``store`` (spec 14).
 
     ``times`` must be strictly increasing and after the store's last time. ``mask`` and
@@ -114,12 +115,32 @@ def append(
         raise refuse("store", f"no chronozarr store at {target.url} (zarr.json not found)")
     lease = Lease(target, f"append of {len(times)} timestep(s)").acquire()
     try:
-        _append_under_lease(
+        stages = _append_under_lease(
             target, data, times, mask, coverage, bands, crs, transform, nodata, provenance,
             provenance_items, run, _fail_after,
         )  # fmt: skip
     finally:
         lease.release()
+    return AppendSummary(
+        target.url,
+        tasks={str(k): len(st.tasks) for k, st in enumerate(stages)},
+        found={str(k): len(st.done) for k, st in enumerate(stages)},
+    )
+
+
+@dataclass
+class AppendSummary:
+    """What ``append`` returns: the target's URL and, per level (``"0"``, ``"1"``...), its
+    tasks and how many of them a resumed run found done in the work prefix and did not run
+    (decision 0017; reported by the toolkit, decision 0050). ``resumed``: some were found."""
+
+    store: str
+    tasks: dict[str, int] = field(default_factory=dict)
+    found: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def resumed(self) -> bool:
+        return any(self.found.values())
 
 
 def _append_under_lease(
@@ -136,9 +157,10 @@ def _append_under_lease(
     provenance_items: Any,
     run: RunOptions,
     _fail_after: str | None,
-) -> None:
+) -> list[Stage]:
     """The body of :func:`append` under the writer's lease (decision 0051): the root read with
-    its version, which the commit replaces only if it is still the root."""
+    its version, which the commit replaces only if it is still the root. Returns the stages
+    run (what a resumed run found done is in their ``done``)."""
     raw_root, root_version = read_versioned(target, "zarr.json")
     if raw_root is None:
         raise refuse("store", f"no chronozarr store at {target.url} (zarr.json not found)")
@@ -174,6 +196,7 @@ def _append_under_lease(
     finally:
         if owned:
             client.close()
+    return stages
 
 
 def _connect(scheduler: Any) -> tuple[Any, bool]:

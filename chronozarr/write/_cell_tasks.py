@@ -29,15 +29,12 @@ from typing import Any
 import numpy as np
 
 from chronozarr.errors import EncodeError
-from chronozarr.format import LevelInfo, cell_slice, grid_shape
+from chronozarr.format import LevelInfo, cell_slice
 from chronozarr.write._cells import (
     CellResult,
-    CellWriter,
     Layout,
     Planes,
     Readback,
-    last_in_shard,
-    reduce_region,
     write_cell_series,
 )
 from chronozarr.write._inputs import CellInput
@@ -45,12 +42,10 @@ from chronozarr.write._worklog import WorkLog, result_json, task_name
 
 __all__ = [
     "ArrayInput",
-    "FusedContext",
     "Level0Context",
     "UpperContext",
     "is_cell_source",
     "level0_task",
-    "level01_task",
     "upper_task",
 ]
 
@@ -205,72 +200,3 @@ def upper_task(ctx: UpperContext, task: tuple[tuple[int, int], range]) -> CellRe
         volatility=False,
     )
     return _record(ctx.layout, ctx.work_key, task_name(ctx.info.path, task), res)
-
-
-@dataclass
-class FusedContext:
-    """What every task writing levels 0 and 1 together shares (:func:`level01_task`)."""
-
-    layout: Layout
-    height: int
-    width: int
-    upper: LevelInfo  # level 1
-    source: ArrayInput
-    samples: dict[tuple[int, int], dict[int, bytes]] = field(default_factory=dict)
-
-
-def level01_task(
-    ctx: FusedContext, task: tuple[tuple[int, int], range]
-) -> tuple[list[CellResult], CellResult]:
-    """Level 0 of the 2 x 2 cells under level-1 cell ``task[0]`` and that level-1 cell, for a
-    time range, timestep by timestep: level 1 at t is the block mean of the level-0 planes at t
-    still in memory (spec 6), the values the store holds (the codecs are lossless), so level 0
-    is not read back and decoded. Returns the level-0 results (volatility terms, spec 5) and the
-    level-1 one."""
-    (row, col), times_k = task
-    layout, cs = ctx.layout, ctx.layout.cs
-    rows, cols = grid_shape(ctx.height, ctx.width, cs)
-    below: dict[tuple[int, int], Planes] = {}
-    writers = []
-    for r in range(2 * row, min(2 * row + 2, rows)):
-        for c in range(2 * col, min(2 * col + 2, cols)):
-            ys, xs = cell_slice(r, c, cs, ctx.height, ctx.width)
-            below[(r, c)] = planes = Planes(ctx.source.open_cell(r, c, ys, xs, times_k))
-            writers.append(
-                CellWriter(
-                    layout, "0", r, c, planes, volatility=True, encoded=ctx.samples.get((r, c))
-                )
-            )
-
-    # level 1's shape under this cell: half the level-0 region, rounded up (spec 6)
-    y0, x0 = 2 * row * cs, 2 * col * cs
-    shape = (
-        -(-(min(y0 + 2 * cs, ctx.height) - y0) // 2),
-        -(-(min(x0 + 2 * cs, ctx.width) - x0) // 2),
-    )
-
-    def reduced(t: int) -> PlaneTriple:
-        """Each cell below reduced on its own and placed: the cell size is even, so no 2 x 2
-        block straddles two cells and this is the block mean of their region (no copy of it)."""
-        values = np.empty((layout.n_band, *shape), dtype=layout.dtype)
-        mask = np.empty(shape, dtype=np.uint8) if layout.has_mask else None
-        cov = np.empty(shape, dtype=np.uint8) if layout.has_coverage else None
-        for (r, c), planes in below.items():
-            part = reduce_region(layout, *planes.get(t))
-            y, x = (r - 2 * row) * cs // 2, (c - 2 * col) * cs // 2
-            h, w = part[0].shape[-2:]
-            values[:, y : y + h, x : x + w] = part[0]
-            for out, got in ((mask, part[1]), (cov, part[2])):
-                if out is not None:
-                    assert got is not None  # the layout has the plane: every source gives it
-                    out[y : y + h, x : x + w] = got
-        return values, mask, cov
-
-    upper = CellWriter(layout, ctx.upper.path, row, col, Planes(reduced), volatility=False)
-    times = list(times_k)
-    for i, t in enumerate(times):
-        last = last_in_shard(layout, times, i)
-        for writer in writers:
-            writer.write(t, last_in_shard=last)
-        upper.write(t, last_in_shard=last)
-    return [writer.result for writer in writers], upper.result

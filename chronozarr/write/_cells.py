@@ -25,13 +25,12 @@ from chronozarr.format import (
     abs_diff_sum,
     apply_residual,
     assemble_region,
-    block_mean,
     build_shard,
     chunk_key,
     coverage_reduce,
     mask_reduce,
     residual,
-    validity,
+    valid_block_mean,
 )
 from chronozarr.io import LRU, Store
 from chronozarr.read import ArrayReader
@@ -49,6 +48,7 @@ __all__ = [
     "parallel",
     "reduce_region",
     "split_tasks",
+    "time_groups",
     "write_cell_series",
 ]
 
@@ -134,10 +134,12 @@ class Planes:
     """Source planes of one cell at one level with a small LRU (anchors are asked for out of order)."""
 
     def __init__(
-        self, fn: Callable[[int], tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]
+        self,
+        fn: Callable[[int], tuple[np.ndarray, np.ndarray | None, np.ndarray | None]],
+        keep: int = 6,
     ):
         self.fn = fn
-        self.cache: LRU[int, Any] = LRU(max_items=6)
+        self.cache: LRU[int, Any] = LRU(max_items=keep)
 
     def get(self, t: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         planes: tuple[np.ndarray, np.ndarray | None, np.ndarray | None]
@@ -186,8 +188,8 @@ class CellWriter:
     """The chunks of one cell, one timestep at a time (see :func:`write_cell_series`).
 
     A writer per cell lets a task write several cells in step, timestep by timestep: the encoder
-    writes the 2 x 2 level-0 cells under a level-1 cell and then the level-1 cell from the
-    planes still in memory (:func:`chronozarr.write._cell_tasks.level01_task`)."""
+    writes the level-0 cells under a coarser cell and then the coarser cells from the planes
+    still in memory (:func:`chronozarr.write._fused.fused_task`)."""
 
     def __init__(
         self,
@@ -349,9 +351,8 @@ def reduce_region(
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """The level-k planes of a region of level k-1: block mean over the valid pixels, mask
     max, coverage mean (spec 2.3-2.5, 6)."""
-    valid = validity(values, layout.nodata, mask)
     return (
-        block_mean(values, valid, layout.nodata),
+        valid_block_mean(values, layout.nodata, mask),
         None if mask is None else mask_reduce(mask),
         None if cov is None else coverage_reduce(cov),
     )
@@ -379,11 +380,23 @@ def split_tasks(
     task), else enough time groups that every worker is busy even when a level has one cell.
     With a companion of ``history_time`` timesteps per chunk, groups hold whole chunks of it (and
     whole shards) and are otherwise as large as without (C25)."""
+    groups = time_groups(len(cells), times, shard_time, workers, history_time)
+    return [(cell, g) for cell in cells for g in groups]
+
+
+def time_groups(
+    n_cells: int,
+    times: range,
+    shard_time: int | None,
+    workers: int,
+    history_time: int | None = None,
+) -> list[range]:
+    """The time groups :func:`split_tasks` cuts each of ``n_cells`` cells' ``times`` into."""
     if not len(times):
         return []
     groups: list[range] = []
     if history_time is not None:
-        n_groups = max(1, min(len(times), math.ceil(2 * workers / max(1, len(cells)))))
+        n_groups = max(1, min(len(times), math.ceil(2 * workers / max(1, n_cells))))
         size = shard_time if shard_time is not None else math.ceil(len(times) / n_groups)
         groups = history_groups(times, history_time, shard_time, size)
     elif shard_time is not None:
@@ -393,10 +406,10 @@ def split_tasks(
             groups.append(range(t, end))
             t = end
     else:
-        n_groups = max(1, min(len(times), math.ceil(2 * workers / max(1, len(cells)))))
+        n_groups = max(1, min(len(times), math.ceil(2 * workers / max(1, n_cells))))
         size = math.ceil(len(times) / n_groups)
         groups = [range(t, min(t + size, times.stop)) for t in range(times.start, times.stop, size)]
-    return [(cell, g) for cell in cells for g in groups]
+    return groups
 
 
 def merge_results(results: Sequence[CellResult]) -> list[CellResult]:

@@ -132,12 +132,18 @@ class EncodeSummary:
     """What ``encode`` returns: the target's URL, whether it resumed a partial, the level-0
     cell source's summaries (``summary()`` of each task, JSON), and the wall seconds of its
     phases (``select``: the temporal choice, with the auto sample; ``levels``: every chunk of
-    every level; ``metadata``: the metadata written last, spec 9)."""
+    every level; ``metadata``: the metadata written last, spec 9).
+
+    ``tasks`` and ``found``: per level (``"0"``, ``"1"``...; ``"01"`` for levels 0 and 1 in one
+    stage, decision 0057), its tasks and how many of them a resumed run found done in the work
+    prefix and did not run (decision 0017; the toolkit reports them, decision 0050)."""
 
     store: str
     resumed: bool
     sources: list[Any]
     phases: dict[str, float] = field(default_factory=dict)
+    tasks: dict[str, int] = field(default_factory=dict)
+    found: dict[str, int] = field(default_factory=dict)
 
 
 # Long by its signature and docstring: the public keyword API, documented where it is declared.
@@ -286,4 +292,12 @@ def _encode(
     lease.check()
     extras = plan.commit(results)
     phases["metadata"] = time.perf_counter() - clock
-    return EncodeSummary(target.url, resumed, extras, phases)
+    levels = {st.name.removeprefix("cz-level"): st for st in plan.stages}
+    return EncodeSummary(
+        target.url,
+        resumed,
+        extras,
+        phases,
+        tasks={k: len(st.tasks) for k, st in levels.items()},
+        found={k: len(st.done) for k, st in levels.items()},
+    )

@@ -49,19 +49,25 @@ from chronozarr.provenance import PROVENANCE_ITEMS, items_array_objects
 from chronozarr.write._arguments import EncodeArgs, check_provenance
 from chronozarr.write._cell_tasks import (
     ArrayInput,
-    FusedContext,
     Level0Context,
     UpperContext,
     is_cell_source,
     level0_task,
-    level01_task,
     upper_task,
 )
-from chronozarr.write._cells import CellResult, Layout, merge_results, split_tasks
+from chronozarr.write._cells import CellResult, Layout, merge_results, time_groups
 from chronozarr.write._commit import write_metadata
+from chronozarr.write._fused import FusedContext, fused_task
 from chronozarr.write._history import history_block, history_documents
-from chronozarr.write._plan import Stage, WritePlan, morton, needs_below
+from chronozarr.write._plan import Stage, WritePlan, needs_below
 from chronozarr.write._runner import Runner
+from chronozarr.write._tasks import (
+    CellResults,
+    GridTasks,
+    grid_order,
+    pyramid_needed_by,
+    pyramid_needs,
+)
 from chronozarr.write._worklog import WorkLog, clear_work, pending_tasks
 
 __all__ = ["EncodeCommit", "encode_plan", "level_infos"]
@@ -118,9 +124,11 @@ def _level_docs(args: EncodeArgs, info: LevelInfo) -> dict[str, dict[str, Any]]:
     return docs
 
 
-def _tasks(info: LevelInfo, args: EncodeArgs, threads: int, history_time: int | None) -> list[Any]:
-    cells = [(r, c) for r in range(info.grid[0]) for c in range(info.grid[1])]
-    return list(split_tasks(cells, range(args.shape[0]), args.shard_time, threads, history_time))
+def _tasks(info: LevelInfo, args: EncodeArgs, threads: int, history_time: int | None) -> GridTasks:
+    """The level's (cell, timesteps) tasks, made on demand (decision 0049)."""
+    rows, cols = info.grid
+    groups = time_groups(rows * cols, range(args.shape[0]), args.shard_time, threads, history_time)
+    return GridTasks(rows, cols, groups)
 
 
 def _check_visible(cells: Layout, args: EncodeArgs) -> None:
@@ -150,7 +158,8 @@ def _level0_stage(
     source = args.data if is_cell_source(args.data) else None
     array = None if source else ArrayInput(args.data, args.dtype, args.mask, args.coverage)
     history = cells.history
-    tasks = _tasks(info, args, runner.threads(), history.time_block if history else None)
+    grid_tasks = _tasks(info, args, runner.threads(), history.time_block if history else None)
+    tasks: Sequence[Any] = grid_tasks
     if runner.remote and array is not None:  # each task carries its cell's part of the input
         tasks = [
             (cell, times, array.view(*cell_slice(cell[0], cell[1], args.cs, h, w)))
@@ -169,10 +178,9 @@ def _level0_stage(
             _check_visible(cells, args)
 
     _todo, found = pending_tasks(tasks, info.path, work)
-    order = sorted(range(len(tasks)), key=lambda i: (morton(tasks[i][0]), i))
     stage = Stage(
         "cz-level0", level0_task, ctx, tasks, done=found, on_done=done,
-        order=order if runner.remote else None,
+        order=grid_order(grid_tasks) if runner.remote else None, sink=CellResults(len(tasks)),
     )  # fmt: skip
     if grouped:  # a context per group of cells, each made as the group is submitted (0058)
         grid = info.grid
@@ -204,10 +212,15 @@ def _upper_stage(
     ctx = UpperContext(cells, info, lower, needed, work.key if work else None)
     tasks = _tasks(info, args, runner.threads(), None)
     _todo, found = pending_tasks(tasks, info.path, work)
-    return Stage(
-        f"cz-level{info.path}", upper_task, ctx, tasks, done=found,
-        needs=needs_below(tasks, below.tasks),
-    )  # fmt: skip
+    stage = Stage(
+        f"cz-level{info.path}", upper_task, ctx, tasks, done=found, sink=CellResults(len(tasks))
+    )
+    if isinstance(below.tasks, GridTasks):  # computed, not tabulated (decision 0049)
+        stage.needs = pyramid_needs(tasks, below.tasks)
+        stage.needed_by = pyramid_needed_by(tasks, below.tasks)
+    else:  # level 0 of a numpy or dask input on a cluster: its tasks carry their input
+        stage.needs = needs_below(tasks, below.tasks)
+    return stage
 
 
 def _fusable(args: EncodeArgs, cells: Layout, levels: Sequence[LevelInfo], runner: Runner,
@@ -229,41 +242,62 @@ def _fusable(args: EncodeArgs, cells: Layout, levels: Sequence[LevelInfo], runne
     )
 
 
+#: the coarsest level the fused stage writes (decision 0059): level 2 still saves reading back
+#: and decoding level 1 (a quarter of level 0's chunks); each level further would quadruple the
+#: planes a task holds to save a sixteenth
+FUSED_TOP = 2
+
+
+def _fused_top(args: EncodeArgs, levels: Sequence[LevelInfo], runner: Runner) -> int:
+    """The coarsest level of the fused stage: 2 when its tasks keep every thread busy twice
+    over (tasks by level-2 cell and time range), else 1 (decision 0057's stage)."""
+    top = min(FUSED_TOP, len(levels) - 1)
+    while top > 1 and len(_tasks(levels[top], args, runner.threads(), None)) < 2 * runner.threads():
+        top -= 1
+    return top
+
+
 def _fused_stage(
     cells: Layout, args: EncodeArgs, levels: Sequence[LevelInfo], samples: Samples, runner: Runner
 ) -> Stage:
-    """Levels 0 and 1 in one stage (see :func:`_fusable`): a task per (level-1 cell, time
-    range) writes the cells below it and then it, timestep by timestep."""
-    h, w = levels[0].shape[2:]
+    """Levels 0 to :func:`_fused_top` in one stage (see :func:`_fusable`): a task per (cell of
+    that level, time range) writes the cells under it and then it, timestep by timestep."""
+    fused = list(levels[: _fused_top(args, levels, runner) + 1])
     array = ArrayInput(args.data, args.dtype, args.mask, args.coverage)
-    ctx = FusedContext(cells, h, w, levels[1], array, samples)
-    tasks = _tasks(levels[1], args, runner.threads(), None)
+    ctx = FusedContext(cells, fused, array, samples)
+    tasks = _tasks(fused[-1], args, runner.threads(), None)
     rows, cols = levels[0].grid
+    side = 2 ** (len(fused) - 1)  # level-0 cells per side of a top cell
 
     def chunks_to_encode(i: int) -> int:
         (r, c), times = tasks[i]
-        below = [(y, x) for y in (2 * r, 2 * r + 1) for x in (2 * c, 2 * c + 1)]
-        below = [(y, x) for y, x in below if y < rows and x < cols]
+        below = [
+            (y, x)
+            for y in range(side * r, min(side * (r + 1), rows))
+            for x in range(side * c, min(side * (c + 1), cols))
+        ]
         reused = sum(len(set(samples.get(cell, ())) & set(times)) for cell in below)
-        return (len(below) + 1) * len(times) - reused
+        return len(below) * len(times) - reused
 
     # the largest tasks first, so the threads end together: a task whose cells the auto sample
     # encoded (decision 0057) is lighter
     order = sorted(range(len(tasks)), key=lambda i: (-chunks_to_encode(i), i))
     return Stage(
-        "cz-level01", level01_task, ctx, tasks, order=order,
+        "cz-fused", fused_task, ctx, tasks, order=order,
         on_done=samples.clear,  # the auto sample's chunks are written
     )  # fmt: skip
 
 
-def _unfused(results: list[list[Any]]) -> list[list[CellResult]]:
-    """The fused stage's results as the stages of levels 0 and 1 (level 0 in its own task
-    order: by cell, then time, as :func:`_tasks` lists them)."""
+def _unfused(results: list[list[Any]], n_fused: int) -> list[list[CellResult]]:
+    """The fused stage's results as the stages by level would give them: each level by cell,
+    then time (as :func:`_tasks` lists them; the sort is stable, so a cell's time ranges stay
+    in order)."""
     fused, rest = results[0], results[1:]
-    level0 = sorted(
-        (res for children, _ in fused for res in children), key=lambda res: (res.row, res.col)
-    )  # stable: a cell's time ranges stay in order
-    return [level0, [upper for _, upper in fused], *rest]
+    by_level = [
+        sorted((res for task in fused for res in task[k]), key=lambda res: (res.row, res.col))
+        for k in range(n_fused)
+    ]
+    return [*by_level, *rest]
 
 
 @dataclass
@@ -285,22 +319,17 @@ class EncodeCommit:
         default_factory=dict
     )  # the companion's field coordinates (docs/spec.md C25)
 
-    def __call__(self, results: list[list[CellResult]]) -> list[Any]:
+    def __call__(self, results: Sequence[Sequence[CellResult] | CellResults]) -> list[Any]:
         args = self.args
         if self.temporal.encoding == "star-delta":  # residuals, said on the arrays (decision 0040)
             for lv in self.levels:
                 self.docs[f"{lv.path}/{args.variable}"]["attributes"].update(residuals_attribute())
-        self.extras = [res.extra for res in results[0] if res.extra is not None]
-        volatility = np.zeros(self.levels[0].grid, dtype=np.float32)
-        for res in merge_results(results[0]):
-            volatility[res.row, res.col] = volatility_value(res.vol_sum, res.vol_count)
+        self.extras = _extras(results[0])
+        volatility = _volatility(results[0], self.levels[0].grid)
         shard_bytes = None
         if args.shard_time is not None:
             shard_bytes = {
-                info.path: {
-                    key: n for res in merge_results(ran) for key, n in res.shard_sizes.items()
-                }
-                for info, ran in zip(self.levels, results, strict=True)
+                info.path: _shard_sizes(ran) for info, ran in zip(self.levels, results, strict=True)
             }
         prov = self.provenance(self.extras) if callable(self.provenance) else self.provenance
         check_provenance(prov)
@@ -382,7 +411,8 @@ def encode_plan(
     else:
         stages = [_level0_stage(cells, args, levels[0], samples, runner, work)]
         stages[0].on_result = _level0_result(stages[0], on_task, on_source)
-    for k in range(2 if fused else 1, len(levels)):
+    n_fused = len(stages[0].ctx.levels) if fused else 1
+    for k in range(n_fused, len(levels)):
         stages.append(_upper_stage(cells, args, levels, k, docs, stages[-1], runner, work))
     commit = EncodeCommit(
         args, cells.store, levels, docs, temporal, work, provenance, provenance_items
@@ -401,7 +431,7 @@ def encode_plan(
                 commit.history_objects[field_path] = (history_docs.pop(field_path), objects)
                 docs.update(history_docs)
     if fused:
-        return WritePlan(stages, lambda results: commit(_unfused(results)), pipelined=True)
+        return WritePlan(stages, lambda results: commit(_unfused(results, n_fused)), pipelined=True)
     return WritePlan(stages, commit, pipelined=True)
 
 
@@ -425,6 +455,30 @@ def _level0_result(
             res.extra = None
 
     return arrived if on_task is not None or on_source is not None else None
+
+
+def _extras(level0: Sequence[CellResult] | CellResults) -> list[Any]:
+    """The level-0 cell source summaries, in task order."""
+    if isinstance(level0, CellResults):
+        return level0.extras()
+    return [res.extra for res in level0 if res.extra is not None]
+
+
+def _volatility(level0: Sequence[CellResult] | CellResults, grid: tuple[int, int]) -> np.ndarray:
+    """Each level-0 cell's volatility (spec 5) from its tasks' terms, added in task order."""
+    if isinstance(level0, CellResults):
+        return level0.volatility(grid, volatility_value)
+    volatility = np.zeros(grid, dtype=np.float32)
+    for res in merge_results(level0):
+        volatility[res.row, res.col] = volatility_value(res.vol_sum, res.vol_count)
+    return volatility
+
+
+def _shard_sizes(ran: Sequence[CellResult] | CellResults) -> dict[str, int]:
+    """A level's shard sizes (spec 3.9 ``shard_bytes``), cell by cell in task order."""
+    if isinstance(ran, CellResults):
+        return ran.shard_sizes()
+    return {key: n for res in merge_results(ran) for key, n in res.shard_sizes.items()}
 
 
 def _fill(args: EncodeArgs) -> Any:

@@ -20,11 +20,19 @@ submits the tasks in, a pure function of the stages, so it is tested without das
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Stage", "WritePlan", "morton", "needs_below", "submission_order"]
+__all__ = [
+    "Stage",
+    "WritePlan",
+    "iter_submission_order",
+    "morton",
+    "needs_below",
+    "submission_order",
+]
 
 
 @dataclass
@@ -41,6 +49,13 @@ class Stage:
     of its group, ``group_context(group(i))``, instead of ``ctx`` (decision 0058: a region's
     tasks share per-group contexts, made when the group's first task is submitted and dropped
     when its last one is, so no process holds every group's context at once).
+
+    ``needed_by(j)``: the inverse of ``needs`` (the tasks of this stage that read task ``j`` of
+    the previous one, ascending), so that :func:`iter_submission_order` finds a task's
+    dependents without a table of every task's. ``sink``: an object whose ``put(i, result)``
+    keeps what is needed of each result (a :class:`~chronozarr.write._tasks.CellResults`); the
+    runner then keeps no result and hands the sink to the commit instead of the stage's list
+    (decision 0049).
     """
 
     name: str
@@ -48,12 +63,14 @@ class Stage:
     ctx: Any
     tasks: Sequence[Any]
     needs: Callable[[int], Sequence[int]] | None = None
-    order: Sequence[int] | None = None
+    order: Iterable[int] | None = None
     done: Mapping[int, Any] = field(default_factory=dict)
     on_result: Callable[[int, Any], None] | None = None
     on_done: Callable[[], None] | None = None
     group: Callable[[int], Any] | None = None
     group_context: Callable[[Any], Any] | None = None
+    needed_by: Callable[[int], Sequence[int]] | None = None
+    sink: Any = None
 
     def context(self, i: int) -> Any:
         """The context task ``i`` runs with (its group's, or the stage's)."""
@@ -63,8 +80,29 @@ class Stage:
 
     def todo(self) -> list[int]:
         """The indices of the tasks to run, in this stage's order."""
+        return list(self.pending())
+
+    def pending(self) -> Iterator[int]:
+        """:meth:`todo`, one index at a time (a region's list of indices is not made)."""
         order = self.order if self.order is not None else range(len(self.tasks))
-        return [i for i in order if i not in self.done]
+        done = self.done
+        for i in order:
+            if int(i) not in done:
+                yield int(i)
+
+    def dependents(self, j: int, below: Stage) -> list[int]:
+        """The tasks of this stage that wait for task ``j`` of ``below`` (in this stage's
+        order when there is no ``needed_by``)."""
+        if self.needed_by is not None:
+            return [i for i in self.needed_by(j) if i not in self.done]
+        table = self.__dict__.get("_dependents")
+        if table is None:  # the generic case: every task's needs inverted once
+            table = {}
+            for i in self.pending():
+                for n in self.wanted(i, below):
+                    table.setdefault(n, []).append(i)
+            self.__dict__["_dependents"] = table
+        return list(table.get(j, ()))
 
     def wanted(self, i: int, below: Stage) -> list[int]:
         """The tasks of ``below`` that task ``i`` waits for: its needs that are still to run."""
@@ -91,38 +129,55 @@ class WritePlan:
 
 
 def submission_order(stages: Sequence[Stage], pipelined: bool = True) -> list[tuple[int, int]]:
-    """Every (stage, task) to run, in the order a cluster submits them.
+    """Every (stage, task) to run, in the order a cluster submits them: the list of
+    :func:`iter_submission_order`."""
+    return list(iter_submission_order(stages, pipelined))
+
+
+def iter_submission_order(
+    stages: Sequence[Stage], pipelined: bool = True
+) -> Iterator[tuple[int, int]]:
+    """Every (stage, task) to run, in the order a cluster submits them, one at a time.
 
     Pipelined: each later-stage task right after the last task it waits for, so that its
     dependencies exist when it is submitted and the scheduler starts it when they are written;
     a task that waits for nothing (its needs were found done) first; stage 0 in its order.
-    Otherwise stage after stage, each in its order."""
+    Otherwise stage after stage, each in its order. Generated as it is consumed (decision 0049):
+    what it holds is the tasks whose needs are partly submitted, not a list of the region's."""
     if not pipelined:
-        return [(k, i) for k, stage in enumerate(stages) for i in stage.todo()]
-    waits: dict[tuple[int, int], int] = {}  # tasks it still waits for
-    dependents: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    first: list[tuple[int, int]] = []
-    for k in range(1, len(stages)):
-        for i in stages[k].todo():
-            wanted = stages[k].wanted(i, stages[k - 1])
-            if not wanted:
-                first.append((k, i))
-            waits[(k, i)] = len(wanted)
-            for j in wanted:
-                dependents.setdefault((k - 1, j), []).append((k, i))
-    out: list[tuple[int, int]] = []
-    stack = [(0, i) for i in reversed(stages[0].todo())] if stages else []
-    stack += list(reversed(first))
-    while stack:  # depth first: a task, then each dependent it was the last need of
-        item = stack.pop()
-        out.append(item)
-        ready = []
-        for dependent in dependents.get(item, ()):
-            waits[dependent] -= 1
-            if not waits[dependent]:
-                ready.append(dependent)
+        for k, stage in enumerate(stages):
+            for i in stage.pending():
+                yield k, i
+        return
+    if not stages:
+        return
+    first = [
+        (k, i)
+        for k in range(1, len(stages))
+        for i in stages[k].pending()
+        if not stages[k].wanted(i, stages[k - 1])
+    ]
+    heads = itertools.chain(first, ((0, i) for i in stages[0].pending()))
+    waits: dict[tuple[int, int], int] = {}  # tasks partly released: needs still to come
+    stack: list[tuple[int, int]] = []
+    while True:  # depth first: a task, then each dependent it was the last need of
+        item = stack.pop() if stack else next(heads, None)
+        if item is None:
+            return
+        yield item
+        k, j = item
+        if k + 1 == len(stages):
+            continue
+        above, ready = stages[k + 1], []
+        for i in above.dependents(j, stages[k]):
+            left = waits.pop((k + 1, i), None)
+            if left is None:
+                left = len(above.wanted(i, stages[k]))
+            if left > 1:
+                waits[(k + 1, i)] = left - 1
+            else:
+                ready.append((k + 1, i))
         stack += reversed(ready)
-    return out
 
 
 def morton(cell: tuple[int, int]) -> int:

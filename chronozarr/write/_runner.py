@@ -47,7 +47,7 @@ from typing import Any
 
 from chronozarr.errors import ClusterError
 from chronozarr.write._cells import default_workers, parallel
-from chronozarr.write._plan import Stage, submission_order
+from chronozarr.write._plan import Stage, iter_submission_order
 from chronozarr.write._worklog import check_resume_key
 
 __all__ = ["DEFAULT_RETRIES", "DEFAULT_WORKER_TIMEOUT", "RunOptions", "Runner"]
@@ -137,8 +137,15 @@ def _result(fut: Any, name: str) -> Any:
         raise
 
 
-def _merged(stage: Stage, ran: dict[int, Any]) -> list[Any]:
-    """A stage's results in task order: the ones found done, the ones run."""
+def _merged(stage: Stage, ran: dict[int, Any]) -> Any:
+    """A stage's results in task order: the ones found done, the ones run (with a ``sink``,
+    the sink, given the ones found done: decision 0049)."""
+    if stage.sink is not None:
+        for i, res in stage.done.items():
+            stage.sink.put(i, res)
+        for i, res in ran.items():
+            stage.sink.put(i, res)
+        return stage.sink
     return [stage.done[i] if i in stage.done else ran[i] for i in range(len(stage.tasks))]
 
 
@@ -206,15 +213,20 @@ class Runner:
         self._wait_for_workers()
         return _ClusterRun(self, stages, pipelined).run()
 
-    def _run_local(self, stage: Stage) -> list[Any]:
+    def _run_local(self, stage: Stage) -> Any:
         def one(i: int) -> Any:
             result = stage.fn(stage.ctx, stage.tasks[i])
             if stage.on_result is not None:
                 stage.on_result(i, result)
+            if stage.sink is not None:
+                stage.sink.put(i, result)
+                return None
             return result
 
         todo = stage.todo()
         ran = dict(zip(todo, parallel(one, todo, self.workers), strict=True))
+        if stage.sink is not None:
+            ran = {}
         if stage.on_done is not None:
             stage.on_done()
         return _merged(stage, ran)
@@ -237,10 +249,11 @@ class _ClusterRun:
         self.pipelined = pipelined
         self.token = uuid.uuid4().hex[:8]  # keys unique per run: a reused key may be in release
         self.window = runner.window or 2 * runner.threads()
-        self.sequence: Iterator[tuple[int, int]] = iter(submission_order(stages, pipelined))
+        self.sequence: Iterator[tuple[int, int]] = iter_submission_order(stages, pipelined)
         self.waiting: tuple[int, int] | None = None  # the next task, held back by the window
-        self.ran: list[dict[int, Any]] = [{} for _ in stages]
-        self.left = [len(stage.todo()) for stage in stages]
+        self.ran: list[dict[int, Any]] = [{} for _ in stages]  # stages without a sink
+        self.back = [bytearray(len(stage.tasks)) for stage in stages]  # 1: its result is here
+        self.left = [sum(1 for _ in stage.pending()) for stage in stages]
         self.finished = [False] * len(stages)
         self.pending: dict[Any, tuple[int, int]] = {}
         self.in_flight = 0  # windowed tasks submitted and not back
@@ -253,7 +266,7 @@ class _ClusterRun:
         self.group_left: dict[tuple[int, Any], int] = {}
         for k, stage in enumerate(stages):
             if stage.group is not None:
-                for i in stage.todo():
+                for i in stage.pending():
                     key = (k, stage.group(i))
                     self.group_left[key] = self.group_left.get(key, 0) + 1
         self.shared: Any = None
@@ -332,7 +345,7 @@ class _ClusterRun:
 
     def _park(self, k: int, i: int) -> bool:
         """Park task (k, i) on its needs still out; False when they are all here."""
-        out = [j for j in self.stages[k].wanted(i, self.stages[k - 1]) if j not in self.ran[k - 1]]
+        out = [j for j in self.stages[k].wanted(i, self.stages[k - 1]) if not self.back[k - 1][j]]
         if out:
             self.parked[(k, i)] = len(out)
             for j in out:
@@ -429,10 +442,14 @@ class _ClusterRun:
             if self._elsewhere(k, i, failure):
                 return
             raise failure.error from None  # no worker left: the task's own error, as it is
-        self.ran[k][i] = result
+        self.back[k][i] = 1
         self.left[k] -= 1
         if stage.on_result is not None:
             stage.on_result(i, result)
+        if stage.sink is not None:  # what the commit needs of it, not the result (0049)
+            stage.sink.put(i, result)
+        else:
+            self.ran[k][i] = result
         for p in self.parked_on.pop((k, i), ()):  # a parked task of stage k + 1 may be ready
             self.parked[(k + 1, p)] -= 1
             if not self.parked[(k + 1, p)]:

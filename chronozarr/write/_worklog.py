@@ -12,7 +12,7 @@ import json
 import logging
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from chronozarr.errors import EncodeError
@@ -123,7 +123,7 @@ def result_from_json(doc: Mapping[str, Any]) -> CellResult:
 
 
 def pending_tasks(
-    tasks: list[Any], level: str, work: WorkLog | None
+    tasks: Sequence[Any], level: str, work: WorkLog | None
 ) -> tuple[list[int], dict[int, CellResult]]:
     """The indices of a level's tasks still to run, and the summaries a resumed run finds of
     the others (decision 0017)."""

@@ -79,12 +79,21 @@ def sign_refs(refs: Sequence[ItemRef]) -> tuple[ItemRef, ...]:
     return tuple(out)
 
 
-def grid_blocks(grid: GridPlan) -> list[tuple[int, int, tuple[int, int, int, int]]]:
+def grid_blocks(
+    grid: GridPlan, rows: range | None = None, cols: range | None = None
+) -> list[tuple[int, int, tuple[int, int, int, int]]]:
+    """The grid's blocks (row, col, (y0, y1, x0, x1)), row-major; only those of ``rows`` x
+    ``cols`` when given (a group's: its own, not a scan of the region's, decision 0049)."""
     height, width = grid.shape
     cs = grid.chunk_size
+    n_rows, n_cols = math.ceil(height / cs), math.ceil(width / cs)
     out = []
-    for row in range(math.ceil(height / cs)):
-        for col in range(math.ceil(width / cs)):
+    for row in rows if rows is not None else range(n_rows):
+        if not 0 <= row < n_rows:
+            continue
+        for col in cols if cols is not None else range(n_cols):
+            if not 0 <= col < n_cols:
+                continue
             out.append(
                 (
                     row,

@@ -29,7 +29,7 @@ from cz.build.cluster_write import ClusterWrite, Wording
 from cz.build.errors import BuildError
 from cz.build.executor import Executor
 from cz.build.headers import HeaderedStore
-from cz.build.options import BuildOptions, BuildResult, Progress
+from cz.build.options import BuildOptions, BuildResult, Progress, resumed_text
 from cz.build.sources import RegionSource, SourceArray
 from cz.build.store_args import provenance_block
 from cz.build.target import is_url, local_path
@@ -117,6 +117,10 @@ def build_on_cluster(
     encoding = chronozarr.open_store(where).attrs.temporal.encoding
     result = run.result(where, open_target(where), encoding, started)
     result.store = where
-    if summary.resumed:
-        progress.note(f"resumed the partial build at {where}")
+    if summary.resumed:  # how much the partial held (decision 0050)
+        result.resumed = {
+            level: {"found": summary.found.get(level, 0), "tasks": n}
+            for level, n in summary.tasks.items()
+        }
+        progress.note(f"resumed the partial build at {where}: {resumed_text(result.resumed)}")
     return result

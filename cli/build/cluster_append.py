@@ -37,7 +37,7 @@ from cz.build.executor import Executor
 from cz.build.fitting import fitting_recipe
 from cz.build.headers import HeaderedStore
 from cz.build.leftovers import new_tag, start_run
-from cz.build.options import BuildOptions, BuildResult, Progress
+from cz.build.options import BuildOptions, BuildResult, Progress, resumed_text
 from cz.build.sources import AppendSource, make_source
 from cz.build.store_args import period_bounds
 from cz.build.target import is_url, local_path
@@ -108,7 +108,7 @@ def append_on_cluster(
             None if companion is None else companion.info.chunk_shape[0],
         )  # fmt: skip
         run = ClusterWrite("append", recipe, plan, options, progress, executor, _cell_summary)
-        _append(
+        summary = _append(
             run,
             reader,
             target,
@@ -120,10 +120,16 @@ def append_on_cluster(
             lock.release()
     result = run.result(target.url, target, reader.attrs.temporal.encoding, started)
     result.store = where
+    if summary.resumed:  # how much the interrupted append had written (decision 0050)
+        result.resumed = {
+            level: {"found": summary.found.get(level, 0), "tasks": n}
+            for level, n in summary.tasks.items()
+        }
+        progress.note(f"resumed the append at {where}: {resumed_text(result.resumed)}")
     return result
 
 
-def _append(run: ClusterWrite, reader: Any, target: Any, source: AppendSource) -> None:
+def _append(run: ClusterWrite, reader: Any, target: Any, source: AppendSource) -> Any:
     """``chronozarr.append`` of the cell source, resumable under the append's fingerprint."""
     old = with_periods(reader.attrs.provenance, period_bounds(run.plan), reader.n_time)
 
@@ -140,7 +146,7 @@ def _append(run: ClusterWrite, reader: Any, target: Any, source: AppendSource) -
         f"interrupted: the store at {target.url} still reads as before; re-run the same "
         "command to resume the append",
     )
-    run.run(
+    return run.run(
         lambda: chronozarr.append(
             target,
             source,

@@ -120,13 +120,23 @@ class ClusterWrite:
     fold: SourceFold | None = None  # set by :meth:`on_source`: the summaries are folded
     _stats: CompositeStats | None = None
     _started: float = 0.0
+    _arrived: bool = False  # a level-0 task of this run has returned (decision 0050)
 
     def on_source(self, i: int, extra: Any) -> None:
-        """Fold level-0 task ``i``'s summary (encode's ``on_source``, decision 0058)."""
+        """Fold level-0 task ``i``'s summary (encode's ``on_source``, decision 0058). Encode
+        hands the summaries a resumed run found before any task's (its docstring): those are
+        the cells found done, which the progress counts apart (decision 0050)."""
         if self.fold is None:
             self.fold = SourceFold(self.plan)
         if extra is not None:
             self.fold.add(i, extra)
+            if not self._arrived:  # found done on the target, not run by this run
+                self.progress.skip("cells", self._share(extra))
+
+    def _share(self, summary: Any) -> float:
+        """The share of a cell a level-0 task's summary stands for (its months of the plan's)."""
+        months = len(self.plan.months)
+        return float((summary or {}).get("months", months)) / max(1, months)
 
     def stats(self, extras: list[Any]) -> CompositeStats:
         if self._stats is None:
@@ -140,11 +150,10 @@ class ClusterWrite:
     def arguments(self) -> dict[str, Any]:
         """The keywords encode and append share: what the months are, the cluster, progress."""
         plan, options = self.plan, self.options
-        months = len(plan.months)
 
         def on_task(result: Any) -> None:
-            summary = self.source(result.extra) or {}
-            self.progress.advance("cells", summary.get("months", months) / max(1, months))
+            self._arrived = True
+            self.progress.advance("cells", self._share(self.source(result.extra)))
 
         return dict(
             times=[m.time for m in plan.months],

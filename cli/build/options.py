@@ -50,6 +50,17 @@ class BuildOptions:
         return max(1, self.workers or min(8, os.cpu_count() or 1))
 
 
+def resumed_text(resumed: dict[str, dict[str, int]]) -> str:
+    """``12 of 16 level-0 tasks and 3 of 5 upper-level tasks found done on the target``."""
+    level0 = resumed.get("0", {"found": 0, "tasks": 0})
+    upper = [v for k, v in resumed.items() if k != "0"]
+    found_up, tasks_up = sum(v["found"] for v in upper), sum(v["tasks"] for v in upper)
+    text = f"{level0['found']:,} of {level0['tasks']:,} level-0 tasks"
+    if tasks_up:
+        text += f" and {found_up:,} of {tasks_up:,} upper-level tasks"
+    return text + " found done on the target (not run again)"
+
+
 class Progress:
     """Progress events of a build; this base ignores them (the CLI draws rich bars).
 
@@ -63,6 +74,10 @@ class Progress:
 
     def advance(self, phase: str, amount: float = 1.0) -> None:
         """``amount`` units of ``phase`` are done."""
+
+    def skip(self, phase: str, amount: float = 1.0) -> None:
+        """``amount`` units of ``phase`` were found done on the target (a resumed run, decision
+        0017): done, but not this run's work, so not in its rate or time left (decision 0050)."""
 
     def finish(self, phase: str) -> None:
         """A phase is complete."""
@@ -102,6 +117,9 @@ class BuildResult:
     valid_fraction: float
     gap_filled_fraction: float
     warnings: list[str] = field(default_factory=list)
+    #: a resumed run (decision 0017): per level (``"0"``, ``"1"``...) ``{"found": n, "tasks":
+    #: m}``, the tasks found done on the target and not run again (decision 0050); else None
+    resumed: dict[str, dict[str, int]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)

@@ -236,7 +236,7 @@ class RegionSource:
 
         recipe, plan, halo = self.recipe, self.plan, self.ctx.rules.halo
         a, _, c, _, e, f = plan.grid.transform
-        windows = {(r, col): w for r, col, w in grid_blocks(plan.grid) if r in rows and col in cols}
+        windows = {(r, col): w for r, col, w in grid_blocks(plan.grid, rows, cols)}
         cells = list(windows)
         boxes = [
             box(c + a * (x0 - halo), f + e * (y1 + halo), c + a * (x1 + halo), f + e * (y0 - halo))

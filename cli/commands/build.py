@@ -2,8 +2,10 @@
 
 ``--dry-run`` resolves the recipe's items and prints the monthly plan without loading a pixel:
 the grid and its levels, per month the items kept and dropped (with the reason), the
-digital-number correction of each item, totals, and an estimate of the store's size and object
-count. ``--json`` prints the same plan as JSON on stdout.
+digital-number correction of each item, totals, an estimate of the store's size and object
+count, and the build's size (cells, tasks, bytes, PUT requests, CPU-hours from the cost model
+:mod:`cz.plan.costs`, decision 0050). ``--json`` prints the same plan as JSON on stdout, the
+size under ``"size"``.
 
 Without ``--dry-run`` the store is built (:func:`cz.build.build`): composites month by month, then
 the store cell by cell, with progress bars on stderr (months and cells, rates and ETA) and a
@@ -28,6 +30,7 @@ from rich.text import Text
 
 from chronozarr.errors import ChronozarrError
 from cz.build import BuildOptions, BuildResult, build
+from cz.build.options import resumed_text
 from cz.errors import CzError, RecipeError
 from cz.options import SchedulerOpt, SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
 from cz.output import (
@@ -43,6 +46,7 @@ from cz.output import (
 )
 from cz.periods import period_adjective
 from cz.plan import DroppedItem, Plan, PlannedItem, plan_recipe
+from cz.plan.costs import PlanSize, size_of
 from cz.progress import build_progress
 from cz.recipe import load_recipe
 from cz.recipe.period import PeriodSpec
@@ -51,6 +55,7 @@ __all__ = [
     "build_cmd",
     "print_plan",
     "print_result",
+    "print_size",
     "register",
     "report_run",
     "run_build_errors",
@@ -298,6 +303,27 @@ def _print_totals(plan: Plan) -> None:
         out.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
 
 
+def _cpu_text(hours: float) -> str:
+    """``12.5 CPU-hours``, or CPU-seconds below a tenth of an hour (a small test recipe)."""
+    if hours >= 0.1:
+        return f"{hours:,.1f} CPU-hours"
+    return f"{hours * 3600:.3g} CPU-seconds"
+
+
+def print_size(size: PlanSize) -> None:
+    """The dry run's last line: what the build will cost before it starts (decision 0050)."""
+    sample = f", {size.sample_tasks} auto sample" if size.sample_tasks else ""
+    out.print(
+        f"[bold]size[/]      {size.cells:,} cells at level 0 ({size.cells_all_levels:,} over "
+        f"every level) x {size.months} months = {size.cell_months:,} cell-months; "
+        f"{size.tasks:,} tasks ({size.level0_tasks:,} level 0, {size.upper_tasks:,} upper"
+        f"{sample}); about {human_bytes(size.bytes)} in {size.puts:,} PUTs; about "
+        f"{_cpu_text(size.cpu_hours)}",
+        highlight=False,
+    )
+    out.print(f"  [dim]{escape(size.basis)}[/]", highlight=False)
+
+
 def _recipe_failure(exc: RecipeError) -> None:
     """Print every problem of a broken recipe on stderr, one per line, and exit 2 (under
     ``--json``: ``{"error", "code", "problems"}`` on stdout, cz/conventions.py)."""
@@ -342,6 +368,8 @@ def print_result(result: BuildResult) -> None:
         f"encoding {result.encoding}; {human_bytes(result.bytes)} in {result.objects} objects",
         highlight=False,
     )
+    if result.resumed is not None:
+        out.print(f"  resumed: {resumed_text(result.resumed)}", highlight=False)
     if result.skipped:
         out.print(
             f"  [yellow]{len(result.skipped)} item(s) skipped[/] (recorded in the provenance):",
@@ -465,10 +493,12 @@ def build_cmd(
         return
     except CzError as exc:
         fail(str(exc), EXIT_RUNTIME)  # fail() prints text, never markup
+    size = size_of(plan, cluster=scheduler is not None)
     if as_json:
-        print_json(plan.to_dict())
+        print_json({**plan.to_dict(), "size": size.model_dump(mode="json")})
     else:
         print_plan(plan)
+        print_size(size)
 
 
 def register(app: Any) -> None:

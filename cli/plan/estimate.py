@@ -6,12 +6,24 @@ import math
 
 from pydantic import BaseModel
 
+from cz.plan.costs import DATA_RATIO, PLANE_RATIO  # the cost model's constants (decision 0050)
 from cz.plan.grid import GridPlan
 
-#: zstd stored / raw bytes on real Sentinel-2 uint16 chunks (spec 8: 1,376,469 / 2,097,152).
-DATA_RATIO = 0.66
-#: mask and coverage planes are mostly runs of one value; assumed stored / raw.
-PLANE_RATIO = 0.05
+__all__ = [
+    "DATA_RATIO",
+    "ITEMSIZE",
+    "METADATA_PER_LEVEL",
+    "METADATA_ROOT",
+    "PLANE_RATIO",
+    "Estimate",
+    "estimate_store",
+]
+
+#: Root objects besides the per-timestep provenance chunks: zarr.json, volatility (2), time (2),
+#: band (2), provenance_items' zarr.json.
+METADATA_ROOT = 8
+#: Per level: the group's zarr.json, 7 arrays' zarr.json, the time, band, y and x chunks.
+METADATA_PER_LEVEL = 12
 
 ITEMSIZE = {"uint8": 1, "uint16": 2, "int16": 2, "float32": 4}
 
@@ -44,8 +56,10 @@ def estimate_store(
 
     Objects per level: one per (timestep, cell) for each of the three arrays, or one per
     (time shard, cell) when sharded (spec 7.1); plus the metadata: the root zarr.json, the
-    volatility array (zarr.json + one chunk) and per level the group zarr.json, seven array
-    zarr.json files (data, mask, coverage, time, band, y, x) and four coordinate chunks.
+    volatility array (zarr.json + one chunk), the root's time and band arrays (zarr.json + one
+    chunk each), the ``provenance_items`` array a build writes (zarr.json + one chunk per
+    timestep, chronozarr.provenance) and per level the group zarr.json, seven array zarr.json files (data,
+    mask, coverage, time, band, y, x) and four coordinate chunks.
     """
     arrays = ["data", "mask", "coverage"]
     itemsize = ITEMSIZE[dtype]
@@ -59,7 +73,7 @@ def estimate_store(
         data_raw += timesteps * bands * h * w * itemsize
         plane_raw += 2 * timesteps * h * w
         chunks += len(arrays) * n_time_objects * level.grid[0] * level.grid[1]
-    metadata = 3 + 12 * len(grid.levels)
+    metadata = METADATA_ROOT + timesteps + METADATA_PER_LEVEL * len(grid.levels)
     return Estimate(
         timesteps=timesteps,
         bands=bands,

@@ -9,8 +9,8 @@
 //
 // In: {ports} (one per decoder; each says on its port when its decoder is warm), then
 // {chunks: [{url, key, path, doc, cap}], decode}, and {drop: true} (no decoder will be ready).
-// Out: {kind: "chunk", url, key, status, statusText, buf, decoding} | {kind: "chunk", url, key,
-// failed: true} | {kind: "timing", timeOrigin, entries}.
+// Out: {kind: "started"} (the ports arrived) | {kind: "chunk", url, key, status, statusText, buf,
+// decoding} | {kind: "chunk", url, key, failed: true} | {kind: "timing", timeOrigin, entries}.
 
 import { readBody } from "../../js/chronozarr/http.js";
 
@@ -78,6 +78,7 @@ async function getChunk(c, decode) {
 scope.onmessage = (/** @type {MessageEvent} */ e) => {
   const m = e.data;
   if (m.ports) {
+    scope.postMessage({ kind: "started" }); // the page's messages reach this Worker now (early.js)
     for (const port of /** @type {MessagePort[]} */ (m.ports)) {
       port.onmessage = (ev) => {
         if (!ev.data?.ready) return;

@@ -120,9 +120,35 @@ function startStore(early, store, q, size, mark, hi) {
     }
     fetcher?.postMessage({ drop: true });
   };
+  // early.started: settled once every Worker started here has its first message from the page.
+  // Until then those messages wait in the page, delivered only when its thread has taken note
+  // that the Worker's script ran: a page thread blocked meanwhile (a WebGL context's creation
+  // waits on the GPU process, up to a second under GPU compositing on a software renderer)
+  // held the chunk GETs and the decoders' start until it was free (decision 0055). viewer.js
+  // waits for this before it creates its context.
+  let toStart = 0;
+  /** @type {() => void} */
+  let allStarted = () => {};
+  early.started = new Promise((r) => (allStarted = /** @type {() => void} */ (r)));
+  const started = () => {
+    if (--toStart <= 0) allStarted();
+  };
+  let fetcherCounted = false;
+  const fetcherStarted = () => {
+    if (fetcherCounted) return;
+    fetcherCounted = true;
+    started();
+  };
   if (typeof Worker !== "undefined") {
     const n = Math.max(1, Math.min(4, navigator.hardwareConcurrency || 2));
+    /** @type {Set<string>} */
+    const received = new Set();
     const listen = (/** @type {MessageEvent} */ e) => {
+      const got = e.data?.received;
+      if (typeof got === "string" && !received.has(got)) {
+        received.add(got);
+        started();
+      }
       const id = e.data?.id;
       if (typeof id === "string" && id.startsWith("early-warm-")) {
         mark(id);
@@ -135,10 +161,12 @@ function startStore(early, store, q, size, mark, hi) {
       }
     };
     const ports = [];
+    toStart = n + 1; // the decoders and the fetcher
     for (let i = 0; i < n; i++) {
       const wk = new Worker("decode-worker.js", { type: "module" });
       wk.addEventListener("message", listen);
       wk.addEventListener("error", off);
+      wk.addEventListener("error", () => listen(/** @type {any} */ ({ data: { received: `early-warm-${i}` } })));
       // The port lets the chunk fetcher hand this decoder its chunks directly.
       const ch = new MessageChannel();
       wk.postMessage({ id: `early-warm-${i}`, warm: true, port: ch.port1 }, [ch.port1]);
@@ -151,8 +179,9 @@ function startStore(early, store, q, size, mark, hi) {
       fetcher.postMessage({ ports }, ports);
     } catch {
       fetcher = null; // (a CSP without blob: workers) the page GETs the chunks itself
+      fetcherStarted();
     }
-  }
+  } else allStarted();
   /** @type {Record<string, {promise: Promise<Response>, resolve: (r: Response | Promise<Response>) => void}>} */
   const slots = {};
   const slot = (/** @type {string} */ url) => {
@@ -174,13 +203,17 @@ function startStore(early, store, q, size, mark, hi) {
   if (fetcher) {
     // If the fetcher fails, nothing may wait for it: the page GETs what it had named.
     fetcher.onerror = () => {
+      fetcherStarted();
       early.fetchMap();
       for (const url of Object.keys(slots)) slots[url].resolve(fetch(url));
       for (const key of Object.keys(early.decoded)) unsent(key);
     };
     fetcher.onmessage = (e) => {
       const m = e.data;
-      if (m.kind === "chunk") {
+      if (m.kind === "started") {
+        mark("fetcher started");
+        fetcherStarted();
+      } else if (m.kind === "chunk") {
         mark(`chunk ${m.key.slice(m.key.lastIndexOf("/c/") + 1)}`);
         // (a failed or too large chunk: the reader GETs it itself and says why)
         if (m.failed) {
@@ -214,6 +247,7 @@ function startStore(early, store, q, size, mark, hi) {
   // A view from the URL is not the fitted one: its chunks are not guessed.
   if (q.get("time") || q.get("center") || q.get("level")) {
     fetcher?.terminate();
+    fetcherStarted();
     early.fetchMap();
     return;
   }
@@ -234,7 +268,10 @@ function startStore(early, store, q, size, mark, hi) {
       mark("chunks requested");
       early.planned = (plan || []).length;
       if (plan?.length) getChunks(plan);
-      else fetcher?.terminate();
+      else {
+        fetcher?.terminate();
+        fetcherStarted();
+      }
     })
     .catch(() => {});
   // MapLibre's files once the first view's chunks are in (or there are none to get).

@@ -126,6 +126,8 @@ function loadMapLibre() {
 }
 /** The map waits at most this long for the first frame drawn before it (a slow store). */
 const MAP_DEADLINE_MS = 1500;
+// The longest the layer's context waits for the early Workers to have their first messages.
+const START_DEADLINE_MS = 1000;
 
 // --- formatting ----------------------------------------------------------------------------------
 
@@ -1114,6 +1116,11 @@ async function open(url) {
     marks.mapFrame = performance.now();
     prefetchView();
   };
+  // Creating the layer's WebGL context blocks this thread on the GPU process (up to a second
+  // under GPU compositing on a software renderer); the early Workers' first messages wait on
+  // this thread, so the context waits for them to be delivered (early.js `started`, at most
+  // START_DEADLINE_MS): the chunk GETs and the decoders' start are no longer held (decision 0055).
+  await Promise.race([early.started, new Promise((r) => setTimeout(r, START_DEADLINE_MS))]);
   const drawn = layer.drawBeforeMap(cameraMap({ ...camera, ...size, dpr: window.devicePixelRatio || 1 }), el.map, {
     preserveDrawingBuffer: params.get("capture") === "1",
   });

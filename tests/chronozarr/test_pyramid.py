@@ -7,7 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from chronozarr.format import block_mean, coverage_reduce, mask_reduce, validity
+from chronozarr.format import (
+    block_mean,
+    coverage_reduce,
+    mask_reduce,
+    valid_block_mean,
+    validity,
+)
 from tests.chronozarr.helpers import (
     ref_coverage_reduce,
     ref_mask_reduce,
@@ -53,6 +59,34 @@ def test_block_mean_matches_reference(data, dtype: str) -> None:
     )[0]
     assert got.dtype == values.dtype
     assert got.shape == (b, -(-h // 2), -(-w // 2))
+    assert np.array_equal(got, want)
+
+
+@FAST
+@given(data=st.data(), dtype=st.sampled_from(["uint8", "uint16", "int16", "float32"]))
+def test_valid_block_mean_matches_reference(data, dtype: str) -> None:
+    """The shortcut that skips the validity (decision 0059) gives the reference's mean, with a
+    nodata inside, outside or absent, with and without a mask, on a strided view."""
+    values = data.draw(planes(dtype))
+    b, h, w = values.shape
+    big = np.zeros((b, h + 3, w + 5), dtype=values.dtype)
+    big[:, 1 : h + 1, 2 : w + 2] = values
+    view = big[:, 1 : h + 1, 2 : w + 2]  # strided, as a cell of the input is
+    use_mask = data.draw(st.booleans())
+    mask = data.draw(hnp.arrays(np.uint8, (h, w), elements=st.integers(0, 1))) if use_mask else None
+    if dtype == "float32":
+        choices = [None, 0.0, float(values.flat[0]), float(values.max()) + 1.0, float("nan")]
+    else:
+        info = np.iinfo(dtype)
+        choices = [None, 0, int(values.flat[0]), int(info.min), int(info.max)]
+    nodata = data.draw(st.sampled_from(choices))
+    got = valid_block_mean(view, nodata, mask)
+    want = ref_reduce(
+        values[None],
+        ref_validity(values[None], nodata, None if mask is None else mask[None]),
+        nodata,
+    )[0]
+    assert got.dtype == values.dtype
     assert np.array_equal(got, want)
 
 

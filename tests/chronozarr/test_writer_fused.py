@@ -1,6 +1,7 @@
-"""Levels 0 and 1 written by one stage (decision 0057) hold the bytes the level-by-level stages
-write: the fused task takes level 1 from the level-0 planes in memory, the level-by-level one
-from level 0 read back from the store and decoded, the definition of spec 6. Every object of
+"""Levels 0 to 1 or 2 written by one stage (decisions 0057, 0059) hold the bytes the
+level-by-level stages write: the fused task takes level k from the level k-1 planes in memory,
+the level-by-level one from level k-1 read back from the store and decoded, the definition of
+spec 6. Every object of
 both stores is compared, over odd shapes (edge cells, odd level shapes), nodata, mask and
 coverage, both encodings and time shards, and a task split in time ranges."""
 
@@ -30,19 +31,22 @@ def _encode(path: Path, data: np.ndarray, **kw: object) -> None:
     )  # fmt: skip
 
 
-CASES = {
-    "uint16 odd shape, auto, 1 worker": dict(shape=(7, 2, 45, 71), workers=1),
+CASES = {  # "top": the coarsest level the fused stage writes (decision 0059's rule)
+    "uint16 odd shape, auto, 1 worker": dict(shape=(7, 2, 45, 71), workers=1, top=2),
     "uint16 star-delta, nodata, 2 workers (time ranges)": dict(
-        shape=(9, 3, 33, 40), encoding="star-delta", nodata=0, workers=2
+        shape=(9, 3, 33, 40), encoding="star-delta", nodata=0, workers=2, top=1
     ),
     "uint8 none, mask and coverage, 3 workers": dict(
-        shape=(5, 1, 64, 50), dtype=np.uint8, encoding="none", planes=True, workers=3
+        shape=(5, 1, 64, 50), dtype=np.uint8, encoding="none", planes=True, workers=3, top=1
+    ),
+    "uint16 star-delta, mask and coverage, odd level-2 cells, 1 worker": dict(
+        shape=(9, 2, 70, 66), encoding="star-delta", planes=True, workers=1, top=2
     ),
     "int16 sharded none": dict(
-        shape=(8, 2, 40, 40), dtype=np.int16, encoding="none", shard_time=3, workers=2
+        shape=(8, 2, 40, 40), dtype=np.int16, encoding="none", shard_time=3, workers=2, top=1
     ),
     "uint16 sharded star-delta with mask": dict(
-        shape=(8, 2, 50, 34), encoding="star-delta", shard_time=4, planes=True, workers=2
+        shape=(8, 2, 50, 34), encoding="star-delta", shard_time=4, planes=True, workers=2, top=1
     ),
 }
 
@@ -53,6 +57,7 @@ def test_the_fused_stage_writes_the_bytes_of_the_stages_by_level(
 ) -> None:
     case = dict(case)
     shape, dtype = case.pop("shape"), np.dtype(case.pop("dtype", np.uint16))
+    top = case.pop("top")
     planes = case.pop("planes", False)
     rng = np.random.default_rng(sum(shape))
     hi = 200 if dtype == np.uint8 else 3000
@@ -70,9 +75,18 @@ def test_the_fused_stage_writes_the_bytes_of_the_stages_by_level(
         taken.append(fusable(*args))  # type: ignore[arg-type]
         return taken[-1]
 
+    tops: list[int] = []
+    fused_top = _encode_plan._fused_top
+
+    def top_spy(*args: object) -> int:
+        tops.append(fused_top(*args))  # type: ignore[arg-type]
+        return tops[-1]
+
     monkeypatch.setattr(_encode_plan, "_fusable", spy)
+    monkeypatch.setattr(_encode_plan, "_fused_top", top_spy)
     _encode(tmp_path / "fused.zarr", data, **case)
     assert taken == [True], "the fused stage was not used: the test compares nothing"
+    assert tops == [top], f"the fused stage wrote levels 0 to {tops}, expected 0 to {top}"
     monkeypatch.setattr(_encode_plan, "_fusable", lambda *args: False)
     _encode(tmp_path / "levels.zarr", data, **case)
 

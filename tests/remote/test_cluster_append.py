@@ -37,6 +37,7 @@ from tests.remote.conftest import Moto, list_keys, new_bucket
 from tests.remote.test_cluster_append_library import APPEND_CLIENT_KEY
 from tests.remote.test_cluster_build import ClientPuts, DiskWatch, KillOnFirstCell, StopAfter
 from tests.remote.test_cluster_encode import download
+from tests.remote.test_cluster_resume_report import quiet_summaries
 
 distributed = pytest.importorskip("distributed")
 
@@ -169,10 +170,17 @@ def test_an_interrupted_append_leaves_the_old_store_and_resumes(
     done = list((out / ".cz-build" / key / "0").glob("*.json"))
     assert done  # at least the cell that came back is recorded
     assert chronozarr.validate(out).ok  # the old store, readable as it was
+    found = quiet_summaries(out)  # the tasks in flight at the interruption record theirs too
     progress = StopAfter(10**9)
-    append_months(rec, ["2024-03"], store=str(out), options=_options(dask_procs, tmp_path),
-                  progress=progress)  # fmt: skip
+    result = append_months(rec, ["2024-03"], store=str(out), options=_options(dask_procs, tmp_path),
+                           progress=progress)  # fmt: skip
     assert digests(out) == digests(grown)
+    # the re-run reports what the test counted on the target (decision 0050)
+    assert result.resumed is not None
+    assert {k: v["found"] for k, v in result.resumed.items() if v["found"]} == found
+    assert any(
+        n.startswith("resumed the append at") and f"{found['0']} of " in n for n in progress.notes
+    ), progress.notes
 
 
 def _cz(args: list[str], cwd: Path, **env: str) -> subprocess.Popen[str]:

@@ -7,6 +7,7 @@
 //                                 (transferred), prefix = elements needed from the chunk's start
 //                                 (a zstd chunk is then decoded only that far; data may be shorter)
 //        {id, warm: true, port?}  load zstd and compile its WebAssembly now (answers {id, ok});
+//                                 with a port, {received: id} first, as soon as it arrives;
 //                                 jobs that arrive on `port` are answered to the page as well,
 //                                 and the warm-up's answer goes to `port` too ({id, ok, ready:
 //                                 true}), so whoever holds the port (the viewer's chunk fetcher)
@@ -101,6 +102,10 @@ globalThis.onmessage = (ev) => {
   // straight to this one; the answers still go to the page.
   const port = ev.data?.port;
   if (!port) return handle(ev.data, toPage);
+  // Received (before zstd compiles): the page's messages to a Worker wait in the page until its
+  // script has run and the page's thread has taken note, so the page waits for this before it
+  // blocks its thread in a WebGL context's creation (decision 0055).
+  toPage({ received: ev.data.id });
   port.onmessage = (e) => handle(e.data, toPage);
   handle(ev.data, (m, transfer) => {
     toPage(m, transfer);

@@ -422,7 +422,7 @@ export class ChronozarrLayer {
    */
   drawBeforeMap(camera, container, { preserveDrawingBuffer = false } = {}) {
     if (this.rendering !== "overlay" || this._map) return Promise.resolve(false);
-    const { canvas, gl } = overlayCanvas(container.ownerDocument, preserveDrawingBuffer);
+    const { canvas, gl } = overlayCanvas(container.ownerDocument, preserveDrawingBuffer, camera.getCanvas());
     if (!gl) return Promise.resolve(false);
     // Above whatever the map puts in the container until onAdd moves it after the map's canvas.
     canvas.style.zIndex = "1";
@@ -507,7 +507,7 @@ export class ChronozarrLayer {
   _addOverlay(map, mapGl) {
     const mapCanvas = map.getCanvas();
     const preserve = mapGl.getContextAttributes?.()?.preserveDrawingBuffer ?? false;
-    const { canvas, gl } = overlayCanvas(mapCanvas.ownerDocument, preserve);
+    const { canvas, gl } = overlayCanvas(mapCanvas.ownerDocument, preserve, mapCanvas);
     if (!gl) {
       this.rendering = "interleaved";
       return;

@@ -11,15 +11,26 @@ const OVERLAY_CONTEXT = { alpha: true, premultipliedAlpha: true, antialias: fals
 
 /**
  * The overlay's canvas (no pointer events, at the container's origin) and its WebGL2 context, or
- * gl null where a context is refused.
+ * gl null where a context is refused. The canvas gets the size of `like` (the map's canvas, or
+ * camera.js's stand-in for it) before its context exists: a WebGL canvas resized later
+ * reallocates its drawing buffer, and the browser checks that buffer with synchronous calls to
+ * the GPU process (a framebuffer status and an error query per dimension), which on the first
+ * frame's path waited behind the compositor's frames there (decision 0055).
  * @param {Document} doc
  * @param {boolean} preserveDrawingBuffer as the map's context has it (a page that reads the map's pixels reads the layer's)
+ * @param {{width: number, height: number, style?: {width?: string, height?: string}}} [like] the size to start at
  * @returns {{canvas: HTMLCanvasElement, gl: WebGL2RenderingContext | null}}
  */
-export function overlayCanvas(doc, preserveDrawingBuffer) {
+export function overlayCanvas(doc, preserveDrawingBuffer, like) {
   const canvas = doc.createElement("canvas");
   canvas.className = "chronozarr-overlay";
   canvas.style.cssText = "position:absolute;left:0;top:0;pointer-events:none;";
+  if (like?.width > 0 && like?.height > 0) {
+    canvas.width = like.width;
+    canvas.height = like.height;
+    if (like.style?.width) canvas.style.width = like.style.width;
+    if (like.style?.height) canvas.style.height = like.style.height;
+  }
   return { canvas, gl: canvas.getContext("webgl2", { ...OVERLAY_CONTEXT, preserveDrawingBuffer }) };
 }
 

@@ -171,21 +171,31 @@ function uniforms(gl, program, names) {
  */
 export function linkProgram(gl, vs, fs) {
   const program = gl.createProgram();
-  for (const [type, src] of /** @type {[number, string][]} */ ([
+  const shaders = /** @type {[number, string][]} */ ([
     [gl.VERTEX_SHADER, vs],
     [gl.FRAGMENT_SHADER, fs],
-  ])) {
+  ]).map(([type, src]) => {
     const sh = gl.createShader(type);
     gl.shaderSource(sh, src);
     gl.compileShader(sh);
-    if (!gl.getShaderParameter(sh, gl.COMPILE_STATUS)) throw new Error(`chronozarr layer shader: ${gl.getShaderInfoLog(sh)}`);
     gl.attachShader(program, sh);
-    gl.deleteShader(sh);
-  }
+    return sh;
+  });
   gl.bindAttribLocation(program, 0, "a_pos");
   gl.bindAttribLocation(program, 1, "a_uv");
   gl.linkProgram(program);
-  if (!gl.getProgramParameter(program, gl.LINK_STATUS)) throw new Error(`chronozarr layer program: ${gl.getProgramInfoLog(program)}`);
+  // One status query: each is a synchronous round trip to the GPU process (decision 0055). A
+  // shader that did not compile fails the link; its own log is read then, for the message.
+  if (!gl.getProgramParameter(program, gl.LINK_STATUS)) {
+    const failed = shaders.find((sh) => !gl.getShaderParameter(sh, gl.COMPILE_STATUS));
+    const message = failed
+      ? `chronozarr layer shader: ${gl.getShaderInfoLog(failed)}`
+      : `chronozarr layer program: ${gl.getProgramInfoLog(program)}`;
+    for (const sh of shaders) gl.deleteShader(sh);
+    gl.deleteProgram(program);
+    throw new Error(message);
+  }
+  for (const sh of shaders) gl.deleteShader(sh);
   return program;
 }
 

@@ -70,10 +70,13 @@ def test_dry_run_json_is_the_plan(cli: Any, recipe_35mnm: Path, tmp_path: Path) 
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)  # stdout holds the JSON and nothing else
     expected = plan_recipe(load_recipe(recipe_35mnm), out=str(tmp_path / "s.zarr")).to_dict()
+    size = data.pop("size")  # the plan, and the build's size beside it (decision 0050)
     assert data == json.loads(json.dumps(expected))
+    assert size["cells"] == data["grid"]["cells"] and size["months"] == 4
     assert data["store"]["path"] == str(tmp_path / "s.zarr")
     assert [m["month"] for m in data["months"]] == ["2020-05", "2020-06", "2020-07", "2020-08"]
-    assert data["estimate"]["objects"] == data["estimate"]["chunk_objects"] + 3 + 12 * len(
+    # the root's 8 objects, one provenance chunk a month, 12 objects a level
+    assert data["estimate"]["objects"] == data["estimate"]["chunk_objects"] + 8 + 4 + 12 * len(
         data["grid"]["levels"]
     )
 

@@ -195,7 +195,8 @@ def test_estimate_counts_bytes_and_objects(tmp_path: Path) -> None:
     est = estimate_store(grid, timesteps=3, bands=2, dtype="uint16")
     assert est.raw_bytes == 3 * 2 * 1_250_000 * 2 + 2 * 3 * 1_250_000
     assert est.chunk_objects == 3 * 3 * (4 + 1)
-    assert est.metadata_objects == 3 + 12 * 2
+    # the root (zarr.json, volatility, time, band: 7), provenance_items (1 + 3), 12 a level
+    assert est.metadata_objects == 7 + 1 + 3 + 12 * 2
     assert est.objects == est.chunk_objects + est.metadata_objects
     assert 0 < est.estimated_bytes < est.raw_bytes
     sharded = estimate_store(grid, timesteps=3, bands=2, dtype="uint16", shard=True, shard_time=2)
