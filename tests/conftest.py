@@ -88,7 +88,6 @@ def store_copy(fuzz_bases: dict[str, Path], tmp_path: Path):
 #: later, which costs wall time, never a result
 LONG = (
     "tests/test_docs_blocks.py",
-    "tests/test_collection.py",
     "tests/cz/test_kill_points.py",
     "tests/cz/test_signals.py",
     "tests/cz/build/test_swap.py",
