@@ -29,7 +29,8 @@ fi
 # The 20 slowest tests are printed, so a suite drifting towards its 15-minute budget shows why.
 # Two workers (pytest-xdist; PYTEST_WORKERS=0 runs one process): the suite spends much of its time
 # waiting on subprocesses and servers, which the second worker fills. tests/conftest.py keeps the
-# tests that share session servers (tests/remote/) on one worker (--dist loadgroup). Temporary
+# tests that share the session dask cluster (tests/remote/) on one worker (--dist loadgroup) and
+# hands the slow tests out first, so the two workers end together. Temporary
 # folders go to the checkout's own .pytest-tmp/ (emptied at the start of each run), not to the
 # machine's /tmp/pytest-of-USER, whose old folders every run there would otherwise sweep first.
 python -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadgroup --basetemp=.pytest-tmp --durations=20 "$@"

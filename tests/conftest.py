@@ -4,6 +4,7 @@ base stores (built once per session for the hostile-input tests of both packages
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -13,11 +14,16 @@ from hypothesis import settings
 
 from tests.fuzz.stores import BASES, build_base
 
+# No per-example deadline anywhere: the machine is shared (load 4-20 beside other work), so a
+# deadline fails a correct example that waited for a core ("Unreliable test timings"), and
+# performance is measured in bench/, not asserted in tests (docs/benchmarks.md).
+settings.register_profile("shared-machine", deadline=None)
 # CI runs the property tests derandomized: the same examples every run, so a landing is never
 # decided by a newly drawn example (developers' runs still explore; `.hypothesis/` keeps failures).
-settings.register_profile("ci", derandomize=True, print_blob=True)
-if os.environ.get("CI") == "true":
-    settings.load_profile("ci")
+settings.register_profile(
+    "ci", parent=settings.get_profile("shared-machine"), derandomize=True, print_blob=True
+)
+settings.load_profile("ci" if os.environ.get("CI") == "true" else "shared-machine")
 
 REPO = Path(__file__).resolve().parents[1]
 #: the read-only real-world fixtures beside the checkout (``CZ_SHARED_FIXTURES`` names them for a
@@ -77,10 +83,73 @@ def store_copy(fuzz_bases: dict[str, Path], tmp_path: Path):
     return copy
 
 
+#: the tests that took 25 s or more under load (``--durations``, docs/benchmarks-archive.md "Test
+#: suite"): marked ``slow`` here and handed out first; a test missing from the list only starts
+#: later, which costs wall time, never a result
+LONG = (
+    "tests/test_docs_blocks.py",
+    "tests/cz/test_kill_points.py",
+    "tests/cz/test_signals.py",
+    "tests/cz/build/test_swap.py",
+    "tests/cz/build/test_appending.py",
+    "tests/cz/build/test_executor.py::test_cluster_build_equals_local_build",
+    "tests/cz/composite/test_methods.py::test_geomedian",
+    "tests/cz/test_app.py::test_demo_build_validate_append_from_the_cli",
+    "tests/chronozarr/test_temporal.py::test_residual_inverse_all_uint16_pairs",
+    "tests/chronozarr/test_writer.py::test_roundtrip_property",
+    "tests/fuzz/test_fuzz_slice.py",
+    "tests/remote/test_concurrent_writers.py",
+    "tests/remote/test_cluster_faults.py",
+)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``-n 2 --dist loadgroup``, scripts/test.sh) the tests of tests/remote/
-    run on one worker: they share session servers (moto, a dask scheduler and its workers, the
-    served stores), which each worker would otherwise start for itself, on the same 2 cores."""
+    """The tests of ``LONG`` are marked ``slow`` and handed out first (under pytest-xdist the
+    longest jobs first, so the two workers end together instead of one finishing a long test
+    alone at the end); the order is otherwise kept."""
     for item in items:
-        if item.nodeid.startswith("tests/remote/"):
-            item.add_marker(pytest.mark.xdist_group("remote"))
+        if item.nodeid.startswith(LONG):
+            item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
+
+
+try:
+    from xdist.scheduler import LoadGroupScheduling
+except ImportError:  # pytest-xdist is in the test extra; without it the suite runs in one process
+    LoadGroupScheduling = None
+
+
+#: the modules that use the session dask cluster (``dask_procs``, tests/remote/conftest.py: a
+#: scheduler and two worker processes): one worker runs them all and starts it once
+DASK_CLUSTER_MODULES = frozenset(
+    path.relative_to(REPO).as_posix()
+    for path in (REPO / "tests").rglob("test_*.py")
+    if re.search(r"\bdask_procs\s*:", path.read_text(encoding="utf-8"))  # a test's argument
+)
+#: modules whose module fixture is costly (tests/packaging/test_install.py: the wheel): one
+#: worker runs the module and builds it once
+ONE_WORKER_MODULES = frozenset({"tests/packaging/test_install.py"})
+
+if LoadGroupScheduling is not None:
+
+    class SharedSetupScheduling(LoadGroupScheduling):  # type: ignore[misc,valid-type]
+        """``--dist loadgroup`` with the groups above. pytest-xdist 3.8 groups by a suffix it
+        writes into the node id from the ``xdist_group`` mark, which pytest 9 no longer lets it
+        write (``Node.nodeid`` reads ``_id``): the mark groups nothing, and both workers started
+        a dask cluster. The scheduler groups by module path instead; xdist sorts the groups by
+        size, so they are handed out before the single tests."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            if module in DASK_CLUSTER_MODULES:
+                return "dask-cluster"
+            if module in ONE_WORKER_MODULES:
+                return module
+            return str(super()._split_scope(nodeid))
+
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+        """The scheduler of ``--dist loadgroup`` (scripts/test.sh); xdist's own otherwise."""
+        if config.getvalue("dist") == "loadgroup":
+            return SharedSetupScheduling(config, log)
+        return None

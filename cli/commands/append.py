@@ -25,12 +25,11 @@ import typer
 
 from cz.build import BuildOptions, RecipeMismatchError, append_months, parse_months
 from cz.build.appending import next_labels
-from cz.commands.build import print_result, run_build_errors
+from cz.commands.build import report_run, run_build_errors
 from cz.errors import RecipeError
 from cz.options import SkipFailedOpt, WorkDirOpt, WorkersOpt, WorkerTimeoutOpt
-from cz.output import EXIT_USAGE, fail, print_json
+from cz.output import EXIT_USAGE, fail
 from cz.periods import parse_labels
-from cz.progress import build_progress
 from cz.recipe import load_recipe
 
 __all__ = ["append_cmd", "register"]
@@ -141,18 +140,13 @@ def append_cmd(
         work_dir=work_dir,
         worker_timeout=worker_timeout,
     )
-    try:
-        with build_progress() as progress:
-            result = append_months(parsed, months, store=store, options=options, progress=progress)
-    except RecipeMismatchError as exc:  # the recipe is not the store's: a usage error
-        fail(str(exc), EXIT_USAGE)
-    except Exception as exc:  # any append failure: a message, never a traceback
-        run_build_errors(exc)
-        return
-    if as_json:
-        print_json(result.to_json())
-    else:
-        print_result(result)
+    report_run(  # the recipe not the store's (RecipeMismatchError) is a usage error
+        lambda progress: append_months(
+            parsed, months, store=store, options=options, progress=progress
+        ),
+        as_json=as_json,
+        usage_errors=(RecipeMismatchError,),
+    )
 
 
 def register(app: Any) -> None:

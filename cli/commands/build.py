@@ -20,6 +20,7 @@ another run holds the target (nothing written; run again later: decision 0051).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -56,6 +57,7 @@ __all__ = [
     "print_result",
     "print_size",
     "register",
+    "report_run",
     "run_build_errors",
 ]
 
@@ -393,6 +395,29 @@ def run_build_errors(exc: BaseException) -> None:
     raise exc
 
 
+def report_run(
+    work: Callable[[Any], BuildResult],
+    *,
+    as_json: bool,
+    usage_errors: tuple[type[Exception], ...] = (),
+) -> None:
+    """Run a build or an append (``work(progress)``) under the progress display, then print its
+    result: JSON under ``--json``, else the summary. A failure is one message and an exit code,
+    never a traceback: ``usage_errors`` exit as usage errors, the rest as run_build_errors says."""
+    try:
+        with build_progress() as progress:
+            result = work(progress)
+    except usage_errors as exc:  # the command was asked something it cannot do
+        fail(str(exc), EXIT_USAGE)
+    except Exception as exc:  # any build/append failure: a message, never a traceback
+        run_build_errors(exc)
+        return
+    if as_json:
+        print_json(result.to_json())
+    else:
+        print_result(result)
+
+
 # Long by its signature: typer reads the command's options from it, each with its help text
 # (the --help a user sees). The body is short: parse, call the package, report.
 def build_cmd(
@@ -443,16 +468,10 @@ def build_cmd(
             worker_timeout=worker_timeout,
             allow_empty=allow_empty,
         )
-        try:
-            with build_progress() as progress:
-                result = build(parsed, out=out_path, options=options, progress=progress)
-        except Exception as exc:  # any build failure: a message, never a traceback
-            run_build_errors(exc)
-            return
-        if as_json:
-            print_json(result.to_json())
-        else:
-            print_result(result)
+        report_run(
+            lambda progress: build(parsed, out=out_path, options=options, progress=progress),
+            as_json=as_json,
+        )
         return
 
     from cz.conventions import STATE

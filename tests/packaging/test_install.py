@@ -104,7 +104,8 @@ class Venv:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel, built once for every venv of this module."""
+    """The wheel, built once for every venv of this module (its tests share one xdist worker:
+    tests/conftest.py)."""
     src = tmp_path_factory.mktemp("src")
     for name in (*SOURCES, *(p.name for p in SOURCE.glob("LICEN[CS]E*"))):
         path = SOURCE / name
@@ -113,12 +114,16 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         else:
             shutil.copy2(path, src / name)
     out = tmp_path_factory.mktemp("dist")
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)],
-        capture_output=True,
-        text=True,
-        timeout=600,
+    uv = _uv()
+    # uv build runs the same PEP 517 backend (setuptools) as pip wheel, from a cached build
+    # environment: the same wheel, file for file, in half the time (docs/benchmarks-archive.md
+    # "Test suite")
+    argv = (
+        [uv, "build", "-q", "--wheel", "-o", str(out), "--python", sys.executable, str(src)]
+        if uv is not None
+        else [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)]
     )
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     (built,) = out.glob("*.whl")
     return built
