@@ -154,13 +154,10 @@ def _build(catalog: Path, name: str, out: Path) -> None:
     assert res.returncode == 0, res.stderr
 
 
-def test_build_killed_anywhere(catalog: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "w"
-    folder.mkdir()
-    target = folder / "s.zarr"
-    sc = Scenario(
-        folder, lambda f: None, ["build", str(catalog / "three.yaml"), "--out", str(target)], target
-    )
+def _kill_before_the_rename(sc: Scenario, folder: Path, target: Path, name: str) -> None:
+    """Kill ``sc``'s command at each of its points up to its final rename: before the rename there
+    is no store and a re-run writes exactly the uninterrupted run's objects; after it, the whole
+    new store; never litter beside the target."""
     new, trace = sc.reference()
     total, started = len(trace), time.monotonic()
     points = kill_points(trace, "rename")
@@ -172,7 +169,17 @@ def test_build_killed_anywhere(catalog: Path, tmp_path: Path) -> None:
             sc.rerun()
         assert objects(target) == new, f"kill point {n}"
         assert litter(folder) == [], f"kill point {n}"
-    record("build", points, total, time.monotonic() - started)
+    record(name, points, total, time.monotonic() - started)
+
+
+def test_build_killed_anywhere(catalog: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "w"
+    folder.mkdir()
+    target = folder / "s.zarr"
+    sc = Scenario(
+        folder, lambda f: None, ["build", str(catalog / "three.yaml"), "--out", str(target)], target
+    )
+    _kill_before_the_rename(sc, folder, target, "build")
 
 
 def _on_a_built_store(
@@ -289,15 +296,4 @@ def test_convert_killed_anywhere(tmp_path: Path) -> None:
     target = folder / "s.zarr"
     args = ["convert", str(folder / "src"), str(target), "--chunk-size", "8"]
     sc = Scenario(folder, _rasters, args, target)
-    new, trace = sc.reference()
-    total, started = len(trace), time.monotonic()
-    points = kill_points(trace, "rename")
-    for n in points:
-        sc.kill(n)
-        if target.exists():  # only after the final rename: the whole new store
-            assert objects(target) == new, f"kill point {n}"
-        else:
-            sc.rerun()
-        assert objects(target) == new, f"kill point {n}"
-        assert litter(folder) == [], f"kill point {n}"
-    record("convert", points, total, time.monotonic() - started)
+    _kill_before_the_rename(sc, folder, target, "convert")
