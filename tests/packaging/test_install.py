@@ -328,6 +328,9 @@ def test_cli(venv_for: object, tmp_path: Path) -> None:
     run = tmp_path
     # the offline demo from the installed recipe (docs/recipes.md)
     assert "demo/demo.yaml" in venv.ok("python", "-m", "cz.demo", "demo", cwd=run)
+    # docs/recipes.md, "the dry run's last lines": the build's size before it starts
+    size = venv.ok("cz", "build", "demo/demo.yaml", "--dry-run", cwd=run)
+    assert "2 cells at level 0" in size and "152 PUTs" in size, size[-2000:]
     venv.ok("cz", "build", "demo/demo.yaml", "--out", "demo.zarr", cwd=run)
     venv.ok("cz", "validate", "demo.zarr", "--deep", cwd=run)
     assert "2023-01" in venv.ok("cz", "inspect", "demo.zarr", cwd=run)
