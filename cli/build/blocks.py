@@ -25,11 +25,12 @@ def item_refs(month: MonthPlan, recipe: Recipe, *, sign: bool = True) -> list[It
     refs = []
     trimmed_items = []
     for p in month.items:
-        if p.stac is None:
+        doc = p.stac_dict()
+        if doc is None:
             raise BuildError(f"plan item {p.id} carries no STAC dict; make the plan again")
         keys = set(p.assets.values())
-        stac = {k: v for k, v in p.stac.items() if k not in ("links", "assets")}
-        stac["assets"] = {k: v for k, v in (p.stac.get("assets") or {}).items() if k in keys}
+        stac = {k: v for k, v in doc.items() if k not in ("links", "assets")}
+        stac["assets"] = {k: v for k, v in (doc.get("assets") or {}).items() if k in keys}
         stac["links"] = []
         trimmed_items.append(stac)
     if sign and recipe.catalog.sign != "none" and trimmed_items:
@@ -108,9 +109,10 @@ def footprint(p: Any, crs: str) -> Any:
     """An item's footprint in the grid's CRS, or None (read it everywhere) when it has none."""
     from shapely.geometry import box
 
-    geom = (p.stac or {}).get("geometry")
+    doc = p.stac_dict() or {}
+    geom = doc.get("geometry")
     if not geom:
-        bbox = (p.stac or {}).get("bbox")
+        bbox = doc.get("bbox")
         geom = box(*bbox[:4]).__geo_interface__ if bbox else None
     if geom is None:
         return None

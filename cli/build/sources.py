@@ -22,6 +22,7 @@ import numpy as np
 import chronozarr
 from cz.build.blocks import blocks_touched, footprint, grid_blocks, item_refs, sign_refs
 from cz.build.errors import AppendRefusedError
+from cz.build.footprints import FootprintIndex
 from cz.build.options import BuildOptions
 from cz.build.spill import SpillPlanes
 from cz.build.store_args import carry_forward_months, gap_method
@@ -200,35 +201,17 @@ class RegionSource:
         self.shape4 = (len(plan.months), len(recipe.bands), grid.shape[0], grid.shape[1])
         self.dtype = recipe.store.dtype
         self.composite: Callable[[BlockTask, CompositeContext], BlockResult] = compute_block
-        self._trees: dict[int, tuple[Any, np.ndarray, list[int]]] = {}
-
-    def _tree(self, t: int) -> tuple[Any, np.ndarray, list[int]]:
-        """Month t's item footprints in a tree (made once): the tree, the items in it, the
-        items without a footprint (read everywhere, as :func:`blocks_touched` has it)."""
-        if t not in self._trees:
-            from shapely import STRtree
-
-            month, crs = self.plan.months[t], self.plan.grid.crs
-            footprints = [footprint(p, crs) for p in month.items]
-            inside = [i for i, f in enumerate(footprints) if f is not None]
-            tree = STRtree([footprints[i] for i in inside]) if inside else None
-            nowhere = [i for i, f in enumerate(footprints) if f is None]
-            self._trees[t] = (tree, np.asarray(inside, dtype=np.int64), nowhere)
-        return self._trees[t]
+        months = plan.months
+        self._index = FootprintIndex(
+            len(months),
+            lambda t: len(months[t].items),
+            lambda t, i: footprint(months[t].items[i], plan.grid.crs),
+        )  # the bounds of the items' footprints, not their trees (decision 0060)
 
     def _touching(
         self, t: int, boxes: list[Any]
     ) -> dict[int, list[int]]:  # block position -> items of month t touching it, in plan order
-        tree, inside, nowhere = self._tree(t)
-        hits: dict[int, set[int]] = {}
-        if tree is not None:
-            # the predicate of blocks_touched (footprint intersects block) is symmetric
-            blocks, found = tree.query(boxes, predicate="intersects")
-            for b, j in zip(blocks.tolist(), inside[found].tolist(), strict=True):
-                hits.setdefault(b, set()).add(j)
-        for b in range(len(boxes)) if nowhere else ():
-            hits.setdefault(b, set()).update(nowhere)
-        return {b: sorted(items) for b, items in sorted(hits.items())}
+        return self._index.touching(t, boxes)
 
     def part(self, rows: range, cols: range) -> CompositeSource:
         """The cell source of the cells ``rows`` x ``cols`` (see the class docstring)."""

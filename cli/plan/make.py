@@ -6,7 +6,7 @@ import dataclasses
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ _DTYPE_MAX = {"uint8": 255, "uint16": 65535}
 def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None) -> Plan:
     """Decide the plan of ``recipe`` from the candidate items in ``resolution`` (no I/O)."""
     periods = recipe.periods()
-    candidates, dropped, drop, census = _screen(recipe, periods, resolution.items)
+    candidates, dropped, drop, census, found = _screen(recipe, periods, resolution.items)
     _refuse_absent_assets(recipe, census)
     kept = deduplicate(candidates, drop)
     bit_rules = plan_bit_rules(
@@ -85,7 +85,7 @@ def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None)
         totals=Totals(
             months=len(periods),
             empty_months=sum(1 for m in month_plans if not m.items),
-            items_found=len(resolution.items),
+            items_found=found,
             items_kept=len(planned),
             dropped=dict(sorted(reasons.items())),
             observations=sum(len(m.solar_days) for m in month_plans),
@@ -100,10 +100,12 @@ DropFn = Callable[..., None]
 
 
 def _screen(
-    recipe: Recipe, periods: list[Period], items: Sequence[dict[str, Any]]
-) -> tuple[list[Candidate], list[DroppedItem], DropFn, AssetCensus]:
-    """Rule 1 on every item: the candidates, the items dropped so far, the function that
-    records a drop (de-duplication drops more through it) and what the items' assets were."""
+    recipe: Recipe, periods: list[Period], items: Iterable[dict[str, Any]]
+) -> tuple[list[Candidate], list[DroppedItem], DropFn, AssetCensus, int]:
+    """Rule 1 on every item as it comes: the candidates (their STAC dicts trimmed and packed,
+    decision 0060), the items dropped so far, the function that records a drop
+    (de-duplication drops more through it), what the items' assets were and how many items
+    there were."""
     dropped: list[DroppedItem] = []
     candidates: list[Candidate] = []
     checks = Checks(recipe, periods)
@@ -126,13 +128,16 @@ def _screen(
             )
         )
 
+    found = 0
     for item in items:
+        found += 1
         outcome = checks.check(item)
         if isinstance(outcome, Candidate):
+            outcome.pack(_kept_stac(item, outcome.assets.values()))
             candidates.append(outcome)
         else:
             drop(item, *outcome)
-    return candidates, dropped, drop, checks.census
+    return candidates, dropped, drop, checks.census, found
 
 
 def _needs(recipe: Recipe) -> dict[str, list[str]]:
@@ -236,7 +241,7 @@ def _scale_warnings(recipe: Recipe, planned: list[PlannedItem]) -> list[str]:
             continue
         seen: dict[tuple[float, float], int] = {}
         for p in planned:
-            asset = ((p.stac or {}).get("assets") or {}).get(p.assets.get(band.name, ""), {})
+            asset = ((p.stac_dict() or {}).get("assets") or {}).get(p.assets.get(band.name, ""), {})
             declared = raster_scale_offset(asset)
             if declared is not None:
                 seen[declared] = seen.get(declared, 0) + 1
@@ -438,7 +443,7 @@ def _planned_item(recipe: Recipe, cand: Candidate) -> PlannedItem:
         notes=notes,
         assets=dict(cand.assets),
         hrefs=hrefs,
-        stac=_unsigned_item(item),
+        stac=cand.packed,
     )
 
 
@@ -452,12 +457,20 @@ def _unsigned(href: str) -> str:
     return href
 
 
-def _unsigned_item(item: dict[str, Any]) -> dict[str, Any]:
+def _kept_stac(item: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    """The STAC dict a plan keeps of an item (decision 0060): the assets it reads (``keys``)
+    with their hrefs unsigned, no links, the rest as the catalog wrote it; what
+    :func:`cz.build.blocks.item_refs` hands a worker (it trims the same way), so the build
+    reads the same."""
+    wanted = set(keys)
     assets = item.get("assets") or {}
-    if not any("sig=" in str(a.get("href", "")) for a in assets.values()):
-        return item
-    out = dict(item)
-    out["assets"] = {k: {**a, "href": _unsigned(str(a.get("href")))} for k, a in assets.items()}
+    out = {k: v for k, v in item.items() if k not in ("links", "assets")}
+    out["assets"] = {
+        k: {**a, "href": _unsigned(str(a.get("href")))} if "sig=" in str(a.get("href", "")) else a
+        for k, a in assets.items()
+        if k in wanted
+    }
+    out["links"] = []
     return out
 
 
@@ -469,5 +482,6 @@ def plan_recipe(
     on_page: PageCallback | None = None,
 ) -> Plan:
     """Resolve the recipe's items and make its plan (what ``cz build --dry-run`` does)."""
-    resolution = resolve_items(recipe, policy=policy, on_page=on_page)
+    # a local file's items streamed: each screened and packed before the next is read (0060)
+    resolution = resolve_items(recipe, policy=policy, on_page=on_page, stream=True)
     return make_plan(recipe, resolution, out=out)

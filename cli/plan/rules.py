@@ -15,7 +15,7 @@ from cz.periods import Period
 from cz.plan.assets import AssetCensus
 from cz.plan.assets import resolve_asset as _resolve
 from cz.plan.items import item_datetime, item_footprint, scene_key, version_order
-from cz.plan.model import DropReason
+from cz.plan.model import DropReason, PackedStac
 from cz.recipe import Recipe
 
 #: An item is a duplicate when better items of its scene cover this share of its footprint.
@@ -80,13 +80,27 @@ NEED_LABELS = {"mask": "no mask asset", "cloud": "no cloud probability asset"}
 
 
 class Candidate:
-    """An item that passed the client-side checks, awaiting de-duplication."""
+    """An item that passed the client-side checks, awaiting de-duplication. Once
+    :meth:`pack` ed it keeps its STAC dict packed (decision 0060): :attr:`item` unpacks it."""
 
     def __init__(self, item: dict[str, Any], moment: datetime, footprint: Any) -> None:
-        self.item = item
+        self._item: dict[str, Any] | None = item
+        self.packed: PackedStac | None = None
         self.moment = moment
         self.footprint = footprint
         self.assets: dict[str, str] = {}
+
+    @property
+    def item(self) -> dict[str, Any]:
+        """The item's STAC dict (a fresh copy each time once packed)."""
+        if self._item is not None:
+            return self._item
+        assert self.packed is not None
+        return self.packed.unpack()
+
+    def pack(self, doc: dict[str, Any]) -> None:
+        """Keep ``doc`` (the item as the plan keeps it) packed instead of the parsed item."""
+        self.packed, self._item = PackedStac.of(doc), None
 
 
 Failure = tuple[DropReason, str]  # why an item is dropped, and the detail

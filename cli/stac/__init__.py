@@ -3,7 +3,8 @@ signing (decision 0034).
 
 Modules: :mod:`~cz.stac.resolve` (the retry policy and session, API search, local files,
 ``resolve_items``, ``sign_items``), :mod:`~cz.stac.guard` (deadlines, paging caps, attempts
-counted per request), :mod:`~cz.stac.signing` (Planetary Computer tokens: one source per process,
+counted per request), :mod:`~cz.stac.stream` (a local FeatureCollection read item by item),
+:mod:`~cz.stac.signing` (Planetary Computer tokens: one source per process,
 re-signing an expired item). The names below are the package's public surface, so
 ``from cz.stac import resolve_items`` works whatever module holds it.
 """
@@ -13,6 +14,7 @@ from cz.stac.resolve import (
     PageCallback,
     Resolution,
     RetryPolicy,
+    iter_local_items,
     make_stac_io,
     month_datetime_range,
     read_local_items,
@@ -29,6 +31,7 @@ __all__ = [
     "PageCallback",
     "Resolution",
     "RetryPolicy",
+    "iter_local_items",
     "make_stac_io",
     "month_datetime_range",
     "read_local_items",

@@ -23,7 +23,7 @@ import copy
 import json
 import logging
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ __all__ = [
     "RETRY_STATUSES",
     "Resolution",
     "RetryPolicy",
+    "iter_local_items",
     "make_stac_io",
     "month_datetime_range",
     "read_local_items",
@@ -141,11 +142,12 @@ def make_stac_io(policy: RetryPolicy, headers: dict[str, str] | None = None) -> 
 class Resolution:
     """Candidate items of a recipe, as the catalog returned them, and how they were found.
 
-    ``items`` are STAC item dicts as the catalog wrote them (asset hrefs absolute, never signed).
+    ``items`` are STAC item dicts as the catalog wrote them (asset hrefs absolute, never signed):
+    a list, or with ``resolve_items(..., stream=True)`` an iterator to consume once.
     ``source`` describes the catalog and the request for the plan; ``warnings`` are for people.
     """
 
-    items: list[dict[str, Any]]
+    items: Iterable[dict[str, Any]]
     source: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
 
@@ -242,8 +244,9 @@ def _api_error(
     return StacError(f"{what} {url} failed {tries}: {text}")
 
 
-def _stac_item_dict(raw: Any, base: str | None) -> dict[str, Any]:
-    """A copy of a STAC item dict as the catalog wrote it, asset hrefs made absolute.
+def _stac_item_dict(raw: Any, base: str | None, *, owned: bool = False) -> dict[str, Any]:
+    """A copy of a STAC item dict as the catalog wrote it, asset hrefs made absolute
+    (``owned``: ``raw`` itself, changed in place, when nothing else holds it).
 
     Relative hrefs resolve against ``base`` (the folder of a local file). Items are not passed
     through pystac's migration: it rewrites fields (and warns or reaches the network while
@@ -254,7 +257,7 @@ def _stac_item_dict(raw: Any, base: str | None) -> dict[str, Any]:
         raise StacError(f"malformed STAC item {what!r}: not a GeoJSON Feature")
     if not isinstance(raw.get("properties"), dict) or not isinstance(raw.get("assets", {}), dict):
         raise StacError(f"malformed STAC item {raw.get('id', '?')!r}: no properties or assets")
-    out = copy.deepcopy(raw)
+    out = raw if owned else copy.deepcopy(raw)
     if base is not None:
         for asset in (out.get("assets") or {}).values():
             href = asset.get("href") if isinstance(asset, dict) else None
@@ -439,15 +442,32 @@ def read_local_items(path: Path) -> list[dict[str, Any]]:
     )
 
 
+def iter_local_items(path: Path) -> Iterator[dict[str, Any]]:
+    """The items of a local STAC file one at a time: a FeatureCollection streamed
+    (:mod:`cz.stac.stream`, decision 0060), any other file read whole (:func:`read_local_items`)."""
+    from cz.stac.stream import is_streamable, stream_features
+
+    if not is_streamable(path):
+        yield from read_local_items(path)
+        return
+    base = str(path.parent)
+    for raw in stream_features(path):
+        yield _stac_item_dict(raw, base, owned=True)
+
+
 def resolve_items(
     recipe: Recipe,
     *,
     policy: RetryPolicy | None = None,
     on_page: PageCallback | None = None,
+    stream: bool = False,
 ) -> Resolution:
     """The candidate items of a recipe, from its STAC API or its local file.
 
     Nothing is filtered here beyond what the server does; :func:`cz.plan.make_plan` decides.
+    ``stream``: a local file's items come as they are read (an iterator, consumed once; a
+    malformed file fails while it is consumed), ``on_page`` and the ``max_items`` note when the
+    last is read (decision 0060); else a list.
     """
     if recipe.catalog.url is not None:
         return search_api(recipe, policy=policy, on_page=on_page)
@@ -455,9 +475,6 @@ def resolve_items(
     assert path is not None
     if not path.is_file():
         raise RecipeError([recipe.problem(("catalog", "path"), f"file not found: {path}")])
-    items = read_local_items(path)
-    if on_page is not None:
-        on_page(1, len(items))
     source = {
         "kind": "file",
         "path": str(path),
@@ -466,11 +483,29 @@ def resolve_items(
         "truncated": False,
     }
     notes: list[str] = []
-    if recipe.catalog.max_items is not None and len(items) > recipe.catalog.max_items:
-        items = items[: recipe.catalog.max_items]
-        source["truncated"] = True
-        notes.append(f"only the first catalog.max_items = {recipe.catalog.max_items} items read")
-    return Resolution(items=items, source=source, warnings=notes)
+    items = _capped(iter_local_items(path), recipe.catalog.max_items, source, notes, on_page)
+    return Resolution(items=items if stream else list(items), source=source, warnings=notes)
+
+
+def _capped(
+    items: Iterator[dict[str, Any]],
+    cap: int | None,
+    source: dict[str, Any],
+    notes: list[str],
+    on_page: PageCallback | None,
+) -> Iterator[dict[str, Any]]:
+    """At most ``cap`` of ``items``; a file holding more is noted as truncated, and
+    ``on_page(1, count)`` is called once the items are read."""
+    count = 0
+    for item in items:
+        if cap is not None and count >= cap:
+            source["truncated"] = True
+            notes.append(f"only the first catalog.max_items = {cap} items read")
+            break
+        count += 1
+        yield item
+    if on_page is not None:
+        on_page(1, count)
 
 
 # --------------------------------------------------------------------------------------------
