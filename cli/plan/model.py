@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import zlib
 from typing import Annotated, Any, Literal
 
@@ -35,14 +36,20 @@ class PackedStac:
         return cls(zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 1))
 
     def unpack(self) -> dict[str, Any]:
-        """The STAC dict, as it was packed."""
-        doc: dict[str, Any] = json.loads(zlib.decompress(self.data))
+        """The STAC dict, as it was packed; its keys interned (``json.loads`` of a whole
+        catalog shares them between items: so do the items unpacked for a group's context,
+        in memory and in its pickle)."""
+        doc: dict[str, Any] = json.loads(zlib.decompress(self.data), object_pairs_hook=_interned)
         return doc
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PackedStac) and self.unpack() == other.unpack()
 
     __hash__ = None  # type: ignore[assignment]  # equal as dicts, which are not hashable
+
+
+def _interned(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    return {sys.intern(k): v for k, v in pairs}
 
 
 def _packed(value: Any) -> PackedStac | None:
