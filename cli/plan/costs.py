@@ -63,11 +63,12 @@ DATA_SHARE = 0.76
 
 #: A cluster build's client (decision 0049; docs/scale.md, "Measured at scale": ``python
 #: bench/scale_harness.py sweep``, 2026-12-07): peak RSS at 1,024 level-0 cells (interpreter,
-#: libraries, dask client, what is in flight), the plan's RSS per item (its STAC dict and model:
-#: (435.6 - 68.9) MB / 24,000 items, the harness's 10^5-cell catalog) and the runner's live
-#: heap per task ((0.465 - 0.387) MB / 1,024 tasks, ``--trace``).
+#: libraries, dask client, what is in flight), the plan's RSS per item (the plan item and its
+#: packed STAC dict, decision 0060: (193.8 - 80.7) MB / 24,000 items, the harness's 10^5-cell
+#: catalog planned in a fresh process; 15.3 kB before it) and the runner's live heap per task
+#: ((0.465 - 0.387) MB / 1,024 tasks, ``--trace``).
 CLIENT_BASE_MB = 127.5
-PLAN_KB_PER_ITEM = 15.3
+PLAN_KB_PER_ITEM = 4.7
 CLIENT_BYTES_PER_TASK = 80.0
 
 # --- assumed (docs/scale.md, "Inputs") ------------------------------------------------------

@@ -19,7 +19,11 @@ Oracles, independent of the code under test:
   order and its dependents used to add ~600 bytes a task (decision 0049; 0.57 -> 1.22 MB from
   256 to 1,024 cells on main before it, 0.39 -> 0.47 MB after). dask's own log of the client's
   last 1,000 messages (``distributed.admin.low-level-log-length``: bounded, not ours) is
-  turned off for the measure.
+  turned off for the measure;
+- the client's RSS after the plan, per planned item, when the items grow 8x over the same cells
+  (decision 0060): the plan keeps each item's trimmed STAC dict packed, ~5-6 kB of RSS an item
+  with the plan item itself; main kept the parsed catalog's dicts, ~16 kB an item (88.2 ->
+  128.3 MB from 384 to 2,992 items on the same cluster, 2026-12-07).
 """
 
 from __future__ import annotations
@@ -40,12 +44,12 @@ pytest.importorskip("distributed")
 HARNESS = Path(__file__).resolve().parents[2] / "bench" / "scale_harness.py"
 
 
-def harness(cells: int, scheduler: str, work: Path) -> dict[str, Any]:
+def harness(cells: int, scheduler: str, work: Path, *extra: str) -> dict[str, Any]:
     work.mkdir()
     env = {**os.environ, "DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH": "0"}
     done = subprocess.run(
         [sys.executable, str(HARNESS), "run", "--cells", str(cells), "--months", "24",
-         "--scheduler", scheduler, "--work", str(work), "--trace"],
+         "--scheduler", scheduler, "--work", str(work), *(extra or ("--trace",))],
         capture_output=True, text=True, timeout=900, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -72,3 +76,19 @@ def test_client_and_scheduler_flat_in_cells(dask_procs: DaskProcs, tmp_path: Pat
     # (the folded results' arrays, 25 bytes) and what is in flight
     live = large["client_live_heap_mb"] - small["client_live_heap_mb"]
     assert live < 0.3, f"the client's live heap grew {live:.3f} MB: {small} {large}"
+
+
+def test_client_plan_flat_in_items(dask_procs: DaskProcs, tmp_path: Path) -> None:
+    """The plan holds a few kB an item, not its parsed STAC dict (decision 0060): the same 256
+    cells with 1 and then 8 acquisitions of each tile a month (tiles of 4 x 4 cells: 384 and
+    about 3,000 items over 24 months), built on the cluster. Main held ~16 kB of RSS an item
+    (the parsed catalog, each item's dict and its copy: 88.2 -> 128.3 MB); this branch 5.9 kB
+    (86.5 -> 101.3 MB). The client's peak is not bounded here: the group's context in flight
+    holds every item of these 256 cells (decision 0060's consequences)."""
+    few = harness(256, dask_procs.address, tmp_path / "few", "--tile", "4", "--per-month", "1")
+    many = harness(256, dask_procs.address, tmp_path / "many", "--tile", "4", "--per-month", "8")
+    added = many["items"] - few["items"]
+    assert (few["cells"], many["cells"]) == (256, 256) and added > 2000, (few, many)
+    per_item = (many["client_rss_plan_mb"] - few["client_rss_plan_mb"]) * 2**20 / added
+    assert per_item < 8000, f"the plan holds {per_item:.0f} bytes of RSS an item: {few} {many}"
+    assert many["scheduler_tasks_peak"] <= 40, many  # a window's worth, whatever the items
