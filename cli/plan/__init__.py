@@ -25,7 +25,9 @@ a band), :mod:`~cz.plan.rules` (rules 1 and 2),
 JSON model) and :mod:`~cz.plan.make` (rules 3 and 4, the whole plan); months are :mod:`cz.months`.
 
 A plan is JSON (``Plan.to_dict``), holds unsigned hrefs only, and keeps each kept item's STAC
-dict so a build needs no second search (``Plan.month_items``).
+dict (trimmed to the assets read, no links; packed in memory: decision 0060) so a build needs no
+second search (``Plan.month_items``). A local FeatureCollection is screened item by item as it
+is read (:mod:`cz.stac.stream`), so no whole catalog is held while the plan is made.
 """
 
 from cz.months import month_bounds, month_of, month_range
