@@ -1065,6 +1065,9 @@ async function open(url) {
       ...display,
       // ?rendering=interleaved draws in MapLibre's context (for comparison; default: overlay).
       rendering: params.get("rendering") === "interleaved" ? "interleaved" : "overlay",
+      // ?colour=gpu fetches a one-band display's colours on the GPU (for comparison; default: the
+      // cells on screen coloured on the CPU, decision 0062).
+      cpuColour: params.get("colour") !== "gpu",
       colormap: display.colormap ?? (display.mode === "ndvi" ? "rdylgn" : "viridis"),
       onLoading: (on) => setLoading(on ? "Reading…" : null),
       onError: (err) => {

@@ -339,7 +339,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     assert.deepEqual(pageErrors, []);
   });
 
-  test("overlay and interleaved rendering show the same pixels; the value table colours as the per-fragment shader; a hidden layer leaves its canvas empty", async () => {
+  test("overlay and interleaved rendering show the same pixels; cells coloured on the CPU as the value table, the value table as the per-fragment shader; a hidden layer leaves its canvas empty", async () => {
     const s = mapManifest.stores.utm;
     const query = `store=${encodeURIComponent(`/mapfx/${s.path}`)}&mode=band&band=B08&stretch=0.05,0.5`;
     const settle = (p) =>
@@ -397,6 +397,22 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await pixels(inter);
     const same = await diff(inter, screenOver);
     assert.ok(same.max <= 1, `overlay vs interleaved: max channel difference ${same.max}, mean ${same.mean}`);
+    // The cells coloured on the CPU (the default, decision 0062) against the value table fetched
+    // on the GPU: the same table, so the same pixels, byte for byte.
+    assert.equal(await over.evaluate(() => window.viewer.layer._renderer.program.cpuColour), true, "coloured on the CPU");
+    await pixels(over);
+    await over.evaluate(() => (window.__saved = window.__px));
+    await over.evaluate(async () => {
+      const { layer } = window.viewer;
+      layer.cpuColour = false;
+      layer._renderer.displayChanged();
+      layer._repaint();
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    });
+    assert.equal(await over.evaluate(() => window.viewer.layer._renderer.program.cpuColour), undefined, "value table on the GPU");
+    await pixels(over);
+    const gpu = await diff(over);
+    assert.equal(gpu.max, 0, `CPU-coloured vs value-table colours: max ${gpu.max}, mean ${gpu.mean}`);
     // The value table against the per-fragment path of the same display: at most one
     // colour-map entry apart (float32 rounding at an entry's edge), almost everywhere equal.
     await pixels(over);

@@ -143,6 +143,7 @@ export class FrameLoader {
     const uploaded = performance.now();
     this.shown = cells.map((c) => h._cells.get(level, c));
     this.shownInfo = { level, t, cells, key };
+    h._cells.retain(h._gl, this.shown); // the values and colours of cells off screen go (decision 0062)
     if (h.readAhead) h._frames.readAhead(level, cells, t, this._lastT, readBands(spec));
     this._lastT = t;
     await new Promise((/** @type {(v?: unknown) => void} */ resolve) => {

@@ -68,3 +68,26 @@ export function buildValueLut({
   }
   return { data: out, width: VALUE_LUT_WIDTH, height, base: kind.base };
 }
+
+/**
+ * Colour a cell's stored values through a value table on the CPU (decision 0062): `out[i]` is
+ * the table's RGBA8 entry of `values[i]` (the texel the value-table shader would fetch), or 0
+ * (transparent, which the one-fetch shader discards) where `mask` marks the pixel not valid
+ * (spec 2.3: a mask value other than 1). The table and `out` are RGBA8 bytes viewed as 32-bit
+ * words, so each pixel is one copy whatever the platform's byte order.
+ * @param {ArrayLike<number>} values stored values (uint8 / uint16 / int16)
+ * @param {Uint8Array | null} mask
+ * @param {Uint32Array} table the value table's data (buildValueLut) as 32-bit words
+ * @param {number} base added to a value to index the table (VALUE_LUT_DTYPES)
+ * @param {Uint32Array} out one word per value
+ */
+export function colourValues(values, mask, table, base, out) {
+  const n = out.length;
+  if (mask) {
+    for (let i = 0; i < n; i++) out[i] = mask[i] === 1 ? table[values[i] + base] : 0;
+  } else if (base === 0) {
+    for (let i = 0; i < n; i++) out[i] = table[values[i]];
+  } else {
+    for (let i = 0; i < n; i++) out[i] = table[values[i] + base];
+  }
+}
