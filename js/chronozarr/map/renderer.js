@@ -150,8 +150,8 @@ export class Renderer {
    * @param {DrawState} state
    */
   _blend(gl, state) {
-    // Opaque (opacity 1): every fragment is either written with alpha 1 or discarded, so
-    // blending would give the same pixels; without it the software rasterizer (SwiftShader)
+    // Opaque (opacity 1): every fragment is either written with alpha 1 or discarded (or, coloured
+    // on the CPU, written transparent over the cleared canvas), so blending would give the same pixels; without it the software rasterizer (SwiftShader)
     // does not read the framebuffer back per fragment.
     if (state.opacity < 1) {
       gl.enable(gl.BLEND);

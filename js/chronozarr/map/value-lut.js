@@ -72,7 +72,7 @@ export function buildValueLut({
 /**
  * Colour a cell's stored values through a value table on the CPU (decision 0062): `out[i]` is
  * the table's RGBA8 entry of `values[i]` (the texel the value-table shader would fetch), or 0
- * (transparent, which the one-fetch shader discards) where `mask` marks the pixel not valid
+ * (transparent: the cleared canvas shows through) where `mask` marks the pixel not valid
  * (spec 2.3: a mask value other than 1). The table and `out` are RGBA8 bytes viewed as 32-bit
  * words, so each pixel is one copy whatever the platform's byte order.
  * @param {ArrayLike<number>} values stored values (uint8 / uint16 / int16)
