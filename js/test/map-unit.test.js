@@ -289,7 +289,7 @@ test("value table: every stored value's colour is the per-fragment path's (valid
 });
 
 test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata and masked pixels left out", async () => {
-  const { autoStretch } = await import("../chronozarr/map/stretch.js");
+  const { autoStretch, stretchOf, stretchSamples } = await import("../chronozarr/map/stretch.js");
   const { resolveDisplay } = await import("../chronozarr/map/display.js");
   const store = {
     crs: "EPSG:32631",
@@ -329,6 +329,9 @@ test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata
   want.sort((a, b) => a - b);
   const at = (p) => want[Math.round(p * (want.length - 1))];
   assert.deepEqual(autoStretch(store, spec, datas), { min: at(0.02), max: at(0.98) });
+  // The layer samples each cell as it arrives (in any order) and pools them at the end.
+  const pooled = stretchOf([stretchSamples(store, spec, datas[1]), stretchSamples(store, spec, datas[0])]);
+  assert.deepEqual(pooled, { min: at(0.02), max: at(0.98) }, "cells sampled one by one, pooled in another order");
   const flat = [{ data: { height: 2, width: 2, data: new Uint16Array([5, 5, 5, 5, 7, 7, 7, 7]) }, mask: null }];
   const s = autoStretch(store, spec, flat);
   assert.ok(s.max > s.min && s.min === 7 * 0.0001 - 0.1, `a constant frame still gets a range: ${JSON.stringify(s)}`);
