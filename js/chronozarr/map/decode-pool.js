@@ -26,7 +26,9 @@ export class DecodePool {
    */
   constructor(workers, { size, early = null } = {}) {
     const n = size ?? Math.max(1, Math.min(4, globalThis.navigator?.hardwareConcurrency ?? 2));
-    this.workers = Array.isArray(workers) ? [...workers] : Array.from({ length: n }, () => new globalThis.Worker(workers, { type: "module" }));
+    this.workers = Array.isArray(workers)
+      ? [...workers]
+      : Array.from({ length: n }, () => new globalThis.Worker(workers, { type: "module" }));
     this.busy = this.workers.map(() => 0);
     this.early = early;
     this.stats = { decoded: 0, early: 0, ms: 0 };
