@@ -233,7 +233,7 @@ test("the layer hands its options to the reader: readAhead, aheadSteps, frameCac
 });
 
 test("value table: every stored value's colour is the per-fragment path's (validity, scale, band math, stretch, colour map, opacity)", async () => {
-  const { buildValueLut, VALUE_LUT_DTYPES } = await import("../chronozarr/map/value-lut.js");
+  const { buildValueLut, displayValues, VALUE_LUT_DTYPES } = await import("../chronozarr/map/value-lut.js");
   const { COLORMAPS } = await import("../chronozarr/map/colormaps.js");
   const cmap = COLORMAPS.viridis.lut;
   for (const [dtype, nodata, hasMask] of [
@@ -249,6 +249,16 @@ test("value table: every stored value's colour is the per-fragment path's (valid
     const max = 0.7;
     const opacity = 0.6;
     const lut = buildValueLut({ dtype, nodata, hasMask, scale, offset, fn, min, max, colormap: cmap, opacity });
+    // The renderer computes the display values before the stretch is known, then colours them.
+    const ahead = buildValueLut({
+      dtype,
+      min,
+      max,
+      colormap: cmap,
+      opacity,
+      values: displayValues({ dtype, nodata, hasMask, scale, offset, fn }),
+    });
+    assert.deepEqual(ahead.data, lut.data, `${dtype}: the table from display values computed ahead`);
     const { base, size } = VALUE_LUT_DTYPES[dtype];
     assert.equal(lut.width * lut.height >= size, true);
     assert.equal(lut.base, base);
