@@ -7,7 +7,7 @@
 
 import { COLORMAPS } from "./colormaps.js";
 import { compileProgram, usesValueLut } from "./program.js";
-import { buildValueLut } from "./value-lut.js";
+import { buildValueLut, displayValues } from "./value-lut.js";
 
 /**
  * What a draw shows.
@@ -40,6 +40,8 @@ export class Renderer {
     this._vlutTex = null;
     /** What the value table's texture holds. @type {string | null} */
     this._vlutKey = null;
+    /** The display values of the value table's display (value-lut.js displayValues). @type {{key: string, values: Float64Array} | null} */
+    this._values = null;
     /** The value table on the CPU: its key, its RGBA8 words and the index of value 0. @type {{key: string, words: Uint32Array, base: number, lut: ReturnType<typeof buildValueLut>} | null} */
     this._vlut = null;
   }
@@ -69,6 +71,33 @@ export class Renderer {
    */
   compile(gl, state) {
     this.program = compileProgram(gl, this.store, state.spec, state.valueLut, this.coloursOnCpu(state));
+    // The value table's display values need no stretch: computed now too (decision 0061).
+    if (this.program.valueLut) this._displayValues(state.spec);
+  }
+
+  /**
+   * The display values of the value table for `spec` (kept while the display is the same).
+   * @param {import("./display.js").DisplaySpec} spec
+   */
+  _displayValues(spec) {
+    if (this._values?.key === spec.key) return this._values.values;
+    const s = this.store;
+    const b = spec.bands[0];
+    const phys = new Array(s.nBands).fill(0);
+    const fn = spec.fn;
+    const values = displayValues({
+      dtype: s.dtype,
+      nodata: s.nodata,
+      hasMask: s.hasMask,
+      scale: s.bands[b].scale,
+      offset: s.bands[b].offset,
+      fn: (v) => {
+        phys[b] = v;
+        return fn(phys);
+      },
+    });
+    this._values = { key: spec.key, values };
+    return values;
   }
 
   /** The display changed: compile again at the next draw. */
@@ -220,23 +249,13 @@ export class Renderer {
     const key = `${spec.key}|${stretch.min}|${stretch.max}|${colormap}|${opacity}`;
     if (this._vlut?.key === key) return this._vlut;
     const s = this.store;
-    const b = spec.bands[0];
-    const phys = new Array(s.nBands).fill(0);
-    const fn = spec.fn;
     const lut = buildValueLut({
       dtype: s.dtype,
-      nodata: s.nodata,
-      hasMask: s.hasMask,
-      scale: s.bands[b].scale,
-      offset: s.bands[b].offset,
-      fn: (v) => {
-        phys[b] = v;
-        return fn(phys);
-      },
       min: stretch.min,
       max: stretch.max,
       colormap: COLORMAPS[colormap].lut,
       opacity,
+      values: this._displayValues(spec),
     });
     this._vlut = { key, words: new Uint32Array(lut.data.buffer, lut.data.byteOffset, lut.data.length / 4), base: lut.base, lut };
     return this._vlut;
