@@ -1,4 +1,6 @@
-"""Pass 1: every (month, block) composited once, on local threads or a dask cluster."""
+"""Pass 1: every (month, block) composited once: :func:`run_composites` on local threads through
+the library's write runner (decision 0063); :class:`Executor` holds the dask client of the
+toolkit's cluster runs."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from chronozarr.write import Runner
 from cz.build.blocks import blocks_touched, grid_blocks, item_refs
 from cz.build.errors import BuildError
 from cz.build.options import BuildOptions, Progress
@@ -135,21 +138,35 @@ class CompositeStats:
     seconds: float = 0.0
 
 
+def composite(ctx: CompositeContext, task: BlockTask) -> BlockResult:
+    """:func:`compute_block` on a local thread, its unexpected failures said as
+    :func:`result_of` says them (toolkit errors pass as they are)."""
+    try:
+        return compute_block(task, ctx)
+    except CzError:  # our own errors (an unreadable asset) as they are
+        raise
+    except Exception as exc:  # a bug, an environment failure: one line, no traceback
+        raise BuildError(f"a composite task failed: {type(exc).__name__}: {exc}") from exc
+
+
 def run_composites(
     plan: Plan,
     recipe: Recipe,
     ctx: CompositeContext,
     spill: Spill,
-    executor: Executor,
+    runner: Runner,
     progress: Progress,
 ) -> CompositeStats:
-    """Pass 1: every (month, block) with items, computed once, written to the spill."""
+    """Pass 1: every (month, block) with items, computed once, written to the spill, on the
+    library's write runner (``Runner.stream``: a bounded window of tasks made month by month,
+    each result spilled here as it arrives; decision 0063)."""
     stats = CompositeStats()
     start = time.perf_counter()
     months = plan.months
-    progress.start("months", len(months), executor.describe())
+    progress.start("months", len(months), f"local, {runner.threads()} threads")
 
     windows = {(r, c): w for r, c, w in grid_blocks(plan.grid)}
+    _shares: dict[tuple[int, int, int], float] = {}
 
     def tasks() -> Iterator[BlockTask]:
         for t, month in enumerate(months):
@@ -164,35 +181,16 @@ def run_composites(
                 items = tuple(refs[i] for i in members)
                 yield BlockTask(t, month.month, row, col, windows[(row, col)], items)
 
-    _shares: dict[tuple[int, int, int], float] = {}
-    queue = tasks()
-    pending: set[Any] = set()
-    try:
-        exhausted = False
-        while True:
-            while not exhausted and len(pending) < executor.window:
-                task = next(queue, None)
-                if task is None:
-                    exhausted = True
-                    break
-                pending.add(executor.submit(task, ctx))
-            if not pending:
-                break
-            done, pending = executor.wait_any(pending)
-            for fut in done:
-                result = result_of(fut)
-                spill.put(result)
-                stats.items_read.setdefault(result.t, set()).update(result.items_read)
-                stats.observations[result.t] = max(
-                    stats.observations.get(result.t, 0), result.observations
-                )
-                for s in result.skipped:
-                    progress.note(f"skipped item {s.item} ({s.month}): asset {s.asset}: {s.error}")
-                stats.skipped.extend(result.skipped)
-                progress.advance("months", _shares.pop((result.t, result.row, result.col), 0.0))
-    except BaseException:  # Ctrl-C too: cancel what is queued
-        executor.cancel(pending)
-        raise
+    def take(result: BlockResult) -> None:
+        spill.put(result)
+        stats.items_read.setdefault(result.t, set()).update(result.items_read)
+        stats.observations[result.t] = max(stats.observations.get(result.t, 0), result.observations)
+        for s in result.skipped:
+            progress.note(f"skipped item {s.item} ({s.month}): asset {s.asset}: {s.error}")
+        stats.skipped.extend(result.skipped)
+        progress.advance("months", _shares.pop((result.t, result.row, result.col), 0.0))
+
+    runner.stream(composite, ctx, tasks(), take)
     progress.finish("months")
     stats.seconds = time.perf_counter() - start
     return stats

@@ -111,3 +111,68 @@ def test_local_stages_run_in_order_and_return_results_in_task_order() -> None:
     assert seen == [("a", 30), ("a", 10), ("a", 20), ("b", 105), ("b", 107)]  # not run again
     assert done == ["a", "b"]
     assert Runner(workers=3).run(stages)[0] == [10, 20, 30]
+
+
+def test_a_stream_holds_a_window_and_hands_results_to_the_calling_thread() -> None:
+    """``Runner.stream`` (decision 0063): every task of a lazy stream runs once, at most
+    ``window`` tasks are taken from the stream beyond the results handed back, and each result
+    reaches ``on_result`` on the thread that called ``stream``."""
+    taken: list[int] = []
+    got: list[int] = []
+    ahead: list[int] = []
+    caller = threading.get_ident()
+    threads: set[int] = set()
+
+    def stream() -> object:
+        for i in range(40):
+            taken.append(i)
+            ahead.append(len(taken) - len(got))
+            yield i
+
+    def task(ctx: int, i: int) -> int:
+        threads.add(threading.get_ident())
+        return ctx * i
+
+    def take(res: int) -> None:
+        assert threading.get_ident() == caller
+        got.append(res)
+
+    Runner(workers=3).stream(task, 7, stream(), take, window=4)
+    assert sorted(got) == [7 * i for i in range(40)]
+    assert max(ahead) <= 4  # never more than the window taken and not handed back
+    assert caller not in threads  # the tasks ran on the pool's threads
+
+
+def test_a_failed_task_in_a_stream_stops_the_stream_and_passes_as_it_is() -> None:
+    """A task's error reaches the caller as it is, and the tasks not yet started never start:
+    a failed month does not composite the rest of the run first."""
+    started: list[int] = []
+    gate = threading.Event()
+
+    def task(_ctx: None, i: int) -> int:
+        started.append(i)
+        if i == 0:
+            gate.set()
+            raise OSError("disk full")
+        gate.wait(5)  # the others end after the failure
+        return i
+
+    try:
+        Runner(workers=2).stream(task, None, iter(range(100)), lambda _res: None, window=4)
+    except OSError as exc:
+        assert str(exc) == "disk full"
+    else:
+        raise AssertionError("the task's error did not pass")
+    finally:
+        gate.set()
+    assert len(started) <= 4  # the window at most: the queued tasks were cancelled
+
+
+def test_a_stream_is_local() -> None:
+    """A cluster run takes ``run``: ``stream`` refuses a client rather than run it here."""
+    try:
+        Runner(object(), workers=2).stream(lambda c, t: t, None, [1], print)
+    except ValueError as exc:
+        assert "local threads" in str(exc)
+    else:
+        raise AssertionError("stream ran with a client")
