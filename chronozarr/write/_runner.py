@@ -41,8 +41,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +56,6 @@ log = logging.getLogger("chronozarr.scheduling")
 
 DEFAULT_RETRIES = 2
 DEFAULT_WORKER_TIMEOUT = 180.0  # seconds without any worker before a cluster run gives up
-_END = object()  # the end of a task stream (any object, None included, may be a task)
 _POLL = 1.0  # seconds between checks for workers while nothing completes
 _MOVES = 8  # times one task is submitted again after environment failures
 
@@ -202,47 +200,6 @@ class Runner:
         """``fn(ctx, task)`` for each task: a plan of one stage."""
         hook = None if on_result is None else (lambda _i, res: on_result(res))
         return self.run([Stage(name, fn, ctx, tasks, on_result=hook)])[0]
-
-    def stream(
-        self,
-        fn: Callable[[Any, Any], Any],
-        ctx: Any,
-        tasks: Iterable[Any],
-        on_result: Callable[[Any], None],
-        *,
-        window: int | None = None,
-    ) -> None:
-        """``fn(ctx, task)`` for each task of a lazy stream on the local threads, at most
-        ``window`` (default twice the threads) in flight, the next task taken from ``tasks``
-        only when one is done: a stream of tasks whose making costs (a month's signed asset
-        links) or whose results are large (pixels) holds a window, not the run (decision 0063).
-        ``on_result(result)`` is called here, on the calling thread, as each result arrives
-        (in the order they finish). A task's error, or Ctrl-C, cancels the queued tasks, waits
-        for the running ones and passes as it is. A cluster run takes :meth:`run`."""
-        if self.client is not None:
-            raise ValueError("Runner.stream runs on local threads; a cluster run takes run()")
-        limit = max(1, window or self.window or 2 * self.workers)
-        queue = iter(tasks)
-        pending: set[Future[Any]] = set()
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="cz") as pool:
-            try:
-                exhausted = False
-                while True:
-                    while not exhausted and len(pending) < limit:
-                        task = next(queue, _END)
-                        if task is _END:
-                            exhausted = True
-                        else:
-                            pending.add(pool.submit(fn, ctx, task))
-                    if not pending:
-                        return
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        on_result(fut.result())
-            except BaseException:  # Ctrl-C too: what is queued does not start
-                for fut in pending:
-                    fut.cancel()
-                raise
 
     def run(self, stages: Sequence[Stage], *, pipelined: bool = True) -> list[list[Any]]:
         """Every stage's results, each in task order (see the module docstring)."""

@@ -14,10 +14,9 @@ import numpy as np
 import chronozarr
 from chronozarr import provenance
 from chronozarr.provenance import write_provenance_items
-from chronozarr.write import Runner
 from cz.build.cluster_append import append_on_cluster
 from cz.build.errors import AppendRefusedError, BuildError
-from cz.build.executor import CompositeStats, run_composites
+from cz.build.executor import CompositeStats, Executor, run_composites
 from cz.build.fitting import fitting_recipe
 from cz.build.leftovers import new_tag, start_run, tagged_name
 from cz.build.options import BuildOptions, BuildResult, Progress
@@ -78,8 +77,11 @@ def append_months(
         lock.release()
         raise
     try:
-        runner = Runner(workers=options.threads())
-        stats = run_composites(plan, recipe, ctx, spill, runner, progress)
+        executor = Executor(options)
+        try:
+            stats = run_composites(plan, recipe, ctx, spill, executor, progress)
+        finally:
+            executor.close()
         planes = spill_planes(
             spill,
             recipe,

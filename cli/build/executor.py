@@ -1,6 +1,4 @@
-"""Pass 1: every (month, block) composited once: :func:`run_composites` on local threads through
-the library's write runner (decision 0063); :class:`Executor` holds the dask client of the
-toolkit's cluster runs."""
+"""Pass 1: every (month, block) composited once, on local threads or a dask cluster."""
 
 from __future__ import annotations
 
@@ -14,7 +12,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from chronozarr.write import Runner
 from cz.build.blocks import blocks_touched, grid_blocks, item_refs
 from cz.build.errors import BuildError
 from cz.build.options import BuildOptions, Progress
@@ -138,35 +135,21 @@ class CompositeStats:
     seconds: float = 0.0
 
 
-def composite(ctx: CompositeContext, task: BlockTask) -> BlockResult:
-    """:func:`compute_block` on a local thread, its unexpected failures said as
-    :func:`result_of` says them (toolkit errors pass as they are)."""
-    try:
-        return compute_block(task, ctx)
-    except CzError:  # our own errors (an unreadable asset) as they are
-        raise
-    except Exception as exc:  # a bug, an environment failure: one line, no traceback
-        raise BuildError(f"a composite task failed: {type(exc).__name__}: {exc}") from exc
-
-
 def run_composites(
     plan: Plan,
     recipe: Recipe,
     ctx: CompositeContext,
     spill: Spill,
-    runner: Runner,
+    executor: Executor,
     progress: Progress,
 ) -> CompositeStats:
-    """Pass 1: every (month, block) with items, computed once, written to the spill, on the
-    library's write runner (``Runner.stream``: a bounded window of tasks made month by month,
-    each result spilled here as it arrives; decision 0063)."""
+    """Pass 1: every (month, block) with items, computed once, written to the spill."""
     stats = CompositeStats()
     start = time.perf_counter()
     months = plan.months
-    progress.start("months", len(months), f"local, {runner.threads()} threads")
+    progress.start("months", len(months), executor.describe())
 
     windows = {(r, c): w for r, c, w in grid_blocks(plan.grid)}
-    _shares: dict[tuple[int, int, int], float] = {}
 
     def tasks() -> Iterator[BlockTask]:
         for t, month in enumerate(months):
@@ -181,16 +164,35 @@ def run_composites(
                 items = tuple(refs[i] for i in members)
                 yield BlockTask(t, month.month, row, col, windows[(row, col)], items)
 
-    def take(result: BlockResult) -> None:
-        spill.put(result)
-        stats.items_read.setdefault(result.t, set()).update(result.items_read)
-        stats.observations[result.t] = max(stats.observations.get(result.t, 0), result.observations)
-        for s in result.skipped:
-            progress.note(f"skipped item {s.item} ({s.month}): asset {s.asset}: {s.error}")
-        stats.skipped.extend(result.skipped)
-        progress.advance("months", _shares.pop((result.t, result.row, result.col), 0.0))
-
-    runner.stream(composite, ctx, tasks(), take)
+    _shares: dict[tuple[int, int, int], float] = {}
+    queue = tasks()
+    pending: set[Any] = set()
+    try:
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < executor.window:
+                task = next(queue, None)
+                if task is None:
+                    exhausted = True
+                    break
+                pending.add(executor.submit(task, ctx))
+            if not pending:
+                break
+            done, pending = executor.wait_any(pending)
+            for fut in done:
+                result = result_of(fut)
+                spill.put(result)
+                stats.items_read.setdefault(result.t, set()).update(result.items_read)
+                stats.observations[result.t] = max(
+                    stats.observations.get(result.t, 0), result.observations
+                )
+                for s in result.skipped:
+                    progress.note(f"skipped item {s.item} ({s.month}): asset {s.asset}: {s.error}")
+                stats.skipped.extend(result.skipped)
+                progress.advance("months", _shares.pop((result.t, result.row, result.col), 0.0))
+    except BaseException:  # Ctrl-C too: cancel what is queued
+        executor.cancel(pending)
+        raise
     progress.finish("months")
     stats.seconds = time.perf_counter() - start
     return stats
