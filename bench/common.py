@@ -65,9 +65,19 @@ def machine() -> str:
     return f"{platform.machine()}, {cpu} cores, Python {sys.version.split()[0]}"
 
 
+GENERATED_BEGIN = "<!-- written by the benchmark script: begin -->"
+GENERATED_END = "<!-- written by the benchmark script: end -->"
+
+
 def update_section(title: str, body: str) -> None:
-    """Replace (or add) the ``## title`` section of the notebook (docs/benchmarks-archive.md),
-    keeping the others; the headline table (docs/benchmarks.md) is edited by hand."""
+    """Write a benchmark's figures into the ``## title`` section of the notebook
+    (docs/benchmarks-archive.md), keeping the others; the headline table (docs/benchmarks.md) is
+    edited by hand.
+
+    Only the block between the section's GENERATED_BEGIN and GENERATED_END markers is the
+    script's: it is replaced, and the hand-written analysis around it is kept. A section written
+    before the markers existed keeps its whole old text below the new block, so a run never
+    loses what a person wrote there."""
     BENCH_DOC.parent.mkdir(parents=True, exist_ok=True)
     text = (
         BENCH_DOC.read_text()
@@ -75,12 +85,22 @@ def update_section(title: str, body: str) -> None:
         else "# Benchmarks: the notebook\n\nMeasured figures; each section says its command.\n"
     )
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    section = f"## {title}\n\n_Last run {stamp} on {machine()}._\n\n{body.strip()}\n"
+    block = (
+        f"{GENERATED_BEGIN}\n_Last run {stamp} on {machine()}._\n\n{body.strip()}\n{GENERATED_END}"
+    )
     pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _m: section + "\n", text)
+    found = pattern.search(text)
+    if found is None:
+        text = text.rstrip() + f"\n\n## {title}\n\n{block}\n"
     else:
-        text = text.rstrip() + "\n\n" + section
+        old = found.group(0)
+        start, end = old.find(GENERATED_BEGIN), old.find(GENERATED_END)
+        if 0 <= start < end:
+            section = old[:start] + block + old[end + len(GENERATED_END) :]
+        else:
+            kept = old[old.index("\n") + 1 :].strip()
+            section = f"## {title}\n\n{block}\n" + (f"\n{kept}\n" if kept else "")
+        text = text[: found.start()] + section.rstrip() + "\n\n" + text[found.end() :]
     BENCH_DOC.write_text(text.rstrip() + "\n")
     print(
         f"wrote the section {title!r} of {BENCH_DOC.relative_to(ROOT)}; if it holds a headline"

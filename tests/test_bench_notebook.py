@@ -1,15 +1,19 @@
 """The benchmark scripts write their sections into the notebook (docs/benchmarks-archive.md), and
 the headline table (docs/benchmarks.md) links to sections that exist there.
 
-``bench.common.update_section`` is run on a copy of the notebook: the section of its title is
-replaced in place and every other section is kept, byte for byte; a new title is appended. The
+``bench.common.update_section`` is run on a copy of the notebook: the generated block of its
+section is replaced in place, the hand-written text around it and every other section are kept,
+byte for byte; a new title is appended. bench/js/report.mjs's writer is held to the same rule. The
 scripts' own titles are read from their source, so a renamed section shows here, not after the
 next benchmark run has appended a duplicate.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -31,25 +35,78 @@ def _slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-def test_update_section_replaces_its_section_and_keeps_the_others(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _notebook_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     doc = tmp_path / "benchmarks-archive.md"
     doc.write_text(NOTEBOOK.read_text())
     monkeypatch.setattr(common, "BENCH_DOC", doc)
     monkeypatch.setattr(common, "ROOT", tmp_path)
     monkeypatch.setattr(common, "SUMMARY_DOC", tmp_path / "benchmarks.md")
+    return doc
+
+
+def _between_markers(section: str) -> str:
+    begin, end = section.index(common.GENERATED_BEGIN), section.index(common.GENERATED_END)
+    return section[begin:end]
+
+
+def test_update_section_replaces_only_its_generated_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script's run replaces the block between its section's markers; the hand-written
+    analysis of that section and every other section are kept byte for byte."""
+    doc = _notebook_copy(tmp_path, monkeypatch)
+    title = "Encode and read (format library)"
     before = _sections(doc.read_text())
-    common.update_section("Composite methods", "| a | b |\n|---|---|\n| 1 | 2 |")
+    hand = before[title][before[title].index(common.GENERATED_END) :]
+    assert "### " in hand  # the section holds hand-written analysis after its block
+    common.update_section(title, "| first | run |")
+    common.update_section(title, "| second | run |")
     common.update_section("A section no script wrote before", "new body")
     after = _sections(doc.read_text())
     assert list(after) == [*before, "A section no script wrote before"]
-    assert "| 1 | 2 |" in after["Composite methods"] and "_Last run " in after["Composite methods"]
-    assert "geomedian" not in after["Composite methods"]  # the old body is gone
-    for title, text in before.items():
-        if title != "Composite methods":
-            assert after[title].rstrip() == text.rstrip(), title
-    assert "new body" in after["A section no script wrote before"]
+    block = _between_markers(after[title])
+    assert "| second | run |" in block and "_Last run " in block
+    assert "| first | run |" not in after[title]  # the earlier run's block is gone
+    assert after[title].endswith(hand) and after[title].count(common.GENERATED_BEGIN) == 1
+    for other, text in before.items():
+        if other != title:
+            assert after[other].rstrip() == text.rstrip(), other
+    assert "new body" in _between_markers(after["A section no script wrote before"])
+
+
+def test_update_section_keeps_a_section_written_before_the_markers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A section without markers (written by hand or before they existed) keeps all its old text
+    below the new block: a benchmark run never loses what a person wrote."""
+    doc = _notebook_copy(tmp_path, monkeypatch)
+    title = "Composite methods"
+    old = _sections(doc.read_text())[title]
+    assert common.GENERATED_BEGIN not in old
+    common.update_section(title, "| a | b |\n|---|---|\n| 1 | 2 |")
+    common.update_section(title, "| a | b |\n|---|---|\n| 3 | 4 |")
+    new = _sections(doc.read_text())[title]
+    assert "| 3 | 4 |" in _between_markers(new) and "| 1 | 2 |" not in new
+    assert new.rstrip().endswith(old[old.index("\n") + 1 :].strip())
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_browser_benches_writer_keeps_hand_written_text(tmp_path: Path) -> None:
+    """bench/js/report.mjs's writeSection follows the same rule as update_section."""
+    doc = tmp_path / "notebook.md"
+    doc.write_text("# N\n\n## A\n\nold figures\n\n### analysis\n\nhand\n\n## C\n\nc body\n")
+    script = (
+        f"import {{ writeSection }} from {json.dumps((REPO / 'bench/js/report.mjs').as_uri())};"
+        f"const f = {json.dumps(str(doc))};"
+        'writeSection(f, "## A\\n\\nrun 1\\n"); writeSection(f, "## A\\n\\nrun 2\\n");'
+        'writeSection(f, "## D\\n\\nd\\n", { after: "## A" });'
+    )
+    subprocess.run(["node", "--input-type=module", "-e", script], check=True, capture_output=True)
+    got = _sections(doc.read_text())
+    assert list(got) == ["A", "D", "C"]
+    assert "run 2" in _between_markers(got["A"]) and "run 1" not in got["A"]
+    assert "old figures" in got["A"] and got["A"].rstrip().endswith("### analysis\n\nhand")
+    assert got["C"] == "## C\n\nc body\n"
 
 
 def test_every_script_title_is_a_section_of_the_notebook() -> None:

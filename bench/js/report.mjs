@@ -4,9 +4,10 @@
 // edited by hand).
 //
 // - median(xs): the middle value (the mean of the two middle ones for an even count).
-// - writeSection(file, section, { after }): `section` starts with its "## " title; the section of
-//   that title in `file` is replaced, else it is inserted after the section titled `after` (when
-//   given and present), else appended. One blank line separates it from the next section.
+// - writeSection(file, section, { after }): `section` starts with its "## " title; in the section
+//   of that title in `file` only the block between the generated-text markers is replaced (the
+//   hand-written analysis around it is kept), else the section is inserted after the section
+//   titled `after` (when given and present), else appended. One blank line separates sections.
 
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 
@@ -16,16 +17,34 @@ export const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-/** Replace (or insert) `section`, which begins with its "## " title line, in the Markdown `file`. */
+export const GENERATED_BEGIN = "<!-- written by the benchmark script: begin -->";
+export const GENERATED_END = "<!-- written by the benchmark script: end -->";
+
+/**
+ * Write `section`, which begins with its "## " title line, into the Markdown `file`. Only the
+ * block between the section's GENERATED_BEGIN / GENERATED_END markers is the script's and is
+ * replaced; the hand-written analysis around it is kept. A section written before the markers
+ * existed keeps its whole old text below the new block: a run never loses what a person wrote.
+ */
 export function writeSection(file, section, { after = null } = {}) {
   let doc = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmarks\n\n";
-  const body = section.replace(/\s*$/, "\n");
-  const title = body.slice(0, body.indexOf("\n"));
+  const text = section.replace(/\s*$/, "\n");
+  const title = text.slice(0, text.indexOf("\n"));
+  const block = `${GENERATED_BEGIN}\n${text.slice(title.length + 1).trim()}\n${GENERATED_END}`;
+  const body = `${title}\n\n${block}\n`;
   const start = doc.indexOf(`${title}\n`);
   const nextAfter = (from) => doc.indexOf("\n## ", from + 1);
   if (start >= 0) {
     const next = nextAfter(start);
-    doc = doc.slice(0, start) + body + (next >= 0 ? `\n${doc.slice(next + 1)}` : "");
+    const stop = next >= 0 ? next + 1 : doc.length;
+    const old = doc.slice(start, stop);
+    const [b, e] = [old.indexOf(GENERATED_BEGIN), old.indexOf(GENERATED_END)];
+    const kept = old.slice(title.length + 1).trim();
+    const replaced =
+      b >= 0 && e > b
+        ? `${old.slice(0, b)}${block}${old.slice(e + GENERATED_END.length)}`.replace(/\s*$/, "\n")
+        : `${body}${kept ? `\n${kept}\n` : ""}`;
+    doc = doc.slice(0, start) + replaced + (next >= 0 ? `\n${doc.slice(next + 1)}` : "");
   } else {
     const anchor = after === null ? -1 : doc.indexOf(`${after}\n`);
     const next = anchor >= 0 ? nextAfter(anchor) : -1;

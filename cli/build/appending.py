@@ -16,7 +16,7 @@ from chronozarr import provenance
 from chronozarr.provenance import write_provenance_items
 from cz.build.cluster_append import append_on_cluster
 from cz.build.errors import AppendRefusedError, BuildError
-from cz.build.executor import CompositeStats, Executor, run_composites
+from cz.build.executor import CompositeStats, run_composites
 from cz.build.fitting import fitting_recipe
 from cz.build.leftovers import new_tag, start_run, tagged_name
 from cz.build.options import BuildOptions, BuildResult, Progress
@@ -77,11 +77,7 @@ def append_months(
         lock.release()
         raise
     try:
-        executor = Executor(options)
-        try:
-            stats = run_composites(plan, recipe, ctx, spill, executor, progress)
-        finally:
-            executor.close()
+        stats = run_composites(plan, recipe, ctx, spill, options.threads(), progress)
         planes = spill_planes(
             spill,
             recipe,

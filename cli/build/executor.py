@@ -1,17 +1,19 @@
-"""Pass 1: every (month, block) composited once, on local threads or a dask cluster."""
+"""Pass 1 of a local build or append: every (month, block) composited once into the spill, on
+local threads by the library's one runner; and a cluster build's connection to its cluster."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+import threading
 import time
-from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
+from chronozarr.write import Runner, Stage
 from cz.build.blocks import blocks_touched, grid_blocks, item_refs
 from cz.build.errors import BuildError
 from cz.build.options import BuildOptions, Progress
@@ -29,69 +31,40 @@ from cz.recipe import Recipe
 
 
 class Executor:
-    """Runs :func:`compute_block` tasks: local threads, or a dask.distributed cluster."""
+    """A build's connection to its dask.distributed cluster (``options.scheduler``); the cluster
+    build and append run on it through the library's one runner. A local build has none: its
+    composites run on local threads by the same runner (:func:`run_composites`)."""
 
     def __init__(self, options: BuildOptions) -> None:
+        if not options.scheduler:
+            raise ValueError("Executor is a cluster connection: options.scheduler is not set")
         self.options = options
-        self.client: Any = None
-        self.pool: ThreadPoolExecutor | None = None
-        if options.scheduler:
-            try:
-                from distributed import Client
-            except ImportError:  # distributed is optional for local builds
-                raise BuildError(
-                    "--scheduler needs dask.distributed: pip install distributed"
-                ) from None
-            try:
-                self.client = Client(
-                    options.scheduler,
-                    timeout=f"{options.connect_timeout}s",
-                    set_as_default=False,
-                )
-            except (OSError, TimeoutError) as exc:  # scheduler unreachable
-                raise BuildError(
-                    f"cannot connect to the dask scheduler at {options.scheduler}: {exc}"
-                ) from None
-            threads = sum(self.client.nthreads().values()) or 1
-            self.window = 2 * threads
-        else:
-            self.pool = ThreadPoolExecutor(max_workers=options.threads(), thread_name_prefix="cz")
-            self.window = 2 * options.threads()
+        try:
+            from distributed import Client
+        except ImportError:  # distributed is optional for local builds
+            raise BuildError(
+                "--scheduler needs dask.distributed: pip install distributed"
+            ) from None
+        try:
+            self.client: Any = Client(
+                options.scheduler,
+                timeout=f"{options.connect_timeout}s",
+                set_as_default=False,
+            )
+        except (OSError, TimeoutError) as exc:  # scheduler unreachable
+            raise BuildError(
+                f"cannot connect to the dask scheduler at {options.scheduler}: {exc}"
+            ) from None
 
     def describe(self) -> str:
-        if self.client is not None:
-            n = len(self.client.nthreads())
-            return f"dask.distributed at {self.options.scheduler} ({n} workers)"
-        return f"local, {self.options.threads()} threads"
-
-    def submit(self, task: BlockTask, ctx: CompositeContext) -> Any:
-        if self.client is not None:
-            return self.client.submit(compute_block, task, ctx, pure=False)
-        assert self.pool is not None
-        return self.pool.submit(compute_block, task, ctx)
-
-    def wait_any(self, pending: set[Any]) -> tuple[set[Any], set[Any]]:
-        if self.client is not None:
-            from distributed import wait as dwait  # lazy: distributed is an extra
-
-            with self.client.as_current():  # our client is not the process default
-                done, rest = dwait(list(pending), return_when="FIRST_COMPLETED")
-            return set(done), set(rest)
-        done, rest = wait(pending, return_when=FIRST_COMPLETED)
-        return set(done), set(rest)
-
-    def cancel(self, pending: set[Any]) -> None:
-        for fut in pending:
-            fut.cancel()
+        n = len(self.client.nthreads())
+        return f"dask.distributed at {self.options.scheduler} ({n} workers)"
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-        if self.client is not None:
-            # closing a client whose scheduler is gone logs its reconnect failure with two
-            # tracebacks: the run has said what happened in one line already
-            with contextlib.suppress(Exception), quiet_distributed():
-                self.client.close()
+        # closing a client whose scheduler is gone logs its reconnect failure with two
+        # tracebacks: the run has said what happened in one line already
+        with contextlib.suppress(Exception), quiet_distributed():
+            self.client.close()
 
 
 @contextmanager
@@ -116,17 +89,6 @@ def quiet_distributed() -> Iterator[None]:
             logging.getLogger(name).setLevel(level)
 
 
-def result_of(future: Any) -> BlockResult:
-    """A task's result; an unexpected failure (a worker without ``cz``, a lost worker...) becomes
-    a BuildError that says so. Toolkit errors (an unreadable asset) pass as they are."""
-    try:
-        return future.result()
-    except CzError:  # our own errors (an unreadable asset) as they are
-        raise
-    except Exception as exc:  # a worker without cz, a lost worker, ...
-        raise BuildError(f"a composite task failed: {type(exc).__name__}: {exc}") from exc
-
-
 @dataclass
 class CompositeStats:
     items_read: dict[int, set[str]] = field(default_factory=dict)
@@ -135,64 +97,105 @@ class CompositeStats:
     seconds: float = 0.0
 
 
+class _BlockTasks(Sequence[BlockTask]):
+    """Every (month, block) task with items, in month order, made when a thread takes it.
+
+    A month's item references are signed when its first task is taken and dropped with its last
+    (late signing: a token never ages through the months before), so only the months in hand
+    hold references; the blocks each month touches are found once, here."""
+
+    def __init__(self, plan: Plan, recipe: Recipe, halo: int) -> None:
+        self._plan, self._recipe = plan, recipe
+        self._windows = {(r, c): w for r, c, w in grid_blocks(plan.grid)}
+        self._lock = threading.Lock()
+        self._refs: dict[int, list[Any]] = {}
+        self._left: dict[int, int] = {}
+        self._index: list[tuple[int, tuple[int, int], list[int]]] = []
+        self.shares: list[float] = []  # each task's share of its month, for the progress
+        for t, month in enumerate(plan.months):
+            touched = blocks_touched(month, plan.grid, halo) if month.items else {}
+            for key, members in sorted(touched.items()):
+                self._index.append((t, key, members))
+                self.shares.append(1.0 / len(touched))
+            if touched:
+                self._left[t] = len(touched)
+        self.empty_months = len(plan.months) - len(self._left)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    @overload
+    def __getitem__(self, i: int) -> BlockTask: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[BlockTask]: ...
+    def __getitem__(self, i: int | slice) -> BlockTask | Sequence[BlockTask]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        t, (row, col), members = self._index[i]
+        month = self._plan.months[t]
+        with self._lock:
+            refs = self._refs.get(t)
+            if refs is None:
+                refs = self._refs[t] = item_refs(month, self._recipe)  # signed here: late
+            self._left[t] -= 1
+            if not self._left[t]:
+                del self._refs[t]
+        items = tuple(refs[m] for m in members)
+        return BlockTask(t, month.month, row, col, self._windows[(row, col)], items)
+
+
+class _SpillSink:
+    """Where each composite goes as it is made (a :class:`~chronozarr.write.Stage`'s sink,
+    called on the thread that made it): the spill, the run's statistics, the progress."""
+
+    def __init__(self, spill: Spill, progress: Progress, shares: list[float]) -> None:
+        self.spill, self.progress, self.shares = spill, progress, shares
+        self.stats = CompositeStats()
+        self._lock = threading.Lock()
+
+    def put(self, i: int, result: BlockResult) -> None:
+        self.spill.put(result)  # thread-safe: its own lock
+        stats = self.stats
+        with self._lock:
+            stats.items_read.setdefault(result.t, set()).update(result.items_read)
+            stats.observations[result.t] = max(
+                stats.observations.get(result.t, 0), result.observations
+            )
+            for s in result.skipped:
+                self.progress.note(f"skipped item {s.item} ({s.month}): asset {s.asset}: {s.error}")
+            stats.skipped.extend(result.skipped)
+            self.progress.advance("months", self.shares[i])
+
+
+def _composite(ctx: CompositeContext, task: BlockTask) -> BlockResult:
+    """One (month, block) on a local thread; an unexpected failure becomes a BuildError that
+    names it (toolkit errors, an unreadable asset, pass as they are)."""
+    try:
+        return compute_block(task, ctx)
+    except CzError:
+        raise
+    except Exception as exc:  # a bug or a library failure: one line, not a traceback
+        raise BuildError(f"a composite task failed: {type(exc).__name__}: {exc}") from exc
+
+
 def run_composites(
     plan: Plan,
     recipe: Recipe,
     ctx: CompositeContext,
     spill: Spill,
-    executor: Executor,
+    threads: int,
     progress: Progress,
 ) -> CompositeStats:
-    """Pass 1: every (month, block) with items, computed once, written to the spill."""
-    stats = CompositeStats()
+    """Pass 1: every (month, block) with items, computed once on ``threads`` local threads and
+    written to the spill, by the library's one runner (``chronozarr.write.Runner``, decision
+    0064): one stage whose tasks are made as they are taken and whose results go to the spill as
+    they arrive. A failure or Ctrl-C cancels the tasks not started."""
     start = time.perf_counter()
-    months = plan.months
-    progress.start("months", len(months), executor.describe())
-
-    windows = {(r, c): w for r, c, w in grid_blocks(plan.grid)}
-
-    def tasks() -> Iterator[BlockTask]:
-        for t, month in enumerate(months):
-            touched = blocks_touched(month, plan.grid, ctx.rules.halo) if month.items else {}
-            if not touched:
-                progress.advance("months", 1.0)
-                continue
-            refs = item_refs(month, recipe)  # signed here: late, per month of work
-            share = 1.0 / len(touched)
-            for (row, col), members in sorted(touched.items()):
-                _shares[(t, row, col)] = share
-                items = tuple(refs[i] for i in members)
-                yield BlockTask(t, month.month, row, col, windows[(row, col)], items)
-
-    _shares: dict[tuple[int, int, int], float] = {}
-    queue = tasks()
-    pending: set[Any] = set()
-    try:
-        exhausted = False
-        while True:
-            while not exhausted and len(pending) < executor.window:
-                task = next(queue, None)
-                if task is None:
-                    exhausted = True
-                    break
-                pending.add(executor.submit(task, ctx))
-            if not pending:
-                break
-            done, pending = executor.wait_any(pending)
-            for fut in done:
-                result = result_of(fut)
-                spill.put(result)
-                stats.items_read.setdefault(result.t, set()).update(result.items_read)
-                stats.observations[result.t] = max(
-                    stats.observations.get(result.t, 0), result.observations
-                )
-                for s in result.skipped:
-                    progress.note(f"skipped item {s.item} ({s.month}): asset {s.asset}: {s.error}")
-                stats.skipped.extend(result.skipped)
-                progress.advance("months", _shares.pop((result.t, result.row, result.col), 0.0))
-    except BaseException:  # Ctrl-C too: cancel what is queued
-        executor.cancel(pending)
-        raise
+    progress.start("months", len(plan.months), f"local, {threads} threads")
+    tasks = _BlockTasks(plan, recipe, ctx.rules.halo)
+    progress.advance("months", float(tasks.empty_months))
+    sink = _SpillSink(spill, progress, tasks.shares)
+    Runner(workers=threads).run([Stage("composite", _composite, ctx, tasks, sink=sink)])
     progress.finish("months")
-    stats.seconds = time.perf_counter() - start
-    return stats
+    sink.stats.seconds = time.perf_counter() - start
+    return sink.stats

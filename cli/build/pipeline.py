@@ -14,7 +14,7 @@ from chronozarr.provenance import write_provenance_items
 from cz.build.cluster import build_on_cluster
 from cz.build.empty import check_not_empty
 from cz.build.errors import BuildError
-from cz.build.executor import Executor, run_composites
+from cz.build.executor import run_composites
 from cz.build.leftovers import sweep_publish_copies
 from cz.build.options import BuildOptions, BuildResult, Progress
 from cz.build.spill import Spill, SpillPlanes
@@ -151,18 +151,14 @@ def _build_local(
     started: float,
 ) -> BuildResult:
     """Both passes into ``target.staging``: composites to the spill, then the store."""
-    executor = Executor(options)  # first: an unreachable cluster fails before any search
-    try:
-        if plan is None:
-            progress.start("plan", None, "resolving items")
-            plan = plan_recipe(recipe, out=str(target.final))
-            progress.finish("plan")
-        progress.plan_warnings(plan)
-        ctx = composite_context(recipe, plan, options)
-        spill = Spill(target.spill_root)
-        stats = run_composites(plan, recipe, ctx, spill, executor, progress)
-    finally:
-        executor.close()
+    if plan is None:
+        progress.start("plan", None, "resolving items")
+        plan = plan_recipe(recipe, out=str(target.final))
+        progress.finish("plan")
+    progress.plan_warnings(plan)
+    ctx = composite_context(recipe, plan, options)
+    spill = Spill(target.spill_root)
+    stats = run_composites(plan, recipe, ctx, spill, options.threads(), progress)
     planes = spill_planes(
         spill, recipe, plan, options, progress, max_age=carry_forward_months(recipe)
     )
