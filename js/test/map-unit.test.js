@@ -233,7 +233,7 @@ test("the layer hands its options to the reader: readAhead, aheadSteps, frameCac
 });
 
 test("value table: every stored value's colour is the per-fragment path's (validity, scale, band math, stretch, colour map, opacity)", async () => {
-  const { buildValueLut, VALUE_LUT_DTYPES } = await import("../chronozarr/map/value-lut.js");
+  const { buildValueLut, displayValues, VALUE_LUT_DTYPES } = await import("../chronozarr/map/value-lut.js");
   const { COLORMAPS } = await import("../chronozarr/map/colormaps.js");
   const cmap = COLORMAPS.viridis.lut;
   for (const [dtype, nodata, hasMask] of [
@@ -249,6 +249,16 @@ test("value table: every stored value's colour is the per-fragment path's (valid
     const max = 0.7;
     const opacity = 0.6;
     const lut = buildValueLut({ dtype, nodata, hasMask, scale, offset, fn, min, max, colormap: cmap, opacity });
+    // The renderer computes the display values before the stretch is known, then colours them.
+    const ahead = buildValueLut({
+      dtype,
+      min,
+      max,
+      colormap: cmap,
+      opacity,
+      values: displayValues({ dtype, nodata, hasMask, scale, offset, fn }),
+    });
+    assert.deepEqual(ahead.data, lut.data, `${dtype}: the table from display values computed ahead`);
     const { base, size } = VALUE_LUT_DTYPES[dtype];
     assert.equal(lut.width * lut.height >= size, true);
     assert.equal(lut.base, base);
@@ -289,7 +299,7 @@ test("value table: every stored value's colour is the per-fragment path's (valid
 });
 
 test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata and masked pixels left out", async () => {
-  const { autoStretch } = await import("../chronozarr/map/stretch.js");
+  const { autoStretch, stretchOf, stretchSamples } = await import("../chronozarr/map/stretch.js");
   const { resolveDisplay } = await import("../chronozarr/map/display.js");
   const store = {
     crs: "EPSG:32631",
@@ -329,6 +339,9 @@ test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata
   want.sort((a, b) => a - b);
   const at = (p) => want[Math.round(p * (want.length - 1))];
   assert.deepEqual(autoStretch(store, spec, datas), { min: at(0.02), max: at(0.98) });
+  // The layer samples each cell as it arrives (in any order) and pools them at the end.
+  const pooled = stretchOf([stretchSamples(store, spec, datas[1]), stretchSamples(store, spec, datas[0])]);
+  assert.deepEqual(pooled, { min: at(0.02), max: at(0.98) }, "cells sampled one by one, pooled in another order");
   const flat = [{ data: { height: 2, width: 2, data: new Uint16Array([5, 5, 5, 5, 7, 7, 7, 7]) }, mask: null }];
   const s = autoStretch(store, spec, flat);
   assert.ok(s.max > s.min && s.min === 7 * 0.0001 - 0.1, `a constant frame still gets a range: ${JSON.stringify(s)}`);

@@ -693,12 +693,30 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
         return { w: c.width, h: c.height, box: [x0, y0, x1, y1], drawn: n, map: !!window.viewer.map, state: document.body.dataset.state };
       });
     const before = await snap();
+    // The page was veiled until this frame (decision 0061): lifted with it, or by the deadline
+    // (1.5 s) if the frame came later, never left on.
+    const veil = await page.evaluate(() => ({
+      on: document.documentElement.hasAttribute("data-veil"),
+      lifted: window.CHRONOZARR_VIEWER.early.marks.veilLifted,
+      first: window.viewer.firstFrameAt,
+    }));
+    assert.ok(
+      !veil.on && (Math.abs(veil.lifted - veil.first) < 200 || (veil.lifted >= 1500 && veil.lifted < veil.first)),
+      `the veil is lifted with the first frame (${JSON.stringify(veil)})`,
+    );
     assert.equal(before.map, false, "the frame was drawn before the map existed");
     assert.equal(before.state, "loading", "body[data-state] becomes ready with the map's frame, not before");
     assert.ok(before.drawn > 0.1 * before.w * before.h, `the early frame shows the store (${JSON.stringify(before)})`);
     release();
     await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 30000 });
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    // One decoder was started with the page; the pool has one per core (up to 4) after the frame.
+    const decoders = await page.evaluate(() => ({
+      early: window.CHRONOZARR_VIEWER.early.workers.length,
+      pool: window.viewer.pool.workers.length,
+      want: Math.max(1, Math.min(4, navigator.hardwareConcurrency || 2)),
+    }));
+    assert.ok(decoders.early === 1 && decoders.pool === decoders.want, `decoders ${JSON.stringify(decoders)}`);
     const after = await snap();
     const moved = await page.evaluate(() => {
       const [a, b] = window.__snaps;

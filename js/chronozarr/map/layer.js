@@ -398,9 +398,17 @@ export class ChronozarrLayer {
    * @param {string} content
    */
   _upload(level, cell, frame, content) {
-    const gl = this._gl;
-    const c = this._cells.cell(gl, level, cell, () => this._selection.mesh(level, cell), this._loader.shown);
-    this._cells.upload(gl, c, frame, this._display.bands, this.store.dtype, content);
+    this._cells.upload(this._gl, this._prepare(level, cell), frame, this._display.bands, this.store.dtype, content);
+  }
+
+  /**
+   * The GL cell of (level, cell): made from its mesh (reprojected with proj4) when new, so the
+   * loader makes it while the cell's data is in flight rather than after it arrives.
+   * @param {number} level
+   * @param {Cell} cell
+   */
+  _prepare(level, cell) {
+    return this._cells.cell(this._gl, level, cell, () => this._selection.mesh(level, cell), this._loader.shown);
   }
 
   // --- GL and MapLibre ---------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 
 import { COLORMAPS } from "./colormaps.js";
 import { compileProgram } from "./program.js";
-import { buildValueLut } from "./value-lut.js";
+import { buildValueLut, displayValues } from "./value-lut.js";
 
 /**
  * What a draw shows.
@@ -33,6 +33,8 @@ export class Renderer {
     this._vlutTex = null;
     /** @type {string | null} */
     this._vlutKey = null;
+    /** The display values of the value table's display (value-lut.js displayValues). @type {{key: string, values: Float64Array} | null} */
+    this._values = null;
   }
 
   /**
@@ -51,6 +53,33 @@ export class Renderer {
    */
   compile(gl, state) {
     this.program = compileProgram(gl, this.store, state.spec, state.valueLut);
+    // The value table's display values need no stretch: computed now too (decision 0061).
+    if (this.program.valueLut) this._displayValues(state.spec);
+  }
+
+  /**
+   * The display values of the value table for `spec` (kept while the display is the same).
+   * @param {import("./display.js").DisplaySpec} spec
+   */
+  _displayValues(spec) {
+    if (this._values?.key === spec.key) return this._values.values;
+    const s = this.store;
+    const b = spec.bands[0];
+    const phys = new Array(s.nBands).fill(0);
+    const fn = spec.fn;
+    const values = displayValues({
+      dtype: s.dtype,
+      nodata: s.nodata,
+      hasMask: s.hasMask,
+      scale: s.bands[b].scale,
+      offset: s.bands[b].offset,
+      fn: (v) => {
+        phys[b] = v;
+        return fn(phys);
+      },
+    });
+    this._values = { key: spec.key, values };
+    return values;
   }
 
   /** The display changed: compile again at the next draw. */
@@ -147,28 +176,18 @@ export class Renderer {
    */
   _bindValueLut(gl, { spec, stretch, colormap, opacity }) {
     const s = this.store;
-    const b = spec.bands[0];
     const key = `${spec.key}|${stretch.min}|${stretch.max}|${colormap}|${opacity}`;
     if (!this._vlutTex) this._vlutTex = gl.createTexture();
     gl.activeTexture(gl.TEXTURE2);
     gl.bindTexture(gl.TEXTURE_2D, this._vlutTex);
     if (this._vlutKey === key) return;
-    const phys = new Array(s.nBands).fill(0);
-    const fn = spec.fn;
     const lut = buildValueLut({
       dtype: s.dtype,
-      nodata: s.nodata,
-      hasMask: s.hasMask,
-      scale: s.bands[b].scale,
-      offset: s.bands[b].offset,
-      fn: (v) => {
-        phys[b] = v;
-        return fn(phys);
-      },
       min: stretch.min,
       max: stretch.max,
       colormap: COLORMAPS[colormap].lut,
       opacity,
+      values: this._displayValues(spec),
     });
     gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
     gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA8, lut.width, lut.height, 0, gl.RGBA, gl.UNSIGNED_BYTE, lut.data);
