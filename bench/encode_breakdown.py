@@ -34,7 +34,6 @@ import chronozarr.format._codecs as codecs
 import chronozarr.io._storage as storage
 import chronozarr.write._auto as auto
 import chronozarr.write._cells as cells
-import chronozarr.write._fused as fused
 from bench.bench_encode import BANDS, THREADS, TRANSFORM
 from bench.common import series_block
 
@@ -42,10 +41,10 @@ from bench.common import series_block
 PARTS: list[tuple[Any, str, str]] = [
     (type(numcodecs.Zstd(level=5)), "encode", "zstd compression"),
     (codecs.ChunkCodec, "encode", "chunk copy to contiguous (the limit does it too)"),
+    (cells, "contiguous_cell", "chunk copy to contiguous (the limit does it too)"),
     (codecs.ChunkCodec, "decode", "decoding a level read back"),
     (cells, "abs_diff_sum", "volatility sums (spec 5)"),
     (cells, "reduce_region", "block means (spec 6)"),
-    (fused, "reduce_region", "block means (spec 6)"),
     (cells, "residual", "residuals (spec 4.2)"),
     (auto, "residual", "residuals (spec 4.2)"),
     (storage.LocalStore, "put", "object writes (LocalStore.put)"),

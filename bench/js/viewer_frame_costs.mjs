@@ -1,6 +1,7 @@
 // Where a display frame of the map viewer goes, in headless Chromium (SwiftShader WebGL):
-// the layer's overlay canvas redrawn with the layer's shader and with cheaper shaders on the
-// same meshes, the cells coloured on the CPU and drawn with one fetch per fragment, a plain
+// the layer's overlay canvas redrawn as the viewer draws it (decision 0062: cells coloured on the
+// CPU, the canvas clipped to their box), without the clip, with the value table on the GPU as
+// before, and with cheaper shaders on the same meshes; the bench's own CPU colouring, a plain
 // WebGL canvas of the same size and of the cells' size, the overlay cleared only, a texture
 // re-upload, and a scrub step (setTime) with and without the viewer's onFrame work.
 // Each figure is frames per second over 90 animation frames, counted by requestAnimationFrame,
@@ -199,7 +200,7 @@ try {
     return { fps, renderer: per("renderer"), gpu: per("GPU process"), total: Object.values(kinds).reduce((a, b) => a + b, 0) / n };
   };
   const restore =
-    "layer._renderer.displayChanged(); layer.valueLut = true; layer.onFrame = layer._onFrame ?? layer.onFrame; layer._frameBudget ??= layer.frameCache.maxBytes; layer.frameCache.maxBytes = layer._frameBudget;";
+    "layer._renderer.displayChanged(); layer.valueLut = true; layer.cpuColour = true; layer._overlay.clip = true; layer.onFrame = layer._onFrame ?? layer.onFrame; layer._frameBudget ??= layer.frameCache.maxBytes; layer.frameCache.maxBytes = layer._frameBudget;";
   const rows = [
     ["requestAnimationFrame alone (the display's rate)", () => frames("", "")],
     ...[
@@ -221,7 +222,18 @@ try {
           "const gl = layer._gl; gl.viewport(0, 0, layer.canvas.width, layer.canvas.height); gl.clearColor(0, 0, 0, 0); gl.clear(gl.COLOR_BUFFER_BIT);",
         ),
     ],
-    ["overlay redrawn: value-table shader (what the viewer draws)", () => frames(restore, "layer._overlay.draw()")],
+    [
+      "overlay redrawn: cells coloured on the CPU, clipped to their box (what the viewer draws, decision 0062)",
+      () => frames(restore, "layer._overlay.draw()"),
+    ],
+    [
+      "overlay redrawn: cells coloured on the CPU, whole canvas",
+      () => frames(`${restore} layer._overlay.clip = false;`, "layer._overlay.draw()"),
+    ],
+    [
+      "overlay redrawn: value-table shader on the GPU, whole canvas (before decision 0062)",
+      () => frames(`${restore} layer.cpuColour = false; layer._overlay.clip = false;`, "layer._overlay.draw()"),
+    ],
     [
       "overlay redrawn: per-fragment shader (valueLut: false)",
       () => frames("layer.valueLut = false; layer._renderer.displayChanged();", "layer._overlay.draw()"),
@@ -244,7 +256,7 @@ try {
       () => frames("", "window.__rgbaColour(); window.__rgbaDraw()"),
     ],
     [
-      "overlay redrawn + the 4 cells' textures uploaded again (value table)",
+      "overlay redrawn + the 4 cells given their values again (coloured on the CPU and uploaded as RGBA8 at the draw)",
       () =>
         frames(
           restore,
@@ -252,6 +264,10 @@ try {
         ),
     ],
     ["scrub steps (setTime), all resident, decoded frames kept (after one pass), with the viewer's onFrame", () => scrub(restore, true)],
+    [
+      "the same, value table on the GPU, whole canvas (before decision 0062)",
+      () => scrub(`${restore} layer.cpuColour = false; layer._overlay.clip = false;`, true),
+    ],
     [
       "scrub steps (setTime), all resident, decoded frames kept (after one pass), onFrame off",
       () => scrub(`${restore} layer._onFrame = layer.onFrame; layer.onFrame = null;`, true),

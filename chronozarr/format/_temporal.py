@@ -94,7 +94,7 @@ def abs_diff_sum(source: np.ndarray, ref: np.ndarray) -> float:
     """Sum of |source - ref| on exact differences (int64 for integers, float64 for float32) (5).
 
     Unsigned integers: max - min, which is |source - ref| in the dtype itself (no wider
-    temporary), summed in uint64; signed ones: the difference in int32. Either is exact, and
+    temporary), summed per piece in uint32 where it cannot overflow, else uint64; signed ones: the difference in int32. Either is exact, and
     the integer sum does not depend on the order of the pieces (decision 0059)."""
     if source.shape != ref.shape:
         raise ValueError(f"abs_diff_sum: shapes {source.shape} and {ref.shape} differ")
@@ -105,12 +105,16 @@ def abs_diff_sum(source: np.ndarray, ref: np.ndarray) -> float:
             diff = np.where(a == b, 0.0, np.abs(a - b))
         return float(diff.sum())
     unsigned = source.dtype.kind == "u" and ref.dtype == source.dtype
+    top = int(np.iinfo(source.dtype).max) if unsigned else 0
     total = 0
     for a, b in _row_blocks(source, ref):
         if unsigned:
             high = np.maximum(a, b)
             high -= np.minimum(a, b)  # max >= min: no wrap
-            total += int(high.sum(dtype=np.uint64))
+            # a piece of at most 2^32 / max elements sums exactly in uint32, the cheaper
+            # accumulator (a uint16 piece of _PASS elements: 65535 * 65536 < 2^32; decision 0063)
+            acc = np.uint32 if high.size * top < 1 << 32 else np.uint64
+            total += int(high.sum(dtype=acc))
         else:
             diff = np.subtract(a, b, dtype=np.int32)  # exact for uint8, uint16 and int16 (spec 5)
             np.abs(diff, out=diff)

@@ -53,6 +53,10 @@ __all__ = [
 ]
 
 
+#: a cell's values, mask and coverage at one timestep (either plane None when absent)
+PlaneTriple = tuple[np.ndarray, np.ndarray | None, np.ndarray | None]
+
+
 @dataclass
 class Layout:
     """Everything the per-cell writer needs about a store (shared by encode and append)."""
@@ -147,6 +151,17 @@ class Planes:
         return planes
 
 
+def contiguous_cell(layout: Layout, values: np.ndarray) -> np.ndarray:
+    """A full cell's values as one contiguous array (no copy when they are already): the copy
+    the codec would make, made first, so that the volatility sum, the block mean and the
+    compression all read it while it is in the core's cache (decision 0063). A trimmed edge
+    cell is left as it is: the codec pads it into a new array anyway."""
+    if values.shape[-2:] == (layout.cs, layout.cs) and values.dtype == layout.dtype:
+        out: np.ndarray = np.ascontiguousarray(values)
+        return out
+    return values
+
+
 def write_cell_series(
     layout: Layout,
     level_path: str,
@@ -203,10 +218,13 @@ class CellWriter:
         shard_prefix: Callable[[str, int, int, int], tuple[bytes, list[Any]] | None] | None = None,
         encoded: Mapping[int, bytes] | None = None,
         history: HistoryBuffer | None = None,
+        keep_reduced: bool = False,
     ) -> None:
         self.layout, self.row, self.col, self.planes = layout, row, col, planes
         self.volatility, self.shard_prefix = volatility, shard_prefix
         self.encoded, self.history = encoded, history
+        self.keep_reduced = keep_reduced
+        self._reduced: tuple[int, PlaneTriple] | None = None
         self.result = CellResult(row, col, {})
         self.arrays = [(f"{level_path}/{layout.variable}", True)]
         if layout.has_mask:
@@ -221,6 +239,12 @@ class CellWriter:
         source, mask, cov = self.planes.get(t)
         if self.history is not None:
             self.history.add(t, source, mask, cov)
+        source = contiguous_cell(layout, source)
+        if self.volatility and t not in layout.vol_anchors:
+            self.result.vol_sum += abs_diff_sum(source, self.planes.get(layout.vol_refs[t])[0])
+            self.result.vol_count += source.size
+        if self.keep_reduced:  # the cell above reduces timestep t next (decision 0063)
+            self._reduced = (t, reduce_region(layout, source, mask, cov))
         blobs = [self._data_chunk(t, source)]
         if layout.has_mask:
             assert mask is not None  # the layout has a mask: every plane source gives one
@@ -228,9 +252,6 @@ class CellWriter:
         if layout.has_coverage:
             assert cov is not None  # likewise for coverage
             blobs.append(layout.plane_codec.encode(layout.pad(cov, 0)))
-        if self.volatility and t not in layout.vol_anchors:
-            self.result.vol_sum += abs_diff_sum(source, self.planes.get(layout.vol_refs[t])[0])
-            self.result.vol_count += source.size
         for (path, has_band), b in zip(self.arrays, blobs, strict=True):
             if layout.shard_time is None:
                 layout.store.put(chunk_key(path, t, self.row, self.col, has_band=has_band), b)
@@ -238,6 +259,15 @@ class CellWriter:
                 self.pending[path][t] = b
         if layout.shard_time is not None and last_in_shard:
             self._flush(t // layout.shard_time)
+
+    def reduced(self, t: int) -> PlaneTriple:
+        """This cell's planes at ``t`` reduced for the level above (spec 6): the ones
+        :meth:`write` made from its copy in cache when ``t`` was the last written, else made
+        now from the planes (an anchor asked for before it is written)."""
+        if self._reduced is not None and self._reduced[0] == t:
+            part, self._reduced = self._reduced[1], None
+            return part
+        return reduce_region(self.layout, *self.planes.get(t))
 
     def _data_chunk(self, t: int, source: np.ndarray) -> bytes:
         """The data chunk's bytes: reused from the auto sample, a value or a residual (4.2)."""

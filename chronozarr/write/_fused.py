@@ -24,7 +24,6 @@ from chronozarr.write._cells import (
     Layout,
     Planes,
     last_in_shard,
-    reduce_region,
 )
 
 __all__ = ["FusedContext", "fused_task"]
@@ -78,7 +77,7 @@ def _reduced(
         mask = np.empty(shape, dtype=np.uint8) if layout.has_mask else None
         cov = np.empty(shape, dtype=np.uint8) if layout.has_coverage else None
         for cell in cells:
-            part = reduce_region(layout, *cell.planes.get(t))
+            part = cell.writer.reduced(t)
             r, c = cell.writer.row, cell.writer.col
             y, x = (r - 2 * row) * cs // 2, (c - 2 * col) * cs // 2
             h, w = part[0].shape[-2:]
@@ -92,26 +91,31 @@ def _reduced(
     return reduced
 
 
-def _tree(ctx: FusedContext, k: int, row: int, col: int, times: range) -> _Cell:
-    """Cell (row, col) of level ``k`` and every cell under it down to level 0."""
+def _tree(
+    ctx: FusedContext, k: int, row: int, col: int, times: range, below_top: bool = False
+) -> _Cell:
+    """Cell (row, col) of level ``k`` and every cell under it down to level 0; a cell
+    ``below_top`` keeps its reduced planes for the cell above (decision 0063)."""
     layout, info = ctx.layout, ctx.levels[k]
     if k == 0:
         ys, xs = cell_slice(row, col, layout.cs, info.shape[-2], info.shape[-1])
         planes = Planes(ctx.source.open_cell(row, col, ys, xs, times))
         writer = CellWriter(
             layout, info.path, row, col, planes, volatility=True,
-            encoded=ctx.samples.get((row, col)),
+            encoded=ctx.samples.get((row, col)), keep_reduced=below_top,
         )  # fmt: skip
         return _Cell(0, planes, writer, [])
     rows, cols = ctx.levels[k - 1].grid
     below = [
-        _tree(ctx, k - 1, r, c, times)
+        _tree(ctx, k - 1, r, c, times, below_top=True)
         for r in range(2 * row, min(2 * row + 2, rows))
         for c in range(2 * col, min(2 * col + 2, cols))
     ]
     fn = _reduced(layout, info, row, col, below)
     planes = Planes(fn, keep=_KEEP)
-    writer = CellWriter(layout, info.path, row, col, planes, volatility=False)
+    writer = CellWriter(
+        layout, info.path, row, col, planes, volatility=False, keep_reduced=below_top
+    )
     return _Cell(k, planes, writer, below)
 
 

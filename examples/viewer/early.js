@@ -6,12 +6,15 @@
 //   root parses it names the first view's chunks: the fitted view's level (spec 10.3) and the
 //   cells of timestep 0, keys from the consolidated metadata (3.7). A small Worker started with
 //   the page (early-fetcher.js, a Blob of its bundle, no request) GETs them at once (high
-//   priority) and hands each to a chunk decoder Worker (decode-worker.js, started here so zstd
+//   priority) and hands each to the chunk decoder Worker (decode-worker.js, started here so zstd
 //   compiles while the code downloads) as it arrives;
 // - it preloads the bundle (viewer.js) after the root's GET, so the root takes the page's own
 //   connection; MapLibre's files come at low priority once the first view's chunks are in;
 // - the basemap style: the offline one is written into the built page (no request), another URL
-//   is fetched here.
+//   is fetched here;
+// - it veils the page until the layer's first frame (or an error, or 1.5 s), so the page's own
+//   loading changes make no compositor frames meanwhile, and starts one chunk decoder, not one
+//   per core (decision 0061).
 //
 // The root and the chunks are read by the reader's own code (http.js readBody, jsondoc.js,
 // metadata.js parseRoot, parseArray, chunkKey, compressedBound, names.js joinUrl), so they are
@@ -72,6 +75,7 @@ function start() {
     mark("size");
     gotSize({ width: box ? box.clientWidth : 0, height: box ? box.clientHeight : 0, dpr: window.devicePixelRatio || 1 });
   };
+  if (store && q.get("veil") !== "0") veil(early);
   if (store) {
     try {
       startStore(early, store, q, size, mark, hi);
@@ -81,6 +85,40 @@ function start() {
   }
   early.preloadCode();
   startStyle(early, q.get("style") || c.style);
+}
+
+/**
+ * Chunk decoders started with the page. One: it decodes the first view's few chunks as they
+ * arrive (a few ms each), and a second one cost a second fetch of its script (Chromium's cache
+ * lock, then a revalidation: one more round trip and connection while the root and the chunks
+ * need them) and its WebAssembly compile on the same cores; viewer.js adds the rest once the
+ * first frame is drawn (DecodePool#grow, decision 0061).
+ */
+const EARLY_DECODERS = 1;
+
+/** The longest the page stays veiled waiting for the first frame (a slow store then shows its spinner). */
+const VEIL_MS = 1500;
+
+/**
+ * Veil the page until the layer's first frame (decision 0061): `<html data-veil>` hides the
+ * body (style.css, `visibility: hidden`: laid out as ever, so the map's size is known, but
+ * nothing painted), so the page's own changes while the store opens (the first paint of the
+ * chrome, the loading text and spinner) make no compositor frames. In headless Chromium each
+ * frame is a full redraw and readback of the page (decision 0055), 24-45 of them before the first
+ * frame, and under GPU compositing on a software renderer the layer's WebGL context waits behind
+ * them. viewer.js lifts the veil with its first frame or an error; VEIL_MS lifts it regardless.
+ * `?veil=0` opens unveiled (for comparison).
+ * @param {any} early
+ */
+function veil(early) {
+  const root = document.documentElement;
+  root.setAttribute("data-veil", "");
+  early.liftVeil = () => {
+    if (!root.hasAttribute("data-veil")) return;
+    root.removeAttribute("data-veil");
+    early.marks.veilLifted = performance.now();
+  };
+  setTimeout(early.liftVeil, VEIL_MS);
 }
 
 /**
@@ -140,7 +178,7 @@ function startStore(early, store, q, size, mark, hi) {
     started();
   };
   if (typeof Worker !== "undefined") {
-    const n = Math.max(1, Math.min(4, navigator.hardwareConcurrency || 2));
+    const n = EARLY_DECODERS;
     /** @type {Set<string>} */
     const received = new Set();
     const listen = (/** @type {MessageEvent} */ e) => {

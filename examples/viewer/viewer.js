@@ -156,6 +156,7 @@ function formatAxis(v, span) {
 // --- banners and loading -------------------------------------------------------------------------
 
 function showError(title, err) {
+  early.liftVeil?.();
   console.error(err);
   el.errorTitle.textContent = title;
   el.errorMessage.textContent = err?.message ?? String(err);
@@ -1065,6 +1066,9 @@ async function open(url) {
       ...display,
       // ?rendering=interleaved draws in MapLibre's context (for comparison; default: overlay).
       rendering: params.get("rendering") === "interleaved" ? "interleaved" : "overlay",
+      // ?colour=gpu fetches a one-band display's colours on the GPU (for comparison; default: the
+      // cells on screen coloured on the CPU, decision 0062).
+      cpuColour: params.get("colour") !== "gpu",
       colormap: display.colormap ?? (display.mode === "ndvi" ? "rdylgn" : "viridis"),
       onLoading: (on) => setLoading(on ? "Reading…" : null),
       onError: (err) => {
@@ -1080,6 +1084,7 @@ async function open(url) {
         if (!window.viewer.firstFrameAt) {
           window.viewer.firstFrameAt = performance.now();
           marks.firstFrame = window.viewer.firstFrameAt;
+          early.liftVeil?.();
           marks.firstStats = { ...layer.stats };
           marks.earlyDecoded = pool?.stats.early ?? 0;
           // When the GPU has rendered it (the draw above is only issued): benchmarks report this.
@@ -1088,6 +1093,8 @@ async function open(url) {
             marks.firstFrameRendered = window.viewer.firstFrameRenderedAt;
           });
           if (pool) pool.early = null; // early decodes the reader did not ask for (a wrong guess)
+          // The early script started one decoder; the others start now (decision 0061).
+          pool?.grow(new URL("decode-worker.js", import.meta.url));
         }
         mapReady();
       },

@@ -233,7 +233,7 @@ test("the layer hands its options to the reader: readAhead, aheadSteps, frameCac
 });
 
 test("value table: every stored value's colour is the per-fragment path's (validity, scale, band math, stretch, colour map, opacity)", async () => {
-  const { buildValueLut, VALUE_LUT_DTYPES } = await import("../chronozarr/map/value-lut.js");
+  const { buildValueLut, displayValues, VALUE_LUT_DTYPES } = await import("../chronozarr/map/value-lut.js");
   const { COLORMAPS } = await import("../chronozarr/map/colormaps.js");
   const cmap = COLORMAPS.viridis.lut;
   for (const [dtype, nodata, hasMask] of [
@@ -249,6 +249,16 @@ test("value table: every stored value's colour is the per-fragment path's (valid
     const max = 0.7;
     const opacity = 0.6;
     const lut = buildValueLut({ dtype, nodata, hasMask, scale, offset, fn, min, max, colormap: cmap, opacity });
+    // The renderer computes the display values before the stretch is known, then colours them.
+    const ahead = buildValueLut({
+      dtype,
+      min,
+      max,
+      colormap: cmap,
+      opacity,
+      values: displayValues({ dtype, nodata, hasMask, scale, offset, fn }),
+    });
+    assert.deepEqual(ahead.data, lut.data, `${dtype}: the table from display values computed ahead`);
     const { base, size } = VALUE_LUT_DTYPES[dtype];
     assert.equal(lut.width * lut.height >= size, true);
     assert.equal(lut.base, base);
@@ -288,8 +298,113 @@ test("value table: every stored value's colour is the per-fragment path's (valid
   assert.throws(() => buildValueLut({ dtype: "float32", min: 0, max: 1, colormap: cmap }), RangeError);
 });
 
+test("cells coloured on the CPU: each pixel is the value table's entry of its stored value, transparent where masked", async () => {
+  const { buildValueLut, colourValues } = await import("../chronozarr/map/value-lut.js");
+  const { COLORMAPS } = await import("../chronozarr/map/colormaps.js");
+  let seed = 7;
+  const random = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+  for (const [dtype, Values, lo, hi, nodata] of [
+    ["uint16", Uint16Array, 0, 65535, 0],
+    ["int16", Int16Array, -32768, 32767, -9999],
+    ["uint8", Uint8Array, 0, 255, 255],
+  ]) {
+    for (const withMask of [false, true]) {
+      const n = 3001;
+      const values = Values.from({ length: n }, (_, i) => (i % 97 === 0 ? nodata : lo + Math.floor(random() * (hi - lo + 1))));
+      const mask = withMask ? Uint8Array.from({ length: n }, () => (random() < 0.2 ? 0 : 1)) : null;
+      const lut = buildValueLut({
+        dtype,
+        nodata,
+        hasMask: withMask,
+        min: lo / 2,
+        max: hi / 2,
+        colormap: COLORMAPS.magma.lut,
+        opacity: 0.8,
+      });
+      const out = new Uint32Array(n);
+      colourValues(values, mask, new Uint32Array(lut.data.buffer), lut.base, out);
+      const got = new Uint8Array(out.buffer);
+      // The oracle: the value table's four bytes at index (value + base) as the value-table
+      // shader fetches them (texel (v & 255, v >> 8) of a 256-wide table), zero where masked.
+      for (let i = 0; i < n; i++) {
+        const v = values[i] + lut.base;
+        const texel = ((v >> 8) * lut.width + (v & 255)) * 4;
+        const want = mask && mask[i] !== 1 ? [0, 0, 0, 0] : Array.from(lut.data.subarray(texel, texel + 4));
+        assert.deepEqual(Array.from(got.subarray(i * 4, i * 4 + 4)), want, `${dtype} mask ${withMask} pixel ${i} value ${values[i]}`);
+      }
+      if (!withMask) assert.equal(got[3], 0, `${dtype}: nodata is transparent`);
+    }
+  }
+});
+
+test("overlay clip: the box on screen holds every point of the drawn cells, to within two pixels, and none behind the camera", async () => {
+  const { screenBox } = await import("../chronozarr/map/overlay.js");
+  let seed = 11;
+  const random = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+  // clip = M v, M column-major (the layer's matrix), v = (x, y, 0, 1); screen px of the canvas.
+  const project = (m, x, y, width, height) => {
+    const v = [x, y, 0, 1];
+    const c = [0, 1, 2, 3].map((row) => [0, 1, 2, 3].reduce((sum, col) => sum + m[col * 4 + row] * v[col], 0));
+    return [((c[0] / c[3] + 1) * width) / 2, ((1 - c[1] / c[3]) * height) / 2];
+  };
+  for (let trial = 0; trial < 50; trial++) {
+    const width = 1280;
+    const height = 800;
+    const s = 2 + random() * 10;
+    // A map camera: scale, a small tilt (perspective through w), a shift.
+    const m = [
+      s,
+      0.3 * random(),
+      0,
+      0.2 * random(),
+      -0.2 * random(),
+      -s,
+      0,
+      0.2 * random(),
+      0,
+      0,
+      1,
+      0,
+      random() - 0.5,
+      random() - 0.5,
+      0,
+      1,
+    ];
+    const boxes = Array.from({ length: 1 + Math.floor(random() * 4) }, () => {
+      const x = random() * 0.1 - 0.05;
+      const y = random() * 0.1 - 0.05;
+      return [x, y, x + random() * 0.08, y + random() * 0.08];
+    });
+    const box = screenBox(m, boxes, width, height);
+    assert.ok(box, `trial ${trial}: a box`);
+    let ext = [Infinity, Infinity, -Infinity, -Infinity];
+    for (const [a, b, c, d] of boxes) {
+      for (let i = 0; i <= 20; i++) {
+        for (let j = 0; j <= 20; j++) {
+          const [px, py] = project(m, a + ((c - a) * i) / 20, b + ((d - b) * j) / 20, width, height);
+          ext = [Math.min(ext[0], px), Math.min(ext[1], py), Math.max(ext[2], px), Math.max(ext[3], py)];
+        }
+      }
+    }
+    const cut = [Math.max(0, ext[0]), Math.max(0, ext[1]), Math.min(width, ext[2]), Math.min(height, ext[3])];
+    if (cut[0] >= cut[2] || cut[1] >= cut[3]) continue; // off screen
+    assert.ok(
+      box.left <= cut[0] && box.top <= cut[1] && box.right >= cut[2] && box.bottom >= cut[3],
+      `trial ${trial}: ${JSON.stringify(box)} holds ${cut}`,
+    );
+    assert.ok(
+      cut[0] - box.left <= 2 && cut[1] - box.top <= 2 && box.right - cut[2] <= 2 && box.bottom - cut[3] <= 2,
+      `trial ${trial}: ${JSON.stringify(box)} is tight around ${cut}`,
+    );
+  }
+  // A corner behind the camera (w <= 0): no clip.
+  assert.equal(screenBox([1, 0, 0, 0, 0, 1, 0, -1, 0, 0, 1, 0, 0, 0, 0, 0.5], [[0, 0, 1, 1]], 100, 100), null);
+  // Nothing drawn: an empty box.
+  assert.deepEqual(screenBox([1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1], [], 100, 100), { left: 0, top: 0, right: 0, bottom: 0 });
+});
+
 test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata and masked pixels left out", async () => {
-  const { autoStretch } = await import("../chronozarr/map/stretch.js");
+  const { autoStretch, stretchOf, stretchSamples } = await import("../chronozarr/map/stretch.js");
   const { resolveDisplay } = await import("../chronozarr/map/display.js");
   const store = {
     crs: "EPSG:32631",
@@ -329,6 +444,9 @@ test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata
   want.sort((a, b) => a - b);
   const at = (p) => want[Math.round(p * (want.length - 1))];
   assert.deepEqual(autoStretch(store, spec, datas), { min: at(0.02), max: at(0.98) });
+  // The layer samples each cell as it arrives (in any order) and pools them at the end.
+  const pooled = stretchOf([stretchSamples(store, spec, datas[1]), stretchSamples(store, spec, datas[0])]);
+  assert.deepEqual(pooled, { min: at(0.02), max: at(0.98) }, "cells sampled one by one, pooled in another order");
   const flat = [{ data: { height: 2, width: 2, data: new Uint16Array([5, 5, 5, 5, 7, 7, 7, 7]) }, mask: null }];
   const s = autoStretch(store, spec, flat);
   assert.ok(s.max > s.min && s.min === 7 * 0.0001 - 0.1, `a constant frame still gets a range: ${JSON.stringify(s)}`);

@@ -339,7 +339,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     assert.deepEqual(pageErrors, []);
   });
 
-  test("overlay and interleaved rendering show the same pixels; the value table colours as the per-fragment shader; a hidden layer leaves its canvas empty", async () => {
+  test("overlay and interleaved rendering show the same pixels; cells coloured on the CPU as the value table, the value table as the per-fragment shader; a hidden layer leaves its canvas empty", async () => {
     const s = mapManifest.stores.utm;
     const query = `store=${encodeURIComponent(`/mapfx/${s.path}`)}&mode=band&band=B08&stretch=0.05,0.5`;
     const settle = (p) =>
@@ -397,6 +397,22 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await pixels(inter);
     const same = await diff(inter, screenOver);
     assert.ok(same.max <= 1, `overlay vs interleaved: max channel difference ${same.max}, mean ${same.mean}`);
+    // The cells coloured on the CPU (the default, decision 0062) against the value table fetched
+    // on the GPU: the same table, so the same pixels, byte for byte.
+    assert.equal(await over.evaluate(() => window.viewer.layer._renderer.program.cpuColour), true, "coloured on the CPU");
+    await pixels(over);
+    await over.evaluate(() => (window.__saved = window.__px));
+    await over.evaluate(async () => {
+      const { layer } = window.viewer;
+      layer.cpuColour = false;
+      layer._renderer.displayChanged();
+      layer._repaint();
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    });
+    assert.equal(await over.evaluate(() => window.viewer.layer._renderer.program.cpuColour), undefined, "value table on the GPU");
+    await pixels(over);
+    const gpu = await diff(over);
+    assert.equal(gpu.max, 0, `CPU-coloured vs value-table colours: max ${gpu.max}, mean ${gpu.mean}`);
     // The value table against the per-fragment path of the same display: at most one
     // colour-map entry apart (float32 rounding at an entry's edge), almost everywhere equal.
     await pixels(over);
@@ -693,12 +709,30 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
         return { w: c.width, h: c.height, box: [x0, y0, x1, y1], drawn: n, map: !!window.viewer.map, state: document.body.dataset.state };
       });
     const before = await snap();
+    // The page was veiled until this frame (decision 0061): lifted with it, or by the deadline
+    // (1.5 s) if the frame came later, never left on.
+    const veil = await page.evaluate(() => ({
+      on: document.documentElement.hasAttribute("data-veil"),
+      lifted: window.CHRONOZARR_VIEWER.early.marks.veilLifted,
+      first: window.viewer.firstFrameAt,
+    }));
+    assert.ok(
+      !veil.on && (Math.abs(veil.lifted - veil.first) < 200 || (veil.lifted >= 1500 && veil.lifted < veil.first)),
+      `the veil is lifted with the first frame (${JSON.stringify(veil)})`,
+    );
     assert.equal(before.map, false, "the frame was drawn before the map existed");
     assert.equal(before.state, "loading", "body[data-state] becomes ready with the map's frame, not before");
     assert.ok(before.drawn > 0.1 * before.w * before.h, `the early frame shows the store (${JSON.stringify(before)})`);
     release();
     await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 30000 });
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    // One decoder was started with the page; the pool has one per core (up to 4) after the frame.
+    const decoders = await page.evaluate(() => ({
+      early: window.CHRONOZARR_VIEWER.early.workers.length,
+      pool: window.viewer.pool.workers.length,
+      want: Math.max(1, Math.min(4, navigator.hardwareConcurrency || 2)),
+    }));
+    assert.ok(decoders.early === 1 && decoders.pool === decoders.want, `decoders ${JSON.stringify(decoders)}`);
     const after = await snap();
     const moved = await page.evaluate(() => {
       const [a, b] = window.__snaps;

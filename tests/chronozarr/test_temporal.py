@@ -181,3 +181,19 @@ def test_abs_diff_sum_matches_python_integers(seed: int, dtype: str, shape: tupl
     pairs = zip(a.ravel().tolist(), b.ravel().tolist(), strict=True)
     want = sum(abs(int(x) - int(y)) for x, y in pairs)
     assert abs_diff_sum(a, b) == float(want)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape"),
+    [("uint16", (2, 128, 512)), ("uint16", (1, 2, 70_000)), ("uint8", (3, 70, 1000))],
+)
+def test_abs_diff_sum_at_the_accumulators_bound(dtype: str, shape: tuple) -> None:
+    """Every difference the dtype's largest, in pieces of exactly 2^16 elements (uint16: the
+    largest piece whose sum fits uint32, decision 0063), in rows wider than a piece (the uint64
+    path), and for uint8: the sum is the count times the maximum, in both orders."""
+    top = int(np.iinfo(dtype).max)
+    high = np.full(shape, top, dtype=dtype)
+    low = np.zeros(shape, dtype=dtype)
+    want = float(int(np.prod(shape)) * top)
+    assert abs_diff_sum(high, low) == want
+    assert abs_diff_sum(low, high) == want

@@ -111,3 +111,44 @@ def test_a_lazy_or_float_input_keeps_the_stages_by_level(tmp_path: Path) -> None
         _encode(tmp_path / "float.zarr", data.astype(np.float32))
         _encode(tmp_path / "ints.zarr", data)
     assert taken == [False, False, True]
+
+
+def test_a_cell_hands_up_the_reduction_of_the_timestep_it_wrote(tmp_path: Path) -> None:
+    """A cell below the top keeps the block mean of the timestep it just wrote, made from its
+    copy in cache (decision 0063), hands it up once, and for any other timestep (an anchor the
+    cell above asks for before it is written) reduces its planes then: both are spec 6's mean of
+    the planes, by the oracle of the tests of the pyramid (a 2 x 2 sum floored by 4)."""
+    from chronozarr.io import LocalStore
+    from chronozarr.write._cells import CellWriter, Layout, Planes
+
+    codecs = [
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "zstd", "configuration": {"level": 1, "checksum": False}},
+    ]
+    rng = np.random.default_rng(5)
+    data = rng.integers(0, 65535, (4, 2, 16, 40), dtype=np.uint16)[..., 3:19]  # strided cells
+    layout = Layout(
+        store=LocalStore(tmp_path), variable="data", n_time=4, n_band=2, cs=16,
+        dtype=np.dtype(np.uint16), nodata=None, encoding="none", anchors=frozenset(), refs={},
+        vol_anchors=frozenset({0}), vol_refs={1: 0, 2: 0, 3: 0}, shard_time=None,
+        data_codecs=codecs, plane_codecs=codecs,
+        has_mask=False, has_coverage=False,
+    )  # fmt: skip
+    writer = CellWriter(
+        layout, "0", 0, 0, Planes(lambda t: (data[t], None, None)), volatility=True,
+        keep_reduced=True,
+    )  # fmt: skip
+
+    def oracle(t: int) -> np.ndarray:
+        v = data[t].astype(np.int64)
+        total = v[:, 0::2, 0::2] + v[:, 1::2, 0::2] + v[:, 0::2, 1::2] + v[:, 1::2, 1::2]
+        return (total // 4).astype(np.uint16)
+
+    writer.write(0, last_in_shard=True)
+    writer.write(1, last_in_shard=True)
+    assert writer._reduced is not None and writer._reduced[0] == 1
+    kept = writer.reduced(1)[0]
+    assert writer._reduced is None  # handed up once: the cell holds no plane it no longer needs
+    assert np.array_equal(kept, oracle(1))
+    assert np.array_equal(writer.reduced(3)[0], oracle(3))  # not written yet: made from planes
+    assert np.array_equal(writer.reduced(0)[0], oracle(0))  # written before the last

@@ -26,26 +26,48 @@ export class DecodePool {
    */
   constructor(workers, { size, early = null } = {}) {
     const n = size ?? Math.max(1, Math.min(4, globalThis.navigator?.hardwareConcurrency ?? 2));
-    this.workers = Array.isArray(workers) ? workers : Array.from({ length: n }, () => new globalThis.Worker(workers, { type: "module" }));
+    this.workers = Array.isArray(workers)
+      ? [...workers]
+      : Array.from({ length: n }, () => new globalThis.Worker(workers, { type: "module" }));
     this.busy = this.workers.map(() => 0);
     this.early = early;
     this.stats = { decoded: 0, early: 0, ms: 0 };
     this._next = 1;
     this._pending = new Map();
     this.broken = false; // a Worker failed (its script did not load): decode on this thread
-    for (const w of this.workers) {
-      w.addEventListener("error", () => {
-        this.broken = true;
-        for (const p of this._pending.values()) p.done({ ok: false, name: "WorkerError", message: "decode worker failed" });
-        this._pending.clear();
-      });
-      w.addEventListener("message", (ev) => {
-        const p = this._pending.get(ev.data?.id);
-        if (!p) return; // not ours (the page's early script)
-        this._pending.delete(ev.data.id);
-        this.busy[p.k]--;
-        p.done(ev.data);
-      });
+    this.workers.forEach((w) => this._listen(w));
+  }
+
+  /** @internal */
+  _listen(w) {
+    w.addEventListener("error", () => {
+      this.broken = true;
+      for (const p of this._pending.values()) p.done({ ok: false, name: "WorkerError", message: "decode worker failed" });
+      this._pending.clear();
+    });
+    w.addEventListener("message", (ev) => {
+      const p = this._pending.get(ev.data?.id);
+      if (!p) return; // not ours (the page's early script)
+      this._pending.delete(ev.data.id);
+      this.busy[p.k]--;
+      p.done(ev.data);
+    });
+  }
+
+  /**
+   * Start workers from `url` until the pool has `size` (default: the number of cores, at most
+   * 4), each warmed (zstd compiled) before it is the least busy: a page that started fewer
+   * early (the viewer starts one, decision 0061) grows the pool once its first frame is drawn.
+   * @param {string | URL} url
+   * @param {number} [size]
+   */
+  grow(url, size = Math.max(1, Math.min(4, globalThis.navigator?.hardwareConcurrency ?? 2))) {
+    while (this.workers.length < size) {
+      const w = new globalThis.Worker(url, { type: "module" });
+      const k = this.workers.push(w) - 1;
+      this.busy.push(0);
+      this._listen(w);
+      this._warmOne(w, k);
     }
   }
 
@@ -67,16 +89,17 @@ export class DecodePool {
 
   /** Compile zstd in every worker now (before the first chunk arrives). */
   warm() {
-    return Promise.all(
-      this.workers.map((w, k) => {
-        const id = this._next++;
-        this.busy[k]++;
-        return new Promise((done) => {
-          this._pending.set(id, { k, done });
-          w.postMessage({ id, warm: true });
-        });
-      }),
-    );
+    return Promise.all(this.workers.map((w, k) => this._warmOne(w, k)));
+  }
+
+  /** @internal */
+  _warmOne(w, k) {
+    const id = this._next++;
+    this.busy[k]++;
+    return new Promise((done) => {
+      this._pending.set(id, { k, done });
+      w.postMessage({ id, warm: true });
+    });
   }
 
   /**

@@ -4,6 +4,14 @@
 // values go to the GPU as they are (R16UI for uint16, ...): scale, offset, validity, band math,
 // stretch and colour map run in the shader or the value table, so a new timestep costs a texture
 // upload and nothing else. The least recently used cells beyond GL_CELLS are freed.
+//
+// A one-band value-table display may instead be coloured on the CPU (decision 0062): the cells on
+// screen keep a reference to their decoded values and get an RGBA8 texture, coloured through the
+// value table when drawn with new values or a new table; a cell that leaves the screen frees it,
+// so that memory is bounded by the view. Either texture is made from the cell's values when the
+// program that draws it needs it (the display's path changed since the values came).
+
+import { colourValues } from "./value-lut.js";
 
 /** GL cells (mesh + textures) kept before the least recently used is freed. */
 export const GL_CELLS = 96;
@@ -17,7 +25,8 @@ export const TEX = Object.freeze({
 });
 
 /**
- * A cell's GL resources. `content` names what its textures hold ("t|display key").
+ * A cell's GL resources. `content` names the values it holds ("t|display key"), `texContent`
+ * what its integer textures hold, `colourKey` what its RGBA8 texture holds (content and table).
  * @typedef {object} GLCell
  * @property {string} key
  * @property {number} level
@@ -29,10 +38,21 @@ export const TEX = Object.freeze({
  * @property {WebGLBuffer} vbo
  * @property {WebGLBuffer} ibo
  * @property {number} count
+ * @property {[number, number, number, number]} bounds the mesh's [minX, minY, maxX, maxY] (mercator, relative to the layer's origin)
  * @property {WebGLTexture | null} tex
  * @property {number} layers
  * @property {WebGLTexture | null} maskTex
  * @property {string | null} content
+ * @property {string | null} texContent
+ * @property {CellSource | null} source the values of `content`, kept while the cell is on screen
+ * @property {WebGLTexture | null} rgbaTex
+ * @property {string | null} colourKey
+ */
+
+/**
+ * A cell's decoded values as the loader gave them: the display's bands of `frame` (in texture-layer
+ * order), of `dtype`.
+ * @typedef {{frame: {data: {data: import("../types.js").StoredArray}, mask: Uint8Array | null}, bands: number[], dtype: import("../types.js").DType}} CellSource
  */
 
 /** @import {CellMesh, Cell} from "./cells.js" */
@@ -55,6 +75,8 @@ export class GLCells {
     this.max = max;
     /** @type {Map<string, GLCell>} in LRU order */
     this._cells = new Map();
+    /** Scratch colours of one cell (colour), grown to the largest cell. */
+    this._rgba = new Uint32Array(0);
   }
 
   /**
@@ -109,10 +131,15 @@ export class GLCells {
       vbo,
       ibo,
       count: idx.length,
+      bounds: meshBounds(verts),
       tex: null,
       layers: 0,
       maskTex: null,
       content: null,
+      texContent: null,
+      source: null,
+      rgbaTex: null,
+      colourKey: null,
     };
     this._cells.set(key, c);
     const kept = new Set(keep);
@@ -126,16 +153,35 @@ export class GLCells {
   }
 
   /**
-   * Upload a decoded cell-timestep into a cell's textures: `bands` of `data` (the display's, in
-   * texture-layer order) and the mask when there is one. `content` names what it now holds.
+   * Give a cell a decoded cell-timestep: `bands` of `frame.data` (the display's, in texture-layer
+   * order) and the mask when there is one. `content` names what it now holds. With `textures`
+   * (false: the cell is coloured on the CPU when drawn, colour) its integer textures are uploaded.
    * @param {WebGL2RenderingContext} gl
    * @param {GLCell} c
-   * @param {{data: {data: import("../types.js").StoredArray}, mask: Uint8Array | null}} frame
+   * @param {CellSource["frame"]} frame
    * @param {number[]} bands
    * @param {import("../types.js").DType} dtype
    * @param {string} content
+   * @param {boolean} [textures]
    */
-  upload(gl, c, { data, mask }, bands, dtype, content) {
+  upload(gl, c, frame, bands, dtype, content, textures = true) {
+    c.source = { frame, bands, dtype };
+    c.content = content;
+    c.colourKey = null;
+    if (textures) this.textures(gl, c);
+  }
+
+  /**
+   * The cell's integer textures hold its content: uploaded from its values when they do not.
+   * False when they do not and its values are gone (not drawn then).
+   * @param {WebGL2RenderingContext} gl
+   * @param {GLCell} c
+   */
+  textures(gl, c) {
+    if (c.texContent === c.content && c.tex) return true;
+    if (!c.source) return false;
+    const { frame, bands, dtype } = c.source;
+    const { data, mask } = frame;
     const tex = TEX[dtype];
     const n = c.w * c.h;
     gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
@@ -170,7 +216,62 @@ export class GLCells {
       this.stats.uploadBytes += n;
     }
     this.stats.uploads++;
-    c.content = content;
+    c.texContent = c.content;
+    return true;
+  }
+
+  /**
+   * The cell's RGBA8 texture holds its values coloured through `table` (named `key`): coloured on
+   * the CPU (value-lut.js colourValues) and uploaded when it does not. False without values.
+   * @param {WebGL2RenderingContext} gl
+   * @param {GLCell} c
+   * @param {Uint32Array} table the value table as 32-bit words
+   * @param {number} base
+   * @param {string} key names the table (display, stretch, colour map, opacity)
+   */
+  colour(gl, c, table, base, key) {
+    const want = `${c.content}|${key}`;
+    if (c.colourKey === want && c.rgbaTex) return true;
+    if (!c.source) return false;
+    const n = c.w * c.h;
+    if (this._rgba.length < n) this._rgba = new Uint32Array(n);
+    const out = this._rgba.subarray(0, n);
+    const { frame, bands } = c.source;
+    const b = bands[0];
+    colourValues(frame.data.data.subarray(b * n, (b + 1) * n), frame.mask, table, base, out);
+    if (!c.rgbaTex) {
+      c.rgbaTex = gl.createTexture();
+      gl.bindTexture(gl.TEXTURE_2D, c.rgbaTex);
+      gl.texStorage2D(gl.TEXTURE_2D, 1, gl.RGBA8, c.w, c.h);
+      for (const p of [gl.TEXTURE_MIN_FILTER, gl.TEXTURE_MAG_FILTER]) gl.texParameteri(gl.TEXTURE_2D, p, gl.NEAREST);
+    } else {
+      gl.bindTexture(gl.TEXTURE_2D, c.rgbaTex);
+    }
+    gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
+    gl.texSubImage2D(gl.TEXTURE_2D, 0, 0, 0, c.w, c.h, gl.RGBA, gl.UNSIGNED_BYTE, new Uint8Array(out.buffer, 0, n * 4));
+    this.stats.uploads++;
+    this.stats.uploadBytes += n * 4;
+    c.colourKey = want;
+    return true;
+  }
+
+  /**
+   * The cells on screen are now `shown`: every other cell lets go of its values and frees its
+   * RGBA8 texture (memory bounded by the view); one whose integer textures do not hold its
+   * content forgets it (read again when shown).
+   * @param {WebGL2RenderingContext} gl
+   * @param {Iterable<GLCell | undefined>} shown
+   */
+  retain(gl, shown) {
+    const kept = new Set(shown);
+    for (const c of this._cells.values()) {
+      if (kept.has(c)) continue;
+      if (c.source && c.texContent !== c.content) c.content = null;
+      c.source = null;
+      if (c.rgbaTex) gl.deleteTexture(c.rgbaTex);
+      c.rgbaTex = null;
+      c.colourKey = null;
+    }
   }
 
   /**
@@ -184,6 +285,23 @@ export class GLCells {
 }
 
 /**
+ * The [minX, minY, maxX, maxY] of a mesh's vertices (x, y, u, v per vertex): every fragment of
+ * its triangles lies inside.
+ * @param {Float32Array} verts
+ * @returns {[number, number, number, number]}
+ */
+export function meshBounds(verts) {
+  const b = /** @type {[number, number, number, number]} */ ([Infinity, Infinity, -Infinity, -Infinity]);
+  for (let i = 0; i < verts.length; i += 4) {
+    b[0] = Math.min(b[0], verts[i]);
+    b[1] = Math.min(b[1], verts[i + 1]);
+    b[2] = Math.max(b[2], verts[i]);
+    b[3] = Math.max(b[3], verts[i + 1]);
+  }
+  return b;
+}
+
+/**
  * @param {WebGL2RenderingContext} gl
  * @param {GLCell} c
  */
@@ -193,4 +311,5 @@ function free(gl, c) {
   gl.deleteBuffer(c.ibo);
   if (c.tex) gl.deleteTexture(c.tex);
   if (c.maskTex) gl.deleteTexture(c.maskTex);
+  if (c.rgbaTex) gl.deleteTexture(c.rgbaTex);
 }

@@ -55,6 +55,7 @@ import { autoStretch } from "./stretch.js";
  * @property {number} [aheadSteps] how many timesteps ahead (5)
  * @property {number} [frameCacheBytes] decoded cell-timesteps kept (128 MiB; 0: decode each time)
  * @property {boolean} [valueLut] false: colour one-band integer displays per fragment
+ * @property {boolean} [cpuColour] false: one-band integer displays fetch their colours from the value table on the GPU instead of from cells coloured on the CPU (decision 0062)
  * @property {(f: {t: number, level: number, cells: Cell[], ms: number}) => void} [onFrame] after a timestep was drawn
  * @property {(loading: boolean) => void} [onLoading]
  * @property {(err: any) => void} [onError] without it, a read error rejects setTime's promise
@@ -121,6 +122,9 @@ export class ChronozarrLayer {
     this.readAhead = options.readAhead ?? true;
     // false: colour one-band integer displays per fragment instead of through a value table.
     this.valueLut = options.valueLut ?? true;
+    // false: a value-table display fetches its colours on the GPU instead of colouring the cells
+    // on screen on the CPU (decision 0062).
+    this.cpuColour = options.cpuColour ?? true;
     /** @type {"overlay" | "interleaved"} */
     this.rendering = options.rendering ?? (options.beforeId ? "interleaved" : "overlay");
     if (this.rendering !== "overlay" && this.rendering !== "interleaved") {
@@ -138,7 +142,7 @@ export class ChronozarrLayer {
     this._selection = new CellSelection(store, this.projection);
     this._frames = new FrameReader(store, { frameCacheBytes: options.frameCacheBytes, aheadSteps: options.aheadSteps });
     this._cells = new GLCells(this.stats);
-    this._renderer = new Renderer(store);
+    this._renderer = new Renderer(store, this._cells);
     /** @type {Overlay | null} */
     this._overlay = null;
     this._loader = new FrameLoader(this);
@@ -398,9 +402,18 @@ export class ChronozarrLayer {
    * @param {string} content
    */
   _upload(level, cell, frame, content) {
-    const gl = this._gl;
-    const c = this._cells.cell(gl, level, cell, () => this._selection.mesh(level, cell), this._loader.shown);
-    this._cells.upload(gl, c, frame, this._display.bands, this.store.dtype, content);
+    const textures = !this._renderer.coloursOnCpu(this._drawState());
+    this._cells.upload(this._gl, this._prepare(level, cell), frame, this._display.bands, this.store.dtype, content, textures);
+  }
+
+  /**
+   * The GL cell of (level, cell): made from its mesh (reprojected with proj4) when new, so the
+   * loader makes it while the cell's data is in flight rather than after it arrives.
+   * @param {number} level
+   * @param {Cell} cell
+   */
+  _prepare(level, cell) {
+    return this._cells.cell(this._gl, level, cell, () => this._selection.mesh(level, cell), this._loader.shown);
   }
 
   // --- GL and MapLibre ---------------------------------------------------------------------------
@@ -530,6 +543,7 @@ export class ChronozarrLayer {
       gl,
       (g, matrix) => this._draw(g, matrix),
       () => this._loader.drawn(),
+      () => this._loader.shown.flatMap((c) => (c ? [c.bounds] : [])),
     );
   }
 
@@ -542,7 +556,8 @@ export class ChronozarrLayer {
 
   /** @returns {import("./renderer.js").DrawState} */
   _drawState() {
-    return { spec: this._display, stretch: this.stretch, colormap: this.colormap, opacity: this.opacity, valueLut: this.valueLut };
+    const { stretch, colormap, opacity, valueLut, cpuColour } = this;
+    return { spec: this._display, stretch, colormap, opacity, valueLut, cpuColour };
   }
 
   /**

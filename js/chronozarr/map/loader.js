@@ -5,7 +5,7 @@
 // A newer request supersedes an older one (its reads are aborted, its promise resolves false).
 
 import { readBands } from "./display.js";
-import { autoStretch } from "./stretch.js";
+import { FIXED_STRETCH, autoStretch, stretchOf, stretchSamples } from "./stretch.js";
 
 /**
  * What the loader reads from the layer (layer.js) it loads for.
@@ -24,6 +24,7 @@ import { autoStretch } from "./stretch.js";
  * @property {(level: number) => Cell[]} visibleCells
  * @property {(level: number, t: number, cell: Cell, signal?: AbortSignal) => Promise<import("./frames.js").Frame>} _read
  * @property {(level: number, cell: Cell, frame: import("./frames.js").Frame, content: string) => void} _upload
+ * @property {(level: number, cell: Cell) => void} _prepare
  * @property {() => void} _repaint
  * @property {((loading: boolean) => void) | null} onLoading
  * @property {((f: {t: number, level: number, cells: Cell[], ms: number}) => void) | null} onFrame
@@ -115,25 +116,32 @@ export class FrameLoader {
     const onScreen = new Set(this.shown);
     let uploadMs = 0;
     const early = new Set();
-    const datas = await Promise.all(
-      need.map((c) =>
-        h._read(level, t, c, signal).then((d) => {
-          const glCell = h._cells.get(level, c);
-          if (seq === this._seq && h._gl && !(glCell && onScreen.has(glCell))) {
-            const u0 = performance.now();
-            h._upload(level, c, d, content);
-            uploadMs += performance.now() - u0;
-            early.add(c);
-          }
-          return d;
-        }),
-      ),
+    // The first stretch's samples are taken from each cell as it arrives, like its upload, so
+    // after the last cell only the sort is left (decision 0061).
+    const stretching = !h.stretch && !FIXED_STRETCH[spec.mode];
+    /** @type {number[][]} */
+    const samples = [];
+    const reads = need.map((c, i) =>
+      h._read(level, t, c, signal).then((d) => {
+        const glCell = h._cells.get(level, c);
+        if (seq === this._seq && h._gl && !(glCell && onScreen.has(glCell))) {
+          const u0 = performance.now();
+          h._upload(level, c, d, content);
+          uploadMs += performance.now() - u0;
+          early.add(c);
+        }
+        if (stretching && seq === this._seq) samples[i] = stretchSamples(h.store, spec, d);
+        return d;
+      }),
     );
+    // The new cells' meshes and vertex arrays while their data is in flight.
+    if (h._gl) for (const c of need) h._prepare(level, c);
+    const datas = await Promise.all(reads);
     if (seq !== this._seq) return false;
     const read = performance.now();
     h.stats.readMs = read - started;
     if (!h.stretch && datas.length) {
-      h.stretch = autoStretch(h.store, spec, datas);
+      h.stretch = stretching ? stretchOf(samples) : autoStretch(h.store, spec, datas);
       h.onStretch?.(h.stretch);
     }
     need.forEach((c, i) => {
@@ -143,6 +151,7 @@ export class FrameLoader {
     const uploaded = performance.now();
     this.shown = cells.map((c) => h._cells.get(level, c));
     this.shownInfo = { level, t, cells, key };
+    h._cells.retain(h._gl, this.shown); // the values and colours of cells off screen go (decision 0062)
     if (h.readAhead) h._frames.readAhead(level, cells, t, this._lastT, readBands(spec));
     this._lastT = t;
     await new Promise((/** @type {(v?: unknown) => void} */ resolve) => {

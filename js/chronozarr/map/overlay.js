@@ -4,6 +4,10 @@
 // repaint of the whole map is what bounds scrubbing in SwiftShader). The canvas is drawn at most
 // once per animation frame, and cleared after a map frame that did not render the layer (hidden,
 // outside its zoom range, removed from the style), as the map would.
+//
+// The canvas is clipped (CSS `clip`) to the box its cells cover on screen (decision 0062): where
+// the compositor draws every layer of the page for every frame in software (GPU compositing on
+// SwiftShader, decision 0055), a frame then costs the area the layer shows, not the whole map's.
 
 // No depth, stencil or antialiasing (the layer draws flat meshes, and the software rasterizer,
 // SwiftShader, then clears and resolves one colour buffer only).
@@ -34,18 +38,68 @@ export function overlayCanvas(doc, preserveDrawingBuffer, like) {
   return { canvas, gl: canvas.getContext("webgl2", { ...OVERLAY_CONTEXT, preserveDrawingBuffer }) };
 }
 
+/**
+ * The box, in CSS px of a canvas of `width` x `height` CSS px, that holds every point of `boxes`
+ * (mercator [minX, minY, maxX, maxY]) drawn with `matrix` (column-major, to clip space, z 0), grown
+ * to whole pixels and one more on each side and cut to the canvas; null when a corner is behind
+ * the camera (clip w <= 0: the projection of the box is then not the hull of its corners).
+ * @param {ArrayLike<number>} m
+ * @param {Iterable<readonly number[]>} boxes
+ * @param {number} width
+ * @param {number} height
+ * @returns {{left: number, top: number, right: number, bottom: number} | null}
+ */
+export function screenBox(m, boxes, width, height) {
+  let x0 = Infinity;
+  let y0 = Infinity;
+  let x1 = -Infinity;
+  let y1 = -Infinity;
+  for (const [a, b, c, d] of boxes) {
+    for (const [x, y] of [
+      [a, b],
+      [c, b],
+      [a, d],
+      [c, d],
+    ]) {
+      const w = m[3] * x + m[7] * y + m[15];
+      if (!(w > 0)) return null;
+      const sx = (((m[0] * x + m[4] * y + m[12]) / w + 1) / 2) * width;
+      const sy = ((1 - (m[1] * x + m[5] * y + m[13]) / w) / 2) * height;
+      x0 = Math.min(x0, sx);
+      y0 = Math.min(y0, sy);
+      x1 = Math.max(x1, sx);
+      y1 = Math.max(y1, sy);
+    }
+  }
+  if (!(x1 >= x0 && y1 >= y0)) return { left: 0, top: 0, right: 0, bottom: 0 };
+  const left = Math.min(width, Math.max(0, Math.floor(x0) - 1));
+  const top = Math.min(height, Math.max(0, Math.floor(y0) - 1));
+  return {
+    left,
+    top,
+    right: Math.max(left, Math.min(width, Math.ceil(x1) + 1)),
+    bottom: Math.max(top, Math.min(height, Math.ceil(y1) + 1)),
+  };
+}
+
 export class Overlay {
   /**
    * @param {HTMLCanvasElement} canvas
    * @param {WebGL2RenderingContext} gl
    * @param {(gl: WebGL2RenderingContext, matrix: Float32Array) => void} draw draws the layer
    * @param {() => void} cleared called when a draw clears the canvas without drawing (hidden)
+   * @param {() => Iterable<readonly number[]>} [boxes] the drawn cells' mercator [minX, minY, maxX, maxY] (relative to the layer's origin), for the clip
    */
-  constructor(canvas, gl, draw, cleared) {
+  constructor(canvas, gl, draw, cleared, boxes) {
     this.canvas = canvas;
     this.gl = gl;
     this._drawLayer = draw;
     this._cleared = cleared;
+    this._boxes = boxes ?? null;
+    /** false: the canvas is not clipped to its cells' box on screen. */
+    this.clip = true;
+    /** The canvas's CSS clip now. */
+    this._clip = "";
     /** The camera of the map's last render (or the stand-in camera's before the map). @type {Float32Array | null} */
     this.matrix = null;
     /** @type {{getCanvas: () => HTMLCanvasElement, on: Function, off: Function} | null} */
@@ -145,6 +199,20 @@ export class Overlay {
       return;
     }
     this._drawLayer(gl, this.matrix);
+    this._clipToCells();
+  }
+
+  /** Clip the canvas to the box its cells cover on screen (none when unknown or turned off). */
+  _clipToCells() {
+    const { canvas } = this;
+    const dpr = globalThis.devicePixelRatio || 1;
+    const width = parseFloat(canvas.style.width) || canvas.width / dpr;
+    const height = parseFloat(canvas.style.height) || canvas.height / dpr;
+    const box = this.clip && this._boxes ? screenBox(this.matrix, this._boxes(), width, height) : null;
+    const clip = box ? `rect(${box.top}px, ${box.right}px, ${box.bottom}px, ${box.left}px)` : "";
+    if (clip === this._clip) return;
+    this._clip = clip;
+    canvas.style.clip = clip;
   }
 
   /** Stop following the map and take the canvas out of the page. */

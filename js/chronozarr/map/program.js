@@ -6,7 +6,9 @@
 //   3.6: `phys()`, the GLSL twin of physical.js), the display's band math (display.js), the
 //   stretch and the colour map (a 256-entry texture), RGB by three bands;
 // - through a value table (value-lut.js), for a one-band display of an integer store: two texel
-//   fetches, the stored value then its colour (decision 0024).
+//   fetches, the stored value then its colour (decision 0024);
+// - or, for the same displays, from an RGBA8 texture per cell on screen coloured on the CPU
+//   through that table (value-lut.js colourValues): one texel fetch (decision 0062).
 
 import { MAX_LAYERS } from "./display.js";
 import { TEX } from "./gl-cells.js";
@@ -20,7 +22,8 @@ import { VALUE_LUT_DTYPES } from "./value-lut.js";
  * @property {Record<string, WebGLUniformLocation | null>} u
  * @property {Float32Array} [scale]
  * @property {Float32Array} [offset]
- * @property {boolean} [valueLut] true for the value-table program
+ * @property {boolean} [valueLut] true for the value-table programs (on the GPU or coloured on the CPU)
+ * @property {boolean} [cpuColour] true for the program of cells coloured on the CPU (decision 0062)
  */
 
 /** @import {DisplaySpec} from "./display.js" */
@@ -60,15 +63,18 @@ export function usesValueLut(spec, dtype, valueLut) {
 }
 
 /**
- * Compile and link the program for `spec` on `store`'s data.
+ * Compile and link the program for `spec` on `store`'s data: with `cpuColour`, a display that
+ * draws through a value table reads its colours from the cells' RGBA8 textures instead.
  * @param {WebGL2RenderingContext} gl
  * @param {StoreInfo} store
  * @param {DisplaySpec} spec
  * @param {boolean} valueLut
+ * @param {boolean} [cpuColour]
  * @returns {Program}
  */
-export function compileProgram(gl, store, spec, valueLut) {
-  return usesValueLut(spec, store.dtype, valueLut) ? compileValueLut(gl, store) : compilePerFragment(gl, store, spec);
+export function compileProgram(gl, store, spec, valueLut, cpuColour = false) {
+  if (!usesValueLut(spec, store.dtype, valueLut)) return compilePerFragment(gl, store, spec);
+  return cpuColour ? compileCpuColour(gl) : compileValueLut(gl, store);
 }
 
 /**
@@ -150,6 +156,31 @@ function compileValueLut(gl, store) {
       }`;
   const program = linkProgram(gl, VERTEX, fs);
   return { program, u: uniforms(gl, program, ["u_matrix", "u_data", "u_mask", "u_vlut", "u_size"]), valueLut: true };
+}
+
+/**
+ * The program of cells coloured on the CPU (decision 0062): one fetch of the cell's RGBA8 texture
+ * per fragment. Validity is in the colours (alpha 0: not valid, or masked), so no mask texture,
+ * and no discard: a transparent texel written over the cleared canvas (opacity 1, no blending) or
+ * blended onto it (premultiplied, below 1) leaves the pixel as a discard would, since adjacent
+ * cells' meshes share their edge vertices and never cover a pixel twice. In SwiftShader a shader
+ * without discard costs less per fragment (about 1.5 ms of GPU-process CPU per scrub step).
+ * @param {WebGL2RenderingContext} gl
+ * @returns {Program}
+ */
+function compileCpuColour(gl) {
+  const fs = `#version 300 es
+      precision highp float;
+      precision highp int;
+      uniform sampler2D u_rgba;
+      uniform ivec2 u_size;
+      in vec2 v_uv;
+      out vec4 outColor;
+      void main() {
+        outColor = texelFetch(u_rgba, min(ivec2(v_uv), u_size - 1), 0);
+      }`;
+  const program = linkProgram(gl, VERTEX, fs);
+  return { program, u: uniforms(gl, program, ["u_matrix", "u_rgba", "u_size"]), valueLut: true, cpuColour: true };
 }
 
 /**

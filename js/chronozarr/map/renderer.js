@@ -1,11 +1,13 @@
 // chronozarr/map/renderer.js: draws the layer's cells in a WebGL2 context: the program for the
 // display (program.js, compiled on first use and after a display change), its uniforms, the
 // colour map's texture or the display's value table (value-lut.js, rebuilt when the display,
-// stretch, colour map or opacity changes), one draw call per cell.
+// stretch, colour map or opacity changes), one draw call per cell. A value-table display is
+// coloured on the CPU by default (decision 0062): the cells on screen get RGBA8 textures coloured
+// through the table (gl-cells.js colour), drawn with one texel fetch per fragment.
 
 import { COLORMAPS } from "./colormaps.js";
-import { compileProgram } from "./program.js";
-import { buildValueLut } from "./value-lut.js";
+import { compileProgram, usesValueLut } from "./program.js";
+import { buildValueLut, displayValues } from "./value-lut.js";
 
 /**
  * What a draw shows.
@@ -15,15 +17,20 @@ import { buildValueLut } from "./value-lut.js";
  * @property {string} colormap
  * @property {number} opacity
  * @property {boolean} valueLut false: colour one-band integer displays per fragment
+ * @property {boolean} [cpuColour] false: a value-table display fetches its colours on the GPU (decision 0062)
  */
 
 /** @import {GLCell} from "./gl-cells.js" */
 /** @import {Program} from "./program.js" */
 
 export class Renderer {
-  /** @param {import("./program.js").StoreInfo & {nBands: number}} store */
-  constructor(store) {
+  /**
+   * @param {import("./program.js").StoreInfo & {nBands: number}} store
+   * @param {import("./gl-cells.js").GLCells} glCells the cells' textures, made when a program needs them
+   */
+  constructor(store, glCells) {
     this.store = store;
+    this.glCells = glCells;
     /** The program of the current display; null: compiled at the next draw. @type {Program | null} */
     this.program = null;
     /** @type {WebGLTexture | null} */
@@ -31,8 +38,21 @@ export class Renderer {
     this._lutDirty = true;
     /** @type {WebGLTexture | null} */
     this._vlutTex = null;
-    /** @type {string | null} */
+    /** What the value table's texture holds. @type {string | null} */
     this._vlutKey = null;
+    /** The display values of the value table's display (value-lut.js displayValues). @type {{key: string, values: Float64Array} | null} */
+    this._values = null;
+    /** The value table on the CPU: its key, its RGBA8 words and the index of value 0. @type {{key: string, words: Uint32Array, base: number, lut: ReturnType<typeof buildValueLut>} | null} */
+    this._vlut = null;
+  }
+
+  /**
+   * True when `state` colours its cells on the CPU (decision 0062): a value-table display, unless
+   * told not to (`cpuColour: false`).
+   * @param {DrawState} state
+   */
+  coloursOnCpu(state) {
+    return state.cpuColour !== false && usesValueLut(state.spec, this.store.dtype, state.valueLut);
   }
 
   /**
@@ -50,7 +70,34 @@ export class Renderer {
    * @param {DrawState} state
    */
   compile(gl, state) {
-    this.program = compileProgram(gl, this.store, state.spec, state.valueLut);
+    this.program = compileProgram(gl, this.store, state.spec, state.valueLut, this.coloursOnCpu(state));
+    // The value table's display values need no stretch: computed now too (decision 0061).
+    if (this.program.valueLut) this._displayValues(state.spec);
+  }
+
+  /**
+   * The display values of the value table for `spec` (kept while the display is the same).
+   * @param {import("./display.js").DisplaySpec} spec
+   */
+  _displayValues(spec) {
+    if (this._values?.key === spec.key) return this._values.values;
+    const s = this.store;
+    const b = spec.bands[0];
+    const phys = new Array(s.nBands).fill(0);
+    const fn = spec.fn;
+    const values = displayValues({
+      dtype: s.dtype,
+      nodata: s.nodata,
+      hasMask: s.hasMask,
+      scale: s.bands[b].scale,
+      offset: s.bands[b].offset,
+      fn: (v) => {
+        phys[b] = v;
+        return fn(phys);
+      },
+    });
+    this._values = { key: spec.key, values };
+    return values;
   }
 
   /** The display changed: compile again at the next draw. */
@@ -77,6 +124,11 @@ export class Renderer {
     const { program, u } = this.program;
     gl.useProgram(program);
     gl.uniformMatrix4fv(u.u_matrix, false, matrix);
+    this._blend(gl, state);
+    if (this.program.cpuColour) {
+      this._drawCpuColoured(gl, cells, state);
+      return;
+    }
     if (this.program.valueLut) {
       gl.uniform1i(u.u_data, 0);
       gl.uniform1i(u.u_mask, 1);
@@ -85,20 +137,8 @@ export class Renderer {
     } else {
       this._bindStretchUniforms(gl, this.program, state);
     }
-    // Opaque (opacity 1): every fragment is either written with alpha 1 or discarded, so
-    // blending would give the same pixels; without it the software rasterizer (SwiftShader)
-    // does not read the framebuffer back per fragment.
-    if (state.opacity < 1) {
-      gl.enable(gl.BLEND);
-      gl.blendFunc(gl.ONE, gl.ONE_MINUS_SRC_ALPHA);
-    } else {
-      gl.disable(gl.BLEND);
-    }
-    gl.disable(gl.DEPTH_TEST);
-    gl.disable(gl.STENCIL_TEST);
-    gl.disable(gl.CULL_FACE);
     for (const c of cells) {
-      if (!c?.tex) continue;
+      if (!c || !this.glCells.textures(gl, c)) continue;
       gl.activeTexture(gl.TEXTURE0);
       gl.bindTexture(gl.TEXTURE_2D_ARRAY, c.tex);
       gl.activeTexture(gl.TEXTURE1);
@@ -109,6 +149,48 @@ export class Renderer {
     }
     gl.bindVertexArray(null);
     gl.activeTexture(gl.TEXTURE0);
+  }
+
+  /**
+   * The cells coloured on the CPU (decision 0062): each one's RGBA8 texture, recoloured when its
+   * values or the table changed, one fetch per fragment.
+   * @param {WebGL2RenderingContext} gl
+   * @param {(GLCell | undefined)[]} cells
+   * @param {DrawState} state
+   */
+  _drawCpuColoured(gl, cells, state) {
+    const { u } = this.program;
+    const { words, base } = this._valueTable(state);
+    gl.uniform1i(u.u_rgba, 0);
+    for (const c of cells) {
+      if (!c || !this.glCells.colour(gl, c, words, base, this._vlut.key)) continue;
+      gl.activeTexture(gl.TEXTURE0);
+      gl.bindTexture(gl.TEXTURE_2D, c.rgbaTex);
+      gl.uniform2i(u.u_size, c.w, c.h);
+      gl.bindVertexArray(c.vao);
+      gl.drawElements(gl.TRIANGLES, c.count, gl.UNSIGNED_SHORT, 0);
+    }
+    gl.bindVertexArray(null);
+  }
+
+  /**
+   * Blending for `state`'s opacity, and no depth, stencil or culling.
+   * @param {WebGL2RenderingContext} gl
+   * @param {DrawState} state
+   */
+  _blend(gl, state) {
+    // Opaque (opacity 1): every fragment is either written with alpha 1 or discarded (or, coloured
+    // on the CPU, written transparent over the cleared canvas), so blending would give the same pixels; without it the software rasterizer (SwiftShader)
+    // does not read the framebuffer back per fragment.
+    if (state.opacity < 1) {
+      gl.enable(gl.BLEND);
+      gl.blendFunc(gl.ONE, gl.ONE_MINUS_SRC_ALPHA);
+    } else {
+      gl.disable(gl.BLEND);
+    }
+    gl.disable(gl.DEPTH_TEST);
+    gl.disable(gl.STENCIL_TEST);
+    gl.disable(gl.CULL_FACE);
   }
 
   /**
@@ -145,36 +227,38 @@ export class Renderer {
    * @param {WebGL2RenderingContext} gl
    * @param {DrawState} state
    */
-  _bindValueLut(gl, { spec, stretch, colormap, opacity }) {
-    const s = this.store;
-    const b = spec.bands[0];
-    const key = `${spec.key}|${stretch.min}|${stretch.max}|${colormap}|${opacity}`;
+  _bindValueLut(gl, state) {
+    const { key, lut } = this._valueTable(state);
     if (!this._vlutTex) this._vlutTex = gl.createTexture();
     gl.activeTexture(gl.TEXTURE2);
     gl.bindTexture(gl.TEXTURE_2D, this._vlutTex);
     if (this._vlutKey === key) return;
-    const phys = new Array(s.nBands).fill(0);
-    const fn = spec.fn;
-    const lut = buildValueLut({
-      dtype: s.dtype,
-      nodata: s.nodata,
-      hasMask: s.hasMask,
-      scale: s.bands[b].scale,
-      offset: s.bands[b].offset,
-      fn: (v) => {
-        phys[b] = v;
-        return fn(phys);
-      },
-      min: stretch.min,
-      max: stretch.max,
-      colormap: COLORMAPS[colormap].lut,
-      opacity,
-    });
     gl.pixelStorei(gl.UNPACK_ALIGNMENT, 1);
     gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA8, lut.width, lut.height, 0, gl.RGBA, gl.UNSIGNED_BYTE, lut.data);
     gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.NEAREST);
     gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.NEAREST);
     this._vlutKey = key;
+  }
+
+  /**
+   * The value table of the current display, stretch, colour map and opacity, built on the CPU
+   * (value-lut.js) when any of them changed.
+   * @param {DrawState} state
+   */
+  _valueTable({ spec, stretch, colormap, opacity }) {
+    const key = `${spec.key}|${stretch.min}|${stretch.max}|${colormap}|${opacity}`;
+    if (this._vlut?.key === key) return this._vlut;
+    const s = this.store;
+    const lut = buildValueLut({
+      dtype: s.dtype,
+      min: stretch.min,
+      max: stretch.max,
+      colormap: COLORMAPS[colormap].lut,
+      opacity,
+      values: this._displayValues(spec),
+    });
+    this._vlut = { key, words: new Uint32Array(lut.data.buffer, lut.data.byteOffset, lut.data.length / 4), base: lut.base, lut };
+    return this._vlut;
   }
 
   /**
@@ -188,6 +272,7 @@ export class Renderer {
     if (this._vlutTex) gl.deleteTexture(this._vlutTex);
     this._vlutTex = null;
     this._vlutKey = null;
+    this._vlut = null;
   }
 }
 

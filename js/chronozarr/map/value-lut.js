@@ -27,7 +27,8 @@ export const VALUE_LUT_WIDTH = 256;
  *
  * fn(physical) is the display value of a physical value (scale * stored + offset, spec 3.6); the
  * colour is the colour map's entry for round(255 * clamp((v - min) / (max - min), 0, 1)), the
- * texel the shader's own stretch path samples.
+ * texel the shader's own stretch path samples. `values`: displayValues() of the same display, when
+ * it was computed beforehand.
  */
 export function buildValueLut({
   dtype,
@@ -40,6 +41,7 @@ export function buildValueLut({
   max,
   colormap,
   opacity = 1,
+  values = displayValues({ dtype, nodata, hasMask, scale, offset, fn }),
 }) {
   const kind = VALUE_LUT_DTYPES[dtype];
   if (!kind) throw new RangeError(`no value table for dtype ${dtype}`);
@@ -50,13 +52,8 @@ export function buildValueLut({
   if (alpha === 0) return { data: out, width: VALUE_LUT_WIDTH, height, base: kind.base };
   const a = alpha / 255;
   const span = max - min;
-  // The shader's float32 path: the same operations, rounded to float32 as the GPU would.
-  const f32 = Math.fround;
-  const band = { scale, offset };
   for (let i = 0; i < kind.size; i++) {
-    const raw = i - kind.base;
-    if (!hasMask && nodata !== null && raw === nodata) continue;
-    const v = fn(physical(raw, band, f32));
+    const v = values[i];
     if (!Number.isFinite(v)) continue;
     const k = Math.max(0, Math.min(1, (v - min) / span));
     const entry = Math.min(255, Math.floor(k * 255 + 0.5)) * 4;
@@ -67,4 +64,52 @@ export function buildValueLut({
     out[o + 3] = alpha;
   }
   return { data: out, width: VALUE_LUT_WIDTH, height, base: kind.base };
+}
+
+/**
+ * The display value of every value of `dtype`, indexed by value + base: fn(physical), with the
+ * shader's float32 rounding; NaN where the value is not valid (nodata without a mask, spec 2.3)
+ * or its display value is not finite. It depends on the display alone, not on the stretch, so a
+ * layer computes it while its first frame's chunks are in flight and colours it once the
+ * stretch is known (buildValueLut's `values`, decision 0061).
+ * @param {{dtype: string, nodata?: number | null, hasMask?: boolean, scale?: number, offset?: number, fn?: (v: number) => number}} display
+ * @returns {Float64Array}
+ */
+export function displayValues({ dtype, nodata = null, hasMask = false, scale = 1, offset = 0, fn = (v) => v }) {
+  const kind = VALUE_LUT_DTYPES[dtype];
+  if (!kind) throw new RangeError(`no value table for dtype ${dtype}`);
+  const out = new Float64Array(kind.size).fill(NaN);
+  // The shader's float32 path: the same operations, rounded to float32 as the GPU would.
+  const f32 = Math.fround;
+  const band = { scale, offset };
+  for (let i = 0; i < kind.size; i++) {
+    const raw = i - kind.base;
+    if (!hasMask && nodata !== null && raw === nodata) continue;
+    const v = fn(physical(raw, band, f32));
+    if (Number.isFinite(v)) out[i] = v;
+  }
+  return out;
+}
+
+/**
+ * Colour a cell's stored values through a value table on the CPU (decision 0062): `out[i]` is
+ * the table's RGBA8 entry of `values[i]` (the texel the value-table shader would fetch), or 0
+ * (transparent: the cleared canvas shows through) where `mask` marks the pixel not valid
+ * (spec 2.3: a mask value other than 1). The table and `out` are RGBA8 bytes viewed as 32-bit
+ * words, so each pixel is one copy whatever the platform's byte order.
+ * @param {ArrayLike<number>} values stored values (uint8 / uint16 / int16)
+ * @param {Uint8Array | null} mask
+ * @param {Uint32Array} table the value table's data (buildValueLut) as 32-bit words
+ * @param {number} base added to a value to index the table (VALUE_LUT_DTYPES)
+ * @param {Uint32Array} out one word per value
+ */
+export function colourValues(values, mask, table, base, out) {
+  const n = out.length;
+  if (mask) {
+    for (let i = 0; i < n; i++) out[i] = mask[i] === 1 ? table[values[i] + base] : 0;
+  } else if (base === 0) {
+    for (let i = 0; i < n; i++) out[i] = table[values[i]];
+  } else {
+    for (let i = 0; i < n; i++) out[i] = table[values[i] + base];
+  }
 }
