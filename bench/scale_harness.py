@@ -268,14 +268,15 @@ class _Sampler(threading.Thread):
 
 class _LiveHeap(Progress):
     """With ``trace``, the Python heap the build holds live (``tracemalloc`` started as the
-    build starts, so the plan is not counted; a full garbage collection first, so that cycles
-    not yet collected are not counted), sampled when half and nine tenths of the level-0 cells
-    are written: :attr:`live` is the larger. Every 5% of the cells, a line on stderr (cells
-    written, seconds, the client's RSS and peak RSS so far): a long run's figures as it goes."""
+        build starts, so the plan is not counted; a full garbage collection first, so that cycles
+        not yet collected are not counted), sampled when half and nine tenths of the level-0 cells
+        are written: :attr:`live` is the larger, and the lines whose allocations grew most between
+    the two marks go to stderr (``trace:``). Every 5% of the cells, a line on stderr (cells
+        written, seconds, the client's RSS and peak RSS so far): a long run's figures as it goes."""
 
     def __init__(self, trace: bool) -> None:
         self.trace, self.live, self.total, self.done, self.marks = trace, 0, 0.0, 0.0, [0.5, 0.9]
-        self.said, self.clock = 0, time.perf_counter()
+        self.said, self.clock, self.snapshot = 0, time.perf_counter(), None
         if trace:
             tracemalloc.start()
 
@@ -297,6 +298,15 @@ class _LiveHeap(Progress):
             self.marks.pop(0)
             gc.collect()
             self.live = max(self.live, tracemalloc.get_traced_memory()[0])
+            self._diff(tracemalloc.take_snapshot())
+
+    def _diff(self, snapshot: Any) -> None:
+        """On stderr, the lines whose live allocations grew most since the previous mark
+        (what grows with the cells, by where it was allocated)."""
+        if self.snapshot is not None:
+            for stat in snapshot.compare_to(self.snapshot, "lineno")[:12]:
+                print(f"trace: {stat}", file=sys.stderr, flush=True)
+        self.snapshot = snapshot
 
 
 def run_one(cells: int, months: int, chunk: int, tile: int, per_month: int, scheduler: str,
@@ -306,7 +316,7 @@ def run_one(cells: int, months: int, chunk: int, tile: int, per_month: int, sche
     heap the build holds live is measured too (:class:`_LiveHeap`; slower)."""
     import cz.build.cluster as cluster
     from cz.build import BuildOptions, build
-    from cz.plan import plan_recipe
+    from cz.plan.spooled import plan_recipe_spooled
     from cz.recipe import load_recipe
 
     recipe_path = work / "catalog" / "recipe.yaml"
@@ -321,7 +331,7 @@ def run_one(cells: int, months: int, chunk: int, tile: int, per_month: int, sche
     clock = time.perf_counter()
     recipe = load_recipe(recipe_path)
     out = work / "store.zarr"
-    plan = plan_recipe(recipe, out=str(out))
+    plan = plan_recipe_spooled(recipe, out=str(out))  # as cz build --scheduler plans
     plan_s = time.perf_counter() - clock
     rss_plan = _rss_kb("VmRSS")
     dropped: list[NullTarget] = []
@@ -395,11 +405,14 @@ def sweep(sizes: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
                     sys.executable, __file__, "run", "--cells", str(cells), "--months",
                     str(args.months), "--chunk", str(args.chunk), "--tile", str(args.tile),
                     "--per-month", str(args.per_month), "--scheduler", cl.address,
-                    "--work", tmp, "--pixels", args.pixels,
+                    "--work", tmp, "--pixels", args.pixels, *(["--trace"] if args.trace else []),
                 ]  # fmt: skip
                 done = subprocess.run(cmd, capture_output=True, text=True)
                 if done.returncode:
                     raise SystemExit(f"the harness run failed:\n{done.stderr[-5000:]}")
+                for line in done.stderr.splitlines():  # the run's RSS every 5%, its trace
+                    if line.startswith(('{"cells_done"', "trace:")):
+                        print(line, file=sys.stderr, flush=True)
                 row = json.loads(done.stdout.strip().splitlines()[-1])
                 row["worker_peak_mb"] = [round(kb / 1024, 1) for kb in cl.worker_rss_kb()]
                 row["scheduler_peak_mb"] = round(_rss_kb(pid=str(cl.scheduler.pid)) / 1024, 1)

@@ -33,24 +33,37 @@ from cz.build.options import BuildOptions, BuildResult, Progress, resumed_text
 from cz.build.sources import RegionSource, SourceArray
 from cz.build.store_args import provenance_block
 from cz.build.target import is_url, local_path
-from cz.plan import Plan, plan_recipe
+from cz.plan import Plan
+from cz.plan.spooled import plan_recipe_spooled
 from cz.recipe import Recipe
 
 __all__ = ["build_fingerprint", "build_on_cluster"]
 
 
+#: Where the months go in the fingerprint's text (they are hashed a month at a time).
+_MONTHS = "\u2063cz-months\u2063"
+
+
 def build_fingerprint(recipe: Recipe, plan: Plan) -> str:
     """16 hex digits over everything that decides the bytes: the recipe (but where it is
-    written) and the plan's grid and items (decision 0017)."""
+    written) and the plan's grid and items (decision 0017).
+
+    The digest of ``json.dumps(doc, sort_keys=True)`` of the recipe with ``_grid`` and
+    ``_months`` (each month's ``[label, [[id, correction, solar day], ...]]``), its text hashed a
+    month at a time so that no list of the region's items is made (decision 0065)."""
     doc = recipe.model_dump(mode="json")
     if isinstance(doc.get("store"), dict):
         doc["store"].pop("path", None)
     doc["_grid"] = plan.grid.model_dump(mode="json")
-    doc["_months"] = [
-        [m.month, [(p.id, p.correction, p.solar_day) for p in m.items]] for m in plan.months
-    ]
-    text = json.dumps(doc, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    doc["_months"] = _MONTHS
+    head, tail = json.dumps(doc, sort_keys=True, default=str).split(json.dumps(_MONTHS), 1)
+    digest = hashlib.sha256(head.encode())
+    digest.update(b"[")
+    for k, m in enumerate(plan.months):
+        month = [m.month, [(p.id, p.correction, p.solar_day) for p in m.items]]
+        digest.update((", " if k else "").encode() + json.dumps(month, default=str).encode())
+    digest.update(b"]" + tail.encode())
+    return digest.hexdigest()[:16]
 
 
 def region_source(recipe: Recipe, plan: Plan, options: BuildOptions) -> RegionSource:
@@ -82,7 +95,7 @@ def build_on_cluster(
     try:
         if plan is None:
             progress.start("plan", None, "resolving items")
-            plan = plan_recipe(recipe, out=where)
+            plan = plan_recipe_spooled(recipe, out=where)  # the items on disk (0065)
             progress.finish("plan")
         progress.plan_warnings(plan)
         if not is_url(where):  # workers may run elsewhere: an absolute path on the shared FS

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
+
 import chronozarr
 from cz.build.errors import BuildError
 from cz.build.executor import CompositeStats, Executor, quiet_distributed
@@ -40,6 +42,8 @@ class SourceFold:
 
     plan: Plan
     stats: CompositeStats = field(default_factory=CompositeStats)
+    #: month -> which of its items were read (by plan index, a byte an item: decision 0065)
+    read: dict[int, np.ndarray] = field(default_factory=dict)
     skipped: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     valid: int = 0
     filled: int = 0
@@ -47,8 +51,10 @@ class SourceFold:
     def add(self, i: int, ex: Any) -> None:
         stats = self.stats
         for t, indices in ex["items_read"].items():
-            items = self.plan.months[int(t)].items  # the summary's indices are plan indices
-            stats.items_read.setdefault(int(t), set()).update(items[j].id for j in indices)
+            seen = self.read.get(int(t))
+            if seen is None:  # the summary's indices are plan indices
+                seen = self.read[int(t)] = np.zeros(len(self.plan.months[int(t)].items), bool)
+            seen[np.asarray(indices, dtype=np.int64)] = True
         for t, n in ex["observations"].items():
             stats.observations[int(t)] = max(stats.observations.get(int(t), 0), int(n))
         if ex["skipped"]:
@@ -59,6 +65,9 @@ class SourceFold:
     def result(self) -> CompositeStats:
         """The statistics, the skipped assets in task order (each once: a month recomputed by
         two time groups is reported once)."""
+        for t, read in sorted(self.read.items()):  # the ids, once (a spooled plan reads them)
+            items = self.plan.months[t].items
+            self.stats.items_read[t] = {items[j].id for j in np.flatnonzero(read).tolist()}
         seen: set[tuple[str, str, str]] = set()
         self.stats.skipped = []
         for i in sorted(self.skipped):

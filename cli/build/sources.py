@@ -12,10 +12,12 @@ them).
 
 from __future__ import annotations
 
+import pickle
 import threading
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -136,7 +138,7 @@ class CompositeSource:
 
     ctx: CompositeContext
     months: list[str]
-    refs: list[tuple[ItemRef, ...]]
+    refs: Sequence[tuple[ItemRef, ...]]
     members: dict[tuple[int, int, int], tuple[int, ...]]
     windows: dict[tuple[int, int], tuple[int, int, int, int]]
     shape: tuple[int, int]
@@ -187,6 +189,47 @@ class CompositeSource:
         return CellPlanes(self, row, col, times)
 
 
+class PackedRefs(Sequence[tuple[ItemRef, ...]]):
+    """A group's item references, month by month, each month's a zlib-compressed pickle
+    (decision 0065): the client makes a group's context a month at a time and sends it without
+    keeping ~8 kB of Python objects an item while the group is out; a worker unpacks a month
+    when a task first reads it, and keeps it."""
+
+    def __init__(self) -> None:
+        self.data: list[bytes] = []
+        self._refs: dict[int, tuple[ItemRef, ...]] = {}
+
+    def append(self, refs: tuple[ItemRef, ...]) -> None:
+        """Pack the next month's references."""
+        self.data.append(zlib.compress(pickle.dumps(refs, protocol=pickle.HIGHEST_PROTOCOL), 1))
+
+    def __getstate__(self) -> list[bytes]:
+        return self.data
+
+    def __setstate__(self, data: list[bytes]) -> None:
+        self.data, self._refs = data, {}
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def _month(self, t: int) -> tuple[ItemRef, ...]:
+        refs = self._refs.get(t)
+        if refs is None:  # two threads may both unpack: the same references either way
+            refs = self._refs[t] = pickle.loads(zlib.decompress(self.data[t]))
+        return refs
+
+    @overload
+    def __getitem__(self, t: int) -> tuple[ItemRef, ...]: ...
+
+    @overload
+    def __getitem__(self, t: slice) -> Sequence[tuple[ItemRef, ...]]: ...
+
+    def __getitem__(self, t: int | slice) -> Any:
+        if isinstance(t, slice):
+            return [self._month(k) for k in range(*t.indices(len(self)))]
+        return self._month(range(len(self))[t])
+
+
 class RegionSource:
     """The build's cell source on a cluster, in parts (decision 0058): what every block shares
     (the composite rules, the months, the grid) and the plan's items; :meth:`part` makes the
@@ -225,7 +268,7 @@ class RegionSource:
             box(c + a * (x0 - halo), f + e * (y1 + halo), c + a * (x1 + halo), f + e * (y0 - halo))
             for y0, y1, x0, x1 in windows.values()
         ]  # as blocks_touched draws them
-        refs: list[tuple[ItemRef, ...]] = []
+        refs = PackedRefs()  # packed a month at a time: no group's items unpacked at once
         index: list[tuple[int, ...]] = []
         members: dict[tuple[int, int, int], tuple[int, ...]] = {}
         for t, month in enumerate(plan.months):
@@ -238,7 +281,8 @@ class RegionSource:
             for b, items in touching.items():
                 members[(t, *cells[b])] = tuple(at[i] for i in items)
         return CompositeSource(
-            ctx=self.ctx, months=[m.month for m in plan.months], refs=refs, members=members,
+            ctx=self.ctx, months=[m.month for m in plan.months], refs=refs,
+            members=members,
             windows=windows, shape=(self.shape4[2], self.shape4[3]),
             cs=recipe.store.layout.chunk_size, n_band=len(recipe.bands), dtype=recipe.store.dtype,
             nodata=recipe.store.effective_nodata, max_age=carry_forward_months(recipe),

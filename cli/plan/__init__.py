@@ -23,6 +23,8 @@ Modules: :mod:`~cz.plan.items` (facts of item dicts), :mod:`~cz.plan.assets` (wh
 a band), :mod:`~cz.plan.rules` (rules 1 and 2),
 :mod:`~cz.plan.grid` (rule 5), :mod:`~cz.plan.estimate` (the size), :mod:`~cz.plan.model` (the
 JSON model) and :mod:`~cz.plan.make` (rules 3 and 4, the whole plan); months are :mod:`cz.months`.
+A cluster build makes the same plan with its items on disk (:mod:`~cz.plan.spooled`, over
+:mod:`~cz.plan.spool`: decision 0065), so its client holds a few bytes an item.
 
 A plan is JSON (``Plan.to_dict``), holds unsigned hrefs only, and keeps each kept item's STAC
 dict (trimmed to the assets read, no links; packed in memory: decision 0060) so a build needs no

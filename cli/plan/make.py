@@ -7,6 +7,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,22 +42,44 @@ _DTYPE_MAX = {"uint8": 255, "uint16": 65535}
 def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None) -> Plan:
     """Decide the plan of ``recipe`` from the candidate items in ``resolution`` (no I/O)."""
     periods = recipe.periods()
-    candidates, dropped, drop, census, found = _screen(recipe, periods, resolution.items)
-    _refuse_absent_assets(recipe, census)
-    kept = deduplicate(candidates, drop)
-    bit_rules = plan_bit_rules(
-        recipe,
-        [(str(c.item["id"]), c.item["assets"][c.assets["mask"]], c.assets["mask"]) for c in kept]
-        if recipe.mask is not None
-        else [],
+    candidates: list[Candidate] = []
+    screened = screen(
+        recipe, periods, resolution.items, lambda cand, _item: candidates.append(cand)
     )
-    planned = [_planned_item(recipe, cand) for cand in kept]
-    month_plans, outside = _month_plans(periods, planned, dropped)
+    refuse_absent_assets(recipe, screened.census)
+    kept = deduplicate(candidates, screened.drop)
+    bit_rules = plan_bit_rules(recipe, [mask_entry(c) for c in kept] if recipe.mask else [])
+    planned = [planned_item(recipe, cand) for cand in kept]
+    month_plans, outside = _month_plans(periods, planned, screened.dropped)
+    return assemble(recipe, resolution, screened, planned, (month_plans, outside), bit_rules, out)
+
+
+def mask_entry(cand: Candidate) -> tuple[str, Any, str]:
+    """What :func:`cz.plan.bitfields.plan_bit_rules` reads of a candidate: its id, its mask
+    asset and the asset's key."""
+    item = cand.item
+    return (str(item["id"]), item["assets"][cand.assets["mask"]], cand.assets["mask"])
+
+
+def assemble(
+    recipe: Recipe,
+    resolution: Resolution,
+    screened: Screened,
+    planned: Sequence[PlannedItem],
+    months: tuple[list[MonthPlan], list[DroppedItem]],
+    bit_rules: Sequence[BitRule] | None,
+    out: str | None,
+) -> Plan:
+    """The plan of ``planned`` items in ``months`` (and the drops outside them): the grid, the
+    estimate, the warnings and the totals around them."""
+    month_plans, outside = months
+    n_periods = len(month_plans)  # one entry per period, empty ones too
+    dropped, found = screened.dropped, screened.found
     grid = grid_for(recipe)
     store = recipe.store
     estimate = estimate_store(
         grid,
-        len(periods),
+        n_periods,
         len(recipe.bands),
         store.dtype,
         shard=store.shard,
@@ -67,7 +90,7 @@ def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None)
         store_path = str(Path(store_path).expanduser().resolve())
     warnings = (
         list(resolution.warnings)
-        + census.summaries(_needs(recipe))
+        + screened.census.summaries(_needs(recipe))
         + _plan_warnings(recipe, grid, planned, month_plans, store_path)
     )
     corrections = Counter(f"{p.correction:+d}" for p in planned)
@@ -79,11 +102,11 @@ def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None)
         source=resolution.source,
         signing=recipe.catalog.sign,
         grid=grid,
-        **_recipe_sections(recipe, len(periods), store_path, bit_rules),
+        **_recipe_sections(recipe, n_periods, store_path, bit_rules),
         months=month_plans,
         outside=outside,
         totals=Totals(
-            months=len(periods),
+            months=n_periods,
             empty_months=sum(1 for m in month_plans if not m.items),
             items_found=found,
             items_kept=len(planned),
@@ -99,15 +122,28 @@ def make_plan(recipe: Recipe, resolution: Resolution, *, out: str | None = None)
 DropFn = Callable[..., None]
 
 
-def _screen(
-    recipe: Recipe, periods: list[Period], items: Iterable[dict[str, Any]]
-) -> tuple[list[Candidate], list[DroppedItem], DropFn, AssetCensus, int]:
-    """Rule 1 on every item as it comes: the candidates (their STAC dicts trimmed and packed,
-    decision 0060), the items dropped so far, the function that records a drop
+@dataclass
+class Screened:
+    """Rule 1 over every item: the items dropped so far, the function that records a drop
     (de-duplication drops more through it), what the items' assets were and how many items
     there were."""
+
+    dropped: list[DroppedItem]
+    drop: DropFn
+    census: AssetCensus
+    found: int
+
+
+def screen(
+    recipe: Recipe,
+    periods: list[Period],
+    items: Iterable[dict[str, Any]],
+    keep: Callable[[Candidate, dict[str, Any]], None],
+) -> Screened:
+    """Rule 1 on every item as it comes: each candidate, its STAC dict trimmed and packed
+    (decision 0060), handed to ``keep`` with the item it came from (the plan keeps it in a
+    list, a cluster build's on disk: decision 0065)."""
     dropped: list[DroppedItem] = []
-    candidates: list[Candidate] = []
     checks = Checks(recipe, periods)
 
     def drop(
@@ -134,10 +170,10 @@ def _screen(
         outcome = checks.check(item)
         if isinstance(outcome, Candidate):
             outcome.pack(_kept_stac(item, outcome.assets.values()))
-            candidates.append(outcome)
+            keep(outcome, item)
         else:
             drop(item, *outcome)
-    return candidates, dropped, drop, checks.census, found
+    return Screened(dropped, drop, checks.census, found)
 
 
 def _needs(recipe: Recipe) -> dict[str, list[str]]:
@@ -145,7 +181,7 @@ def _needs(recipe: Recipe) -> dict[str, list[str]]:
     return {need: aliases for need, (_f, aliases) in asset_needs(recipe).items()}
 
 
-def _refuse_absent_assets(recipe: Recipe, census: AssetCensus) -> None:
+def refuse_absent_assets(recipe: Recipe, census: AssetCensus) -> None:
     """A band or mask asset that no candidate item has is a mistake of the recipe, not a
     month without data: a :class:`RecipeError` naming the field, the aliases tried and the
     asset keys the items do have (exit 2). Absence from some items only is a drop each."""
@@ -190,7 +226,7 @@ def _month_plans(
 def _plan_warnings(
     recipe: Recipe,
     grid: GridPlan,
-    planned: list[PlannedItem],
+    planned: Sequence[PlannedItem],
     month_plans: list[MonthPlan],
     store_path: str | None,
 ) -> list[str]:
@@ -231,7 +267,7 @@ def _plan_warnings(
     return warnings + _scale_warnings(recipe, planned)
 
 
-def _scale_warnings(recipe: Recipe, planned: list[PlannedItem]) -> list[str]:
+def _scale_warnings(recipe: Recipe, planned: Sequence[PlannedItem]) -> list[str]:
     """A band stored as the items give it (not harmonised) whose recipe scale or offset differs
     from the items' ``raster:bands``: its stored numbers would read as other physical values
     (a Landsat recipe left at the Sentinel-2 default 0.0001, say)."""
@@ -396,7 +432,7 @@ def _coords(geojson: dict[str, Any]) -> list[tuple[float, float]]:
     return [tuple(c) for poly in getattr(geom, "geoms", [geom]) for c in poly.exterior.coords]
 
 
-def _planned_item(recipe: Recipe, cand: Candidate) -> PlannedItem:
+def planned_item(recipe: Recipe, cand: Candidate) -> PlannedItem:
     item = cand.item
     props = item.get("properties") or {}
     harmonised = [cand.assets[b.name] for b in recipe.bands if b.harmonize]
