@@ -9,6 +9,8 @@ Both hand ``chronozarr.encode`` or ``chronozarr.append`` a cell source
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,10 +29,31 @@ from cz.load import SkippedAsset
 from cz.plan import Plan
 from cz.recipe import Recipe
 
-__all__ = ["ClusterWrite", "SourceFold", "Wording", "stats_of", "tally"]
+__all__ = ["ClusterWrite", "SourceFold", "Wording", "release_freed", "stats_of", "tally"]
 
 
 T = TypeVar("T")
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None (another C library, another system)."""
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim
+
+
+def release_freed() -> None:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing
+    elsewhere). A cluster build's client frees a group's items, footprints and messages as the
+    group completes, but glibc keeps freed pages in its arenas (one per thread that allocated:
+    dask's and the runner's), so the RSS crept up ~0.26 kB a cell over a 10^5-cell build with a
+    live heap that did not grow (decision 0065). Called once a group, a few ms."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 @dataclass

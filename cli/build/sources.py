@@ -260,6 +260,10 @@ class RegionSource:
         """The cell source of the cells ``rows`` x ``cols`` (see the class docstring)."""
         from shapely.geometry import box
 
+        from cz.build.cluster_write import release_freed
+
+        release_freed()  # the groups before this one are (mostly) done: their pages back
+
         recipe, plan, halo = self.recipe, self.plan, self.ctx.rules.halo
         a, _, c, _, e, f = plan.grid.transform
         windows = {(r, col): w for r, col, w in grid_blocks(plan.grid, rows, cols)}
