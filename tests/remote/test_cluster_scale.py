@@ -20,10 +20,10 @@ Oracles, independent of the code under test:
   256 to 1,024 cells on main before it, 0.39 -> 0.47 MB after). dask's own log of the client's
   last 1,000 messages (``distributed.admin.low-level-log-length``: bounded, not ours) is
   turned off for the measure;
-- the client's RSS after the plan, per planned item, when the items grow 8x over the same cells
-  (decision 0060): the plan keeps each item's trimmed STAC dict packed, ~5-6 kB of RSS an item
-  with the plan item itself; main kept the parsed catalog's dicts, ~16 kB an item (88.2 ->
-  128.3 MB from 384 to 2,992 items on the same cluster, 2026-12-07).
+- the client's RSS after the plan and at its peak, per planned item, when the items grow 8x over
+  the same cells (decision 0065): the plan's items are on disk and a group's references packed,
+  under 2 kB of RSS an item; before, 5.9 kB after the plan and 20.9 kB at the peak (the plan's
+  models, a group's context unpacked on the client).
 """
 
 from __future__ import annotations
@@ -78,17 +78,20 @@ def test_client_and_scheduler_flat_in_cells(dask_procs: DaskProcs, tmp_path: Pat
     assert live < 0.3, f"the client's live heap grew {live:.3f} MB: {small} {large}"
 
 
-def test_client_plan_flat_in_items(dask_procs: DaskProcs, tmp_path: Path) -> None:
-    """The plan holds a few kB an item, not its parsed STAC dict (decision 0060): the same 256
+def test_client_flat_in_items(dask_procs: DaskProcs, tmp_path: Path) -> None:
+    """The client holds a few bytes an item, not the items (decision 0065): the same 256
     cells with 1 and then 8 acquisitions of each tile a month (tiles of 4 x 4 cells: 384 and
-    about 3,000 items over 24 months), built on the cluster. Main held ~16 kB of RSS an item
-    (the parsed catalog, each item's dict and its copy: 88.2 -> 128.3 MB); this branch 5.9 kB
-    (86.5 -> 101.3 MB). The client's peak is not bounded here: the group's context in flight
-    holds every item of these 256 cells (decision 0060's consequences)."""
+    2,992 items over 24 months), built on the cluster. Per added item, main (decision 0060's
+    plan, each item a model with its STAC dict packed, a group's context unpacked on the
+    client) held 5.9 kB of RSS after the plan and 20.9 kB at its peak (86.5 -> 101.3 MB and
+    117.5 -> 169.4 MB, 2026-12-07); this branch 0.8 kB and 1.7 kB (84.7 -> 86.7 MB, 110.2 ->
+    114.5 MB: the footprints kept, bounded at 1,024, and the spool's 12 bytes an item)."""
     few = harness(256, dask_procs.address, tmp_path / "few", "--tile", "4", "--per-month", "1")
     many = harness(256, dask_procs.address, tmp_path / "many", "--tile", "4", "--per-month", "8")
     added = many["items"] - few["items"]
     assert (few["cells"], many["cells"]) == (256, 256) and added > 2000, (few, many)
-    per_item = (many["client_rss_plan_mb"] - few["client_rss_plan_mb"]) * 2**20 / added
-    assert per_item < 8000, f"the plan holds {per_item:.0f} bytes of RSS an item: {few} {many}"
+    plan = (many["client_rss_plan_mb"] - few["client_rss_plan_mb"]) * 2**20 / added
+    assert plan < 2000, f"the plan holds {plan:.0f} bytes of RSS an item: {few} {many}"
+    peak = (many["client_peak_mb"] - few["client_peak_mb"]) * 2**20 / added
+    assert peak < 4000, f"the client's peak grew {peak:.0f} bytes an item: {few} {many}"
     assert many["scheduler_tasks_peak"] <= 40, many  # a window's worth, whatever the items
