@@ -42,17 +42,36 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def client_memory(args: argparse.Namespace, level0: int, tasks: int) -> tuple[float, ...]:
-    """The client's peak RSS of a cluster build in bytes, in three parts (decision 0049): the
-    fixed part (interpreter, libraries, dask client, what is in flight), the plan (its items'
-    STAC dicts: items = level-0 cells x months x items per cell-month) and the runner (a few
-    bytes a task: the folded results' arrays)."""
-    items = level0 * args.months * args.items_per_cell_month
+def client_peak(args: argparse.Namespace, items: float, tasks: int) -> tuple[float, ...]:
+    """The client's peak RSS of a cluster build of ``items`` planned items and ``tasks`` tasks,
+    in bytes, in four parts (decisions 0049, 0060, 0065): the fixed part (interpreter,
+    libraries, dask client, what is in flight), the plan (the spool's index and what planning
+    left in the allocator), the footprints kept (at most ``--footprints-kept``) and the runner
+    (a few bytes a task: the folded results' arrays)."""
     return (
         args.client_base_mb * 1e6,
         items * args.plan_kb_per_item * 1e3,
+        min(items, args.footprints_kept) * args.footprint_kb * 1e3,
         tasks * args.client_bytes_per_task,
     )
+
+
+def client_memory(args: argparse.Namespace, level0: int, tasks: int) -> tuple[float, ...]:
+    """:func:`client_peak` of a region (items = level-0 cells x months x items per cell-month,
+    an assumption)."""
+    return client_peak(args, level0 * args.months * args.items_per_cell_month, tasks)
+
+
+def print_client_at(args: argparse.Namespace) -> None:
+    """The client's predicted peak at each ``ITEMS:TASKS`` of ``--client-at`` (a harness run's
+    plan items and tasks, docs/scale.md)."""
+    print("| items, tasks | client peak RSS predicted: fixed + plan + footprints + runner |")
+    print("|---|---:|")
+    for pair in args.client_at.split(","):
+        items, tasks = (int(v) for v in pair.split(":"))
+        parts = client_peak(args, items, tasks)
+        text = " + ".join(f"{x / 1e6:.1f}" for x in parts)
+        print(f"| {items:,}, {tasks:,} | {sum(parts) / 1e6:.1f} MB = {text} |")
 
 
 def main() -> None:
@@ -69,13 +88,19 @@ def main() -> None:
     ap.add_argument("--price-put-1k", type=float, default=costs.PRICE_PUT_1K)
     ap.add_argument("--price-get-1k", type=float, default=costs.PRICE_GET_1K)
     ap.add_argument("--price-egress-gb", type=float, default=costs.PRICE_EGRESS_GB)
-    # the client's memory (docs/scale.md, "Measured at scale"; decision 0049): a fixed part,
-    # the plan per item, the runner per task; items per level-0 cell-month is an assumption
+    # the client's memory (docs/scale.md, "After decision 0065"): a fixed part, the plan per
+    # item, the footprints kept, the runner per task; items per level-0 cell-month is assumed
     ap.add_argument("--client-base-mb", type=float, default=costs.CLIENT_BASE_MB)
     ap.add_argument("--plan-kb-per-item", type=float, default=costs.PLAN_KB_PER_ITEM)
     ap.add_argument("--client-bytes-per-task", type=float, default=costs.CLIENT_BYTES_PER_TASK)
+    ap.add_argument("--footprint-kb", type=float, default=costs.FOOTPRINT_KB)
+    ap.add_argument("--footprints-kept", type=int, default=costs.FOOTPRINTS_KEPT)
     ap.add_argument("--items-per-cell-month", type=float, default=costs.ITEMS_PER_CELL_MONTH)
+    ap.add_argument("--client-at", help="ITEMS:TASKS,...: the client's peak at each, and stop")
     args = ap.parse_args()
+    if args.client_at:
+        print_client_at(args)
+        return
     months = args.months
     cpu = args.cpu_per_cell_month * args.items_factor
     rows = []
@@ -125,7 +150,7 @@ def main() -> None:
     )
     line("GETs of the build (upper levels read back)", [f"${r[13]:,.2f}" for r in rows])
     line(
-        "client peak RSS: fixed + plan (items) + runner (tasks)",
+        "client peak RSS: fixed + plan (items) + footprints kept + runner (tasks)",
         [f"{fmt_bytes(sum(r[14]))} = {' + '.join(fmt_bytes(x) for x in r[14])}" for r in rows],
     )
     # a city-sized view (20 km) in a 1280 x 800 viewport: level 1 (20 m, 1000 px), 3 x 3 cells

@@ -27,6 +27,8 @@ __all__ = [
     "CPU_S_PER_CELL_MONTH",
     "DATA_RATIO",
     "DATA_SHARE",
+    "FOOTPRINTS_KEPT",
+    "FOOTPRINT_KB",
     "ITEMS_FACTOR",
     "ITEMS_PER_CELL_MONTH",
     "LEVEL0_SHARE",
@@ -61,14 +63,18 @@ LEVEL0_SHARE = 0.76
 #: Level 0's data array's share of the store's bytes (mask and coverage compress to little).
 DATA_SHARE = 0.76
 
-#: A cluster build's client (decision 0049; docs/scale.md, "Measured at scale": ``python
-#: bench/scale_harness.py sweep``, 2026-12-07): peak RSS at 1,024 level-0 cells (interpreter,
-#: libraries, dask client, what is in flight), the plan's RSS per item (the plan item and its
-#: packed STAC dict, decision 0060: (193.8 - 80.7) MB / 24,000 items, the harness's 10^5-cell
-#: catalog planned in a fresh process; 15.3 kB before it) and the runner's live heap per task
-#: ((0.465 - 0.387) MB / 1,024 tasks, ``--trace``).
-CLIENT_BASE_MB = 127.5
-PLAN_KB_PER_ITEM = 4.7
+#: A cluster build's client (decisions 0049, 0060, 0065; docs/scale.md, "After decision 0065":
+#: ``python bench/scale_harness.py sweep``, 2026-12-07): its peak RSS at 1,024 level-0 cells less
+#: the other parts there (interpreter, libraries, dask client, what is in flight); the plan's
+#: RSS per item (the spool's index and what planning left in the allocator: (112.9 - 99.6) MB /
+#: 24,000 items, the harness's 10^5-cell catalog planned in a fresh process; 4.7 kB with
+#: decision 0060's packed models, 15.3 kB before); a footprint kept (decision 0060: ~5 kB of GEOS and Python objects, at most
+#: :data:`FOOTPRINTS_KEPT`); the runner's live heap per task ((0.465 - 0.387) MB / 1,024 tasks,
+#: ``--trace``).
+CLIENT_BASE_MB = 121.4
+PLAN_KB_PER_ITEM = 0.55
+FOOTPRINT_KB = 4.7
+FOOTPRINTS_KEPT = 1024
 CLIENT_BYTES_PER_TASK = 80.0
 
 # --- assumed (docs/scale.md, "Inputs") ------------------------------------------------------
