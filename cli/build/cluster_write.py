@@ -206,6 +206,7 @@ class ClusterWrite:
         """``write()`` with the cells' progress; the library's errors as the toolkit's. With a
         ``target``, every worker is checked first (:mod:`cz.build.preflight`): a bad one is
         named and left out, and none good stops the run before any task."""
+        release_freed()  # what planning made and freed: 7.5 MB at 24,000 items (decision 0065)
         good = None
         if target is not None and self.executor.client is not None:
             needs = needs_of(target, self.plan)
