@@ -97,7 +97,6 @@ def bench_encode(data: np.ndarray, work: Path, repeat: int = 1, plain: bool = Tr
     summary: list = []
 
     def encode() -> None:
-        shutil.rmtree(cz_path, ignore_errors=True)
         summary[:] = [
             chronozarr.encode(
                 data, cz_path, times=times, bands=BANDS, crs="EPSG:32631", transform=TRANSFORM,
@@ -105,7 +104,13 @@ def bench_encode(data: np.ndarray, work: Path, repeat: int = 1, plain: bool = Tr
             )
         ]  # fmt: skip
 
-    out["encode_s"], out["encode_cpu_s"] = cpu_timed(encode)
+    def timed_encode() -> tuple[float, float]:
+        """encode's wall and CPU, the previous store deleted before the clock starts: deleting
+        its files is not encode's work, and the limit does not pay it (decision 0067)."""
+        shutil.rmtree(cz_path, ignore_errors=True)
+        return cpu_timed(encode)
+
+    out["encode_s"], out["encode_cpu_s"] = timed_encode()
     out["phases"] = summary[0].phases
     reader = chronozarr.open_store(cz_path)
     out["encoding"] = reader.encoding
@@ -162,7 +167,7 @@ def bench_encode(data: np.ndarray, work: Path, repeat: int = 1, plain: bool = Tr
 
     out["zstd_limit_s"], out["zstd_limit_cpu_s"] = cpu_timed(zstd_all_levels)
     for _ in range(repeat - 1):  # alternate, keep the best of each: load moves both alike
-        wall, cpu = cpu_timed(encode)
+        wall, cpu = timed_encode()
         if wall < out["encode_s"]:
             out["encode_s"], out["encode_cpu_s"], out["phases"] = wall, cpu, summary[0].phases
         wall, cpu = cpu_timed(zstd_all_levels)
