@@ -7,11 +7,19 @@ these are the values the store holds, and the bytes are the ones the stages by l
 they read level k-1 back (``tests/chronozarr/test_writer_fused.py`` compares every object).
 The cell size is even, so no 2 x 2 block straddles two cells: each cell below is reduced on
 its own and placed, which is the block mean of their region (no copy of the region).
+
+The last task running shares its timesteps with a helper thread (:class:`Tail`, decision 0067):
+once every task has started and the others have finished, the cells below the top cell are
+written half here and half on the helper, each cell's calls in the same order as before (a
+cell's writer is only ever used by one thread at a time), so the bytes do not change and the
+thread a finished task left idle is not idle at the end of the stage.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,21 +34,61 @@ from chronozarr.write._cells import (
     last_in_shard,
 )
 
-__all__ = ["FusedContext", "fused_task"]
+__all__ = ["FusedContext", "Tail", "fused_task"]
 
 #: timesteps of planes a coarser cell keeps: the one being written and the anchors its
 #: residuals and its parent ask for (a level-0 cell's planes are views and cost nothing)
 _KEEP = 3
 
 
+class Tail:
+    """The fused stage's tasks started and running, and the helper thread the last one running
+    writes half of each timestep's cells on (see the module docstring). ``threads``: the
+    stage's threads; with one, there is no helper."""
+
+    def __init__(self, tasks: int, threads: int) -> None:
+        self.tasks, self.threads = tasks, threads
+        self.started = self.running = 0
+        self.lock = threading.Lock()
+        self.pool: ThreadPoolExecutor | None = None
+
+    def begin(self) -> None:
+        with self.lock:
+            self.started += 1
+            self.running += 1
+
+    def end(self) -> None:
+        with self.lock:
+            self.running -= 1
+
+    def helper(self) -> ThreadPoolExecutor | None:
+        """The helper when this task is the last one running (every task started, the others
+        done) and the stage has more than one thread, else None."""
+        with self.lock:
+            if self.threads < 2 or self.started < self.tasks or self.running != 1:
+                return None
+            if self.pool is None:
+                self.pool = ThreadPoolExecutor(1, thread_name_prefix="cz-fused-tail")
+            return self.pool
+
+    def close(self) -> None:
+        """Stop the helper thread (the stage is done)."""
+        with self.lock:
+            pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
 @dataclass
 class FusedContext:
-    """What every task of the fused stage shares: ``levels`` are levels 0 to ``top``."""
+    """What every task of the fused stage shares: ``levels`` are levels 0 to ``top``;
+    ``tail``: the tasks' count and the helper of the last one running (None: no helper)."""
 
     layout: Layout
     levels: list[LevelInfo]
     source: ArrayInput
     samples: dict[tuple[int, int], dict[int, bytes]] = field(default_factory=dict)
+    tail: Tail | None = None
 
 
 @dataclass
@@ -52,11 +100,25 @@ class _Cell:
     writer: CellWriter
     below: list[_Cell]
 
-    def write(self, t: int, last: bool) -> None:
-        """Timestep ``t`` of the cells below, then of this one (it reduces theirs)."""
-        for cell in self.below:
-            cell.write(t, last)
+    def write(self, t: int, last: bool, helper: ThreadPoolExecutor | None = None) -> None:
+        """Timestep ``t`` of the cells below, then of this one (it reduces theirs); with a
+        ``helper``, the second half of the cells below is written there meanwhile."""
+        half = len(self.below) // 2 if helper is not None else 0
+        shared: Future[None] | None = None
+        if half:
+            assert helper is not None  # half is 0 without a helper
+            shared = helper.submit(self._write_below, self.below[half:], t, last)
+        try:
+            self._write_below(self.below[: half or len(self.below)], t, last)
+        finally:
+            if shared is not None:
+                shared.result()  # before this cell reduces theirs; a failure there raises here
         self.writer.write(t, last_in_shard=last)
+
+    @staticmethod
+    def _write_below(cells: list[_Cell], t: int, last: bool) -> None:
+        for cell in cells:
+            cell.write(t, last)
 
     def results(self, out: list[list[CellResult]]) -> None:
         for cell in self.below:
@@ -126,8 +188,16 @@ def fused_task(ctx: FusedContext, task: tuple[tuple[int, int], range]) -> list[l
     (row, col), times_k = task
     top = _tree(ctx, len(ctx.levels) - 1, row, col, times_k)
     times = list(times_k)
-    for i, t in enumerate(times):
-        top.write(t, last_in_shard(ctx.layout, times, i))
+    tail = ctx.tail
+    if tail is not None:
+        tail.begin()
+    try:
+        for i, t in enumerate(times):
+            helper = tail.helper() if tail is not None else None
+            top.write(t, last_in_shard(ctx.layout, times, i), helper)
+    finally:
+        if tail is not None:
+            tail.end()
     out: list[list[CellResult]] = [[] for _ in ctx.levels]
     top.results(out)
     return out
