@@ -9,10 +9,11 @@ The cell size is even, so no 2 x 2 block straddles two cells: each cell below is
 its own and placed, which is the block mean of their region (no copy of the region).
 
 The last task running shares its timesteps with a helper thread (:class:`Tail`, decision 0067):
-once every task has started and the others have finished, the cells below the top cell are
-written half here and half on the helper, each cell's calls in the same order as before (a
-cell's writer is only ever used by one thread at a time), so the bytes do not change and the
-thread a finished task left idle is not idle at the end of the stage.
+the cells right below the top cell are taken one by one from a shared list, and once every
+task has started and the others have finished, the helper takes them too. Each cell (and the
+cells under it) is written by one thread at a time, its calls in the same order as before, and
+the top cell waits for all of them, so the bytes do not change and the thread a finished task
+left idle is not idle at the end of the stage.
 """
 
 from __future__ import annotations
@@ -100,30 +101,46 @@ class _Cell:
     writer: CellWriter
     below: list[_Cell]
 
-    def write(self, t: int, last: bool, helper: ThreadPoolExecutor | None = None) -> None:
-        """Timestep ``t`` of the cells below, then of this one (it reduces theirs); with a
-        ``helper``, the second half of the cells below is written there meanwhile."""
-        half = len(self.below) // 2 if helper is not None else 0
-        shared: Future[None] | None = None
-        if half:
-            assert helper is not None  # half is 0 without a helper
-            shared = helper.submit(self._write_below, self.below[half:], t, last)
-        try:
-            self._write_below(self.below[: half or len(self.below)], t, last)
-        finally:
-            if shared is not None:
-                shared.result()  # before this cell reduces theirs; a failure there raises here
+    def write(self, t: int, last: bool, tail: Tail | None = None) -> None:
+        """Timestep ``t`` of the cells below, then of this one (it reduces theirs). With a
+        ``tail``, the cells below are taken one by one from a shared list, and once this task
+        is the last one running a helper thread takes them too (see the module docstring)."""
+        if tail is None or len(self.below) < 2:
+            for cell in self.below:
+                cell.write(t, last)
+        else:
+            _shared_write(self.below, t, last, tail)
         self.writer.write(t, last_in_shard=last)
-
-    @staticmethod
-    def _write_below(cells: list[_Cell], t: int, last: bool) -> None:
-        for cell in cells:
-            cell.write(t, last)
 
     def results(self, out: list[list[CellResult]]) -> None:
         for cell in self.below:
             cell.results(out)
         out[self.level].append(self.writer.result)
+
+
+def _shared_write(cells: list[_Cell], t: int, last: bool, tail: Tail) -> None:
+    """Timestep ``t`` of ``cells``, each written by whichever thread takes it next: this one,
+    and the tail's helper once this task is the last one running (asked before each cell)."""
+    taken = iter(cells)
+    lock = threading.Lock()
+
+    def take() -> _Cell | None:
+        with lock:
+            return next(taken, None)
+
+    def drain() -> None:
+        while (cell := take()) is not None:
+            cell.write(t, last)
+
+    shared: Future[None] | None = None
+    try:
+        while (cell := take()) is not None:
+            if shared is None and (helper := tail.helper()) is not None:
+                shared = helper.submit(drain)
+            cell.write(t, last)
+    finally:
+        if shared is not None:
+            shared.result()  # before the cell above reduces these; a failure there raises here
 
 
 def _reduced(
@@ -193,8 +210,7 @@ def fused_task(ctx: FusedContext, task: tuple[tuple[int, int], range]) -> list[l
         tail.begin()
     try:
         for i, t in enumerate(times):
-            helper = tail.helper() if tail is not None else None
-            top.write(t, last_in_shard(ctx.layout, times, i), helper)
+            top.write(t, last_in_shard(ctx.layout, times, i), tail)
     finally:
         if tail is not None:
             tail.end()

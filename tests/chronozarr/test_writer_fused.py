@@ -163,8 +163,8 @@ HELPED += ["uint16 sharded star-delta with mask"]
 def test_the_last_task_shares_its_cells_with_a_helper_and_writes_the_same_bytes(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Decision 0067: the last task running writes half the cells below its top cell on a
-    helper thread. Forced on for every timestep of every task here (both levels 0 to 1 and 0
+    """Decision 0067: the last task running shares the cells below its top cell with a helper
+    thread. Forced on for every timestep of every task here (both levels 0 to 1 and 0
     to 2, star-delta anchors asked before they are written, mask, coverage, time shards): every
     object is the one the stages by level write."""
     from chronozarr.write import _fused
@@ -184,16 +184,16 @@ def test_the_last_task_shares_its_cells_with_a_helper_and_writes_the_same_bytes(
             tail.pool = _fused.ThreadPoolExecutor(1, thread_name_prefix="cz-fused-tail")
         return tail.pool
 
-    written = _fused._Cell._write_below
+    written = _fused.CellWriter.write
 
-    def spy(cells: list, t: int, last: bool) -> None:
+    def spy(writer: object, t: int, *, last_in_shard: bool) -> None:
         import threading
 
         helped.append(threading.current_thread().name)
-        written(cells, t, last)
+        written(writer, t, last_in_shard=last_in_shard)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_fused.Tail, "helper", always)
-    monkeypatch.setattr(_fused._Cell, "_write_below", staticmethod(spy))
+    monkeypatch.setattr(_fused.CellWriter, "write", spy)
     _encode(tmp_path / "fused.zarr", data, **case)
     assert any(n.startswith("cz-fused-tail") for n in helped), "the helper wrote nothing"
     monkeypatch.setattr(_encode_plan, "_fusable", lambda *args: False)
