@@ -22,10 +22,12 @@
 // reader and the decode pool take an early answer for the exact URL and length alone. The bundle
 // (viewer.js) adopts all of it through window.CHRONOZARR_VIEWER.early.
 
+import DECODER from "cz:decode-worker";
 import FETCHER from "cz:early-fetcher";
 import { readBody, resolveStoreUrl } from "../../js/chronozarr/http.js";
 import { MAX_DOCUMENT_BYTES, parseJson } from "../../js/chronozarr/jsondoc.js";
 import { joinUrl } from "../../js/chronozarr/names.js";
+import { overlayCanvas } from "../../js/chronozarr/map/overlay.js";
 import { planChunks } from "./plan.js";
 
 /** @import {PlannedChunk} from "./plan.js" */
@@ -37,7 +39,8 @@ function start() {
   // marks: when each early step happened (performance.now()), for bench/js/viewer.mjs.
   /** @type {any} */
   const early = (c.early = { marks: {} });
-  const mark = (/** @type {string} */ name) => (early.marks[name] = performance.now());
+  const mark = (/** @type {string} */ name) =>
+    (early.marks[name] = performance.now());
   const store = q.get("store") || c.store;
   const hi = /** @type {RequestInit} */ ({ priority: "high" });
   // The bundle: fetched from here, after the root's GET (so the root takes the page's own
@@ -62,7 +65,10 @@ function start() {
     link.href = "maplibre-gl.js";
     link.fetchPriority = "low";
     document.head.appendChild(link);
-    early.mapWorker = fetch("maplibre-gl-worker.mjs", /** @type {RequestInit} */ ({ priority: "low" }))
+    early.mapWorker = fetch(
+      "maplibre-gl-worker.mjs",
+      /** @type {RequestInit} */ ({ priority: "low" }),
+    )
       .then((r) => (r.ok ? r.blob() : null))
       .catch(() => null);
   };
@@ -73,7 +79,11 @@ function start() {
   early.sendSize = () => {
     const box = document.getElementById("map");
     mark("size");
-    gotSize({ width: box ? box.clientWidth : 0, height: box ? box.clientHeight : 0, dpr: window.devicePixelRatio || 1 });
+    gotSize({
+      width: box ? box.clientWidth : 0,
+      height: box ? box.clientHeight : 0,
+      dpr: window.devicePixelRatio || 1,
+    });
   };
   if (store && q.get("veil") !== "0") veil(early);
   if (store) {
@@ -122,6 +132,32 @@ function veil(early) {
 }
 
 /**
+ * The chunk decoder Worker, from a Blob of decode-worker.js's bundle, which the build writes into
+ * this script (decision 0066): its script was the one request of the early Workers, on a
+ * connection of its own (a round trip for the handshake, one for the GET) while the root and then
+ * the chunks needed the connections, and the layer's WebGL context waited for the decoder to have
+ * started (decision 0055). CZ_VIEWER_BASE, prepended, is the folder its codec files are in.
+ * `?decoder=file` (or a page whose CSP refuses blob: Workers) loads decode-worker.js instead.
+ * @param {boolean} file
+ */
+function decoderWorker(file) {
+  if (!file) {
+    try {
+      const base = `globalThis.CZ_VIEWER_BASE = ${JSON.stringify(new URL(".", location.href).href)};\n`;
+      return new Worker(
+        URL.createObjectURL(
+          new Blob([base, DECODER], { type: "text/javascript" }),
+        ),
+        { type: "module" },
+      );
+    } catch {
+      // (a CSP without blob: workers) the file, below
+    }
+  }
+  return new Worker("decode-worker.js", { type: "module" });
+}
+
+/**
  * The root's GET, the decoders, the chunk fetcher and the first view's chunks.
  * @param {any} early
  * @param {string} store
@@ -167,7 +203,9 @@ function startStore(early, store, q, size, mark, hi) {
   let toStart = 0;
   /** @type {() => void} */
   let allStarted = () => {};
-  early.started = new Promise((r) => (allStarted = /** @type {() => void} */ (r)));
+  early.started = new Promise(
+    (r) => (allStarted = /** @type {() => void} */ (r)),
+  );
   const started = () => {
     if (--toStart <= 0) allStarted();
   };
@@ -201,19 +239,25 @@ function startStore(early, store, q, size, mark, hi) {
     const ports = [];
     toStart = n + 1; // the decoders and the fetcher
     for (let i = 0; i < n; i++) {
-      const wk = new Worker("decode-worker.js", { type: "module" });
+      const wk = decoderWorker(q.get("decoder") === "file");
       wk.addEventListener("message", listen);
       wk.addEventListener("error", off);
-      wk.addEventListener("error", () => listen(/** @type {any} */ ({ data: { received: `early-warm-${i}` } })));
+      wk.addEventListener("error", () =>
+        listen(/** @type {any} */ ({ data: { received: `early-warm-${i}` } })),
+      );
       // The port lets the chunk fetcher hand this decoder its chunks directly.
       const ch = new MessageChannel();
-      wk.postMessage({ id: `early-warm-${i}`, warm: true, port: ch.port1 }, [ch.port1]);
+      wk.postMessage({ id: `early-warm-${i}`, warm: true, port: ch.port1 }, [
+        ch.port1,
+      ]);
       ports.push(ch.port2);
       workers.push(wk);
     }
     early.workers = workers;
     try {
-      fetcher = new Worker(URL.createObjectURL(new Blob([FETCHER], { type: "text/javascript" })));
+      fetcher = new Worker(
+        URL.createObjectURL(new Blob([FETCHER], { type: "text/javascript" })),
+      );
       fetcher.postMessage({ ports }, ports);
     } catch {
       fetcher = null; // (a CSP without blob: workers) the page GETs the chunks itself
@@ -257,7 +301,13 @@ function startStore(early, store, q, size, mark, hi) {
         if (m.failed) {
           early.refetched = (early.refetched || 0) + 1;
           slot(m.url).resolve(fetch(m.url));
-        } else slot(m.url).resolve(new Response(m.buf, { status: m.status, statusText: m.statusText || "" }));
+        } else
+          slot(m.url).resolve(
+            new Response(m.buf, {
+              status: m.status,
+              statusText: m.statusText || "",
+            }),
+          );
         if (!m.decoding) unsent(m.key);
       } else if (m.kind === "timing") {
         early.timing = m;
@@ -270,7 +320,10 @@ function startStore(early, store, q, size, mark, hi) {
   const getChunks = (plan) => {
     if (!fetcher) {
       for (const ck of plan) early.chunks[ck.url] = fetch(ck.url, hi);
-      Promise.all(Object.values(early.chunks)).then(early.fetchMap, early.fetchMap);
+      Promise.all(Object.values(early.chunks)).then(
+        early.fetchMap,
+        early.fetchMap,
+      );
       return;
     }
     for (const ck of plan) {
@@ -296,7 +349,9 @@ function startStore(early, store, q, size, mark, hi) {
       mark("root headers");
       if (!r.ok) return null;
       // The root's copy, read no further than the reader reads it (jsondoc.js MAX_DOCUMENT_BYTES).
-      return readBody(r.clone(), MAX_DOCUMENT_BYTES, early.rootUrl).then((b) => parseJson(b, early.rootUrl));
+      return readBody(r.clone(), MAX_DOCUMENT_BYTES, early.rootUrl).then((b) =>
+        parseJson(b, early.rootUrl),
+      );
     })
     .then((doc) => {
       mark("root parsed");
@@ -316,6 +371,45 @@ function startStore(early, store, q, size, mark, hi) {
   early.named.then(() => {
     if (!early.planned) early.fetchMap();
   });
+  earlyOverlay(early, size, q.get("capture") === "1", mark);
+}
+
+/**
+ * The layer's overlay canvas and WebGL2 context, made here once the first view's chunks are
+ * requested and the early Workers have their first messages (decision 0066). Creating a context
+ * blocks the page's thread on the GPU process (40-230 ms in traced first frames, the most under
+ * GPU compositing on a software renderer, decision 0055); made by viewer.js it came after the
+ * bundle's compile, on the first frame's path, while here the page's thread is idle, waiting on
+ * the chunks. It waits for those two so that neither the chunks' naming nor the Workers' start
+ * waits on it. viewer.js takes it (`early.takeOverlay`) for the layer's first frame
+ * (ChronozarrLayer#drawBeforeMap, which makes its own when the map's size has changed); once
+ * taken, or once the bundle has made its own, none is made here.
+ * @param {any} early
+ * @param {Promise<{width: number, height: number, dpr: number}>} size
+ * @param {boolean} preserveDrawingBuffer
+ * @param {(name: string) => void} mark
+ */
+function earlyOverlay(early, size, preserveDrawingBuffer, mark) {
+  /** @type {{canvas: HTMLCanvasElement, gl: WebGL2RenderingContext | null} | null} */
+  let made = null;
+  let taken = false;
+  early.takeOverlay = () => {
+    taken = true;
+    return made;
+  };
+  Promise.all([early.named, early.started, size]).then(([, , box]) => {
+    if (taken || !early.planned || !box.width || !box.height) return;
+    const w = box.width;
+    const h = box.height;
+    const like = {
+      width: Math.round(w * box.dpr),
+      height: Math.round(h * box.dpr),
+      style: { width: `${w}px`, height: `${h}px` },
+    };
+    made = overlayCanvas(document, preserveDrawingBuffer, like);
+    early.overlayCanvas = made.canvas; // (for the tests: the layer's canvas is this one)
+    mark("overlay made");
+  });
 }
 
 /**
@@ -327,8 +421,13 @@ function startStore(early, store, q, size, mark, hi) {
 function startStyle(early, style) {
   if (!style || style === "default") return;
   try {
-    early.styleUrl = new URL(style === "offline" ? "style.json" : style, location.href).href;
-    const offline = typeof window.CHRONOZARR_OFFLINE_STYLE === "function" && early.styleUrl === new URL("style.json", location.href).href;
+    early.styleUrl = new URL(
+      style === "offline" ? "style.json" : style,
+      location.href,
+    ).href;
+    const offline =
+      typeof window.CHRONOZARR_OFFLINE_STYLE === "function" &&
+      early.styleUrl === new URL("style.json", location.href).href;
     early.style = offline
       ? Promise.resolve(window.CHRONOZARR_OFFLINE_STYLE())
       : fetch(early.styleUrl).then((r) => {
