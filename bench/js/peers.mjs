@@ -6,7 +6,7 @@
 //
 //   cd js && node ../bench/js/peers.mjs [--reps 5] [--rtt 80] [--steps 48] [--no-write] [--first-only] [--trace]
 //       [--libs viewer,openlayers] [--flags angle] [--viewer-query rendering=interleaved]
-//       [--baseline DIR]
+//       [--baseline DIR[,DIR...]]
 //
 // The store: bench/js/make_store.py --encoding none (24 x 2 x 1024 x 1024 uint16, cs 512, none,
 // zstd, unsharded: every library reads it), served by nginx on 127.0.0.1. First frames go through
@@ -31,17 +31,7 @@
 // docs/benchmarks-archive.md unless --no-write.
 
 import { spawnSync } from "node:child_process";
-import {
-  chmodSync,
-  copyFileSync,
-  cpSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-  existsSync,
-} from "node:fs";
+import { chmodSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -54,34 +44,21 @@ const require = createRequire(path.join(JS, "package.json"));
 const { chromium } = require("playwright-core");
 const { build } = require("esbuild");
 const proj4 = require("proj4");
-const { buildViewer } = await import(
-  pathToFileURL(path.join(JS, "tools", "build-viewer.mjs")).href
-);
-const { byKind, cpuDelta, cpuSnapshot } = await import(
-  pathToFileURL(path.join(HERE, "proc_cpu.mjs")).href
-);
-const { startNginx } = await import(
-  pathToFileURL(path.join(HERE, "servers.mjs")).href
-);
-const { startDelayProxy } = await import(
-  pathToFileURL(path.join(HERE, "delay_proxy.mjs")).href
-);
-const { median, writeSection } = await import(
-  pathToFileURL(path.join(HERE, "report.mjs")).href
-);
+const { buildViewer } = await import(pathToFileURL(path.join(JS, "tools", "build-viewer.mjs")).href);
+const { byKind, cpuDelta, cpuSnapshot } = await import(pathToFileURL(path.join(HERE, "proc_cpu.mjs")).href);
+const { startNginx } = await import(pathToFileURL(path.join(HERE, "servers.mjs")).href);
+const { startDelayProxy } = await import(pathToFileURL(path.join(HERE, "delay_proxy.mjs")).href);
+const { median, writeSection } = await import(pathToFileURL(path.join(HERE, "report.mjs")).href);
 
 const args = process.argv.slice(2);
-const opt = (name, dflt) =>
-  args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt;
+const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
 const reps = opt("--reps", 5);
 const RTT = opt("--rtt", 80);
 const STEPS = opt("--steps", 48);
 const trace = args.includes("--trace"); // print each first frame's requests and the viewer's marks
 const firstOnly = args.includes("--first-only"); // first frames alone, printed, nothing written
 const write = !args.includes("--no-write") && !firstOnly;
-const python = existsSync(path.join(REPO, ".venv", "bin", "python"))
-  ? path.join(REPO, ".venv", "bin", "python")
-  : "python3";
+const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
 const BASE = [
   "--headless",
   "--no-sandbox",
@@ -93,33 +70,17 @@ const BASE = [
 ];
 const ALL_FLAGS = {
   "--disable-gpu": ["--disable-gpu"],
-  "--use-gl=angle --use-angle=swiftshader": [
-    "--use-gl=angle",
-    "--use-angle=swiftshader",
-    "--enable-unsafe-swiftshader",
-  ],
+  "--use-gl=angle --use-angle=swiftshader": ["--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader"],
 };
 // --libs viewer,openlayers: some of the libraries (the ratio rows need all three)
 // --flags disable-gpu|angle: one of the two flag sets
-const FLAGS = Object.fromEntries(
-  Object.entries(ALL_FLAGS).filter(
-    ([k]) =>
-      !args.includes("--flags") ||
-      k.includes(args[args.indexOf("--flags") + 1]),
-  ),
-);
+const FLAGS = Object.fromEntries(Object.entries(ALL_FLAGS).filter(([k]) => !args.includes("--flags") || k.includes(args[args.indexOf("--flags") + 1])));
 // --baseline DIR[,DIR...]: viewer folders built from other commits (e.g. main's cli/_viewer)
 // measured as the libraries "baseline", "baseline-2", ..., interleaved with the others run by run
 // (an A/B of a viewer change: --first-only --libs viewer,baseline).
-const baselineDirs = args.includes("--baseline")
-  ? args[args.indexOf("--baseline") + 1].split(",").map((d) => path.resolve(d))
-  : [];
-const baselineNames = baselineDirs.map((_, i) =>
-  i ? `baseline-${i + 1}` : "baseline",
-);
-const LIBS = args.includes("--libs")
-  ? args[args.indexOf("--libs") + 1].split(",")
-  : ["viewer", "openlayers", "zarr-layer", ...baselineNames];
+const baselineDirs = args.includes("--baseline") ? args[args.indexOf("--baseline") + 1].split(",").map((d) => path.resolve(d)) : [];
+const baselineNames = baselineDirs.map((_, i) => (i ? `baseline-${i + 1}` : "baseline"));
+const LIBS = args.includes("--libs") ? args[args.indexOf("--libs") + 1].split(",") : ["viewer", "openlayers", "zarr-layer", ...baselineNames];
 const isViewer = (lib) => lib === "viewer" || lib.startsWith("baseline");
 const viewport = { width: 1280, height: 800 };
 
@@ -135,24 +96,12 @@ const page = (name, script) =>
   );
 
 try {
-  const made = spawnSync(
-    python,
-    [
-      path.join(HERE, "make_store.py"),
-      path.join(work, "store.zarr"),
-      "--encoding",
-      "none",
-    ],
-    {
-      encoding: "utf8",
-    },
-  );
-  if (made.status !== 0)
-    throw new Error(`make_store.py failed:\n${made.stdout}${made.stderr}`);
+  const made = spawnSync(python, [path.join(HERE, "make_store.py"), path.join(work, "store.zarr"), "--encoding", "none"], {
+    encoding: "utf8",
+  });
+  if (made.status !== 0) throw new Error(`make_store.py failed:\n${made.stdout}${made.stderr}`);
   await buildViewer(path.join(work, "viewer"));
-  baselineDirs.forEach((d, i) =>
-    cpSync(d, path.join(work, baselineNames[i]), { recursive: true }),
-  );
+  baselineDirs.forEach((d, i) => cpSync(d, path.join(work, baselineNames[i]), { recursive: true }));
   for (const [name, entry] of [
     ["peer-openlayers", "peer_openlayers.js"],
     ["peer-zarr-layer", "peer_zarr_layer.js"],
@@ -169,55 +118,29 @@ try {
     });
     page(name, `${name}.js`);
   }
-  copyFileSync(
-    path.join(
-      JS,
-      "node_modules",
-      "maplibre-gl",
-      "dist",
-      "maplibre-gl-worker.mjs",
-    ),
-    path.join(work, "maplibre-gl-worker.mjs"),
-  );
-  const root = JSON.parse(
-    readFileSync(path.join(work, "store.zarr", "zarr.json"), "utf8"),
-  ).attributes;
+  copyFileSync(path.join(JS, "node_modules", "maplibre-gl", "dist", "maplibre-gl-worker.mjs"), path.join(work, "maplibre-gl-worker.mjs"));
+  const root = JSON.parse(readFileSync(path.join(work, "store.zarr", "zarr.json"), "utf8")).attributes;
   const code = root["proj:code"];
   const [xmin, ymin, xmax, ymax] = root["spatial:bbox"];
-  const [lon, lat] = proj4(code, "EPSG:4326", [
-    (xmin + xmax) / 2,
-    (ymin + ymax) / 2,
-  ]);
+  const [lon, lat] = proj4(code, "EPSG:4326", [(xmin + xmax) / 2, (ymin + ymax) / 2]);
   // zarr-layer's view: the store's height filling the 800 px viewport, as OpenLayers and the viewer fit it
   const mPerPx = (ymax - ymin) / viewport.height;
-  const zoom = Math.log2(
-    (156543.03392 * Math.cos((lat * Math.PI) / 180)) / mPerPx,
-  );
+  const zoom = Math.log2((156543.03392 * Math.cos((lat * Math.PI) / 180)) / mPerPx);
   const nt = root.chronozarr.times.length;
   const urls = {
     viewer: `viewer/index.html?style=style.json&store=../store.zarr/&mode=band&band=B04${args.includes("--viewer-query") ? `&${args[args.indexOf("--viewer-query") + 1]}` : ""}`,
-    ...Object.fromEntries(
-      baselineNames.map((b) => [
-        b,
-        `${b}/index.html?style=style.json&store=../store.zarr/&mode=band&band=B04`,
-      ]),
-    ),
+    ...Object.fromEntries(baselineNames.map((b) => [b, `${b}/index.html?style=style.json&store=../store.zarr/&mode=band&band=B04`])),
     openlayers: "peer-openlayers.html?store=store.zarr/",
     "zarr-layer": `peer-zarr-layer.html?store=store.zarr/&proj4=${code}&center=${lon},${lat}&zoom=${zoom}&nt=${nt}`,
   };
   nginx = await startNginx(work, { priority: true, accessLog: true });
   proxy = await startDelayProxy(nginx.port, RTT);
   const accessLog = path.join(nginx.dir, "access.log");
-  const logLines = () =>
-    existsSync(accessLog)
-      ? readFileSync(accessLog, "utf8").split("\n").filter(Boolean)
-      : [];
+  const logLines = () => (existsSync(accessLog) ? readFileSync(accessLog, "utf8").split("\n").filter(Boolean) : []);
 
   const frameAt = {
     viewer: () => window.viewer?.firstFrameAt,
-    ...Object.fromEntries(
-      baselineNames.map((b) => [b, () => window.viewer?.firstFrameAt]),
-    ),
+    ...Object.fromEntries(baselineNames.map((b) => [b, () => window.viewer?.firstFrameAt])),
     openlayers: () => window.peer?.firstFrameAt || (window.peer?.error && -1),
     "zarr-layer": () => window.peer?.firstFrameAt || (window.peer?.error && -1),
   };
@@ -239,56 +162,21 @@ try {
       const res = [
         nav,
         ...performance.getEntriesByType("resource"),
-        ...(et?.entries ?? []).map((e) => ({
-          ...e,
-          startTime: e.startTime + shift,
-          responseEnd: e.responseEnd + shift,
-        })),
+        ...(et?.entries ?? []).map((e) => ({ ...e, startTime: e.startTime + shift, responseEnd: e.responseEnd + shift })),
       ].filter((r) => r.responseEnd > 0 && r.responseEnd <= at);
       const depth = new Map();
       const sorted = [...res].sort((a, b) => a.startTime - b.startTime);
       for (const r of sorted)
-        depth.set(
-          r,
-          1 +
-            Math.max(
-              0,
-              ...sorted
-                .filter((q) => q.responseEnd <= r.startTime)
-                .map((q) => depth.get(q) ?? 0),
-            ),
-        );
-      const reqs = sorted.map(
-        (r) =>
-          `${r.name.split("/").slice(-3).join("/")} ${r.startTime.toFixed(0)}-${r.responseEnd.toFixed(0)} d${depth.get(r)}${r.connectEnd > r.connectStart ? " new-conn" : ""} ${r.transferSize ?? ""}`,
-      );
-      const marks = Object.fromEntries(
-        Object.entries({
-          ...(window.CHRONOZARR_VIEWER?.early?.marks ?? {}),
-          ...(window.viewer?.marks ?? {}),
-        })
-          .filter(([, v]) => typeof v === "number")
-          .map(([k, v]) => [k, Math.round(v)]),
-      );
-      return {
-        ms: at,
-        chain: Math.max(...depth.values()),
-        storeGets: res.filter((r) => /store\.zarr\//.test(r.name)).length,
-        reqs,
-        marks,
-      };
+        depth.set(r, 1 + Math.max(0, ...sorted.filter((q) => q.responseEnd <= r.startTime).map((q) => depth.get(q) ?? 0)));
+      const reqs = sorted.map((r) => `${r.name.split("/").slice(-3).join("/")} ${r.startTime.toFixed(0)}-${r.responseEnd.toFixed(0)} d${depth.get(r)}${r.connectEnd > r.connectStart ? " new-conn" : ""} ${r.transferSize ?? ""}`);
+      const marks = Object.fromEntries(Object.entries({ ...(window.CHRONOZARR_VIEWER?.early?.marks ?? {}), ...(window.viewer?.marks ?? {}) }).filter(([, v]) => typeof v === "number").map(([k, v]) => [k, Math.round(v)]));
+      return { ms: at, chain: Math.max(...depth.values()), storeGets: res.filter((r) => /store\.zarr\//.test(r.name)).length, reqs, marks };
     }, isViewer(lib));
     await ctx.close();
     if (out.error) throw new Error(`${lib}: ${out.error}`);
     out.gpuMs = cpuFirst["GPU process"] ?? 0;
     out.rendererMs = cpuFirst.renderer ?? 0;
-    if (trace)
-      console.error(
-        lib,
-        Math.round(out.ms),
-        JSON.stringify(out.marks),
-        "\n  " + out.reqs.join("\n  "),
-      );
+    if (trace) console.error(lib, Math.round(out.ms), JSON.stringify(out.marks), "\n  " + out.reqs.join("\n  "));
     return out;
   };
 
@@ -298,21 +186,16 @@ try {
     const p = await ctx.newPage();
     await p.goto(`${nginx.url}/${urls[lib]}`);
     await p.waitForFunction(frameAt[lib], null, { timeout: 60000 });
-    if (isViewer(lib))
-      await p.waitForFunction(() => document.body.dataset.prefetched, null, {
-        timeout: 120000,
-      });
+    if (isViewer(lib)) await p.waitForFunction(() => document.body.dataset.prefetched, null, { timeout: 120000 });
     else await p.evaluate(() => window.peer.ready);
     const stepAll = (n) =>
       p.evaluate(
         async ({ viewer, n }) => {
           const nTime = viewer ? window.viewer.store.nTime : window.peer.nTime;
-          const step = viewer
-            ? async (t) => (
-                await window.viewer.layer.setTime(t),
-                await new Promise((r) => requestAnimationFrame(r))
-              )
-            : window.peer.step;
+          const step =
+            viewer
+              ? async (t) => (await window.viewer.layer.setTime(t), await new Promise((r) => requestAnimationFrame(r)))
+              : window.peer.step;
           let t = viewer ? window.viewer.layer.t : 0;
           const t0 = performance.now();
           for (let i = 0; i < n; i++) {
@@ -331,55 +214,31 @@ try {
     const store = logLines()
       .slice(lines0)
       .filter((l) => l.includes("/store.zarr/"));
-    const bytes = store.reduce(
-      (a, l) => a + Number(/" \d{3} (\d+) /.exec(l)?.[1] ?? 0),
-      0,
-    );
+    const bytes = store.reduce((a, l) => a + Number(/" \d{3} (\d+) /.exec(l)?.[1] ?? 0), 0);
     await ctx.close();
-    const cpu = Object.fromEntries(
-      Object.entries(kinds).map(([k, ms]) => [k, ms / STEPS]),
-    );
-    return {
-      rate,
-      cpu,
-      cpuAll: Object.values(cpu).reduce((a, b) => a + b, 0),
-      gets: store.length / STEPS,
-      bytes: bytes / STEPS,
-    };
+    const cpu = Object.fromEntries(Object.entries(kinds).map(([k, ms]) => [k, ms / STEPS]));
+    return { rate, cpu, cpuAll: Object.values(cpu).reduce((a, b) => a + b, 0), gets: store.length / STEPS, bytes: bytes / STEPS };
   };
 
   const results = {};
   for (const [flagName, flags] of Object.entries(FLAGS)) {
-    const browser = await chromium.launch({
-      executablePath: "/usr/bin/chromium",
-      headless: true,
-      args: [...BASE, ...flags],
-    });
+    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: [...BASE, ...flags] });
     // A running browser's GPU process is up: its first WebGL context (565 ms under angle here,
     // 40 ms after) is not charged to whichever library happens to be measured first.
     const warm = await browser.newPage();
-    await warm.evaluate(() =>
-      document.createElement("canvas").getContext("webgl2")?.finish(),
-    );
+    await warm.evaluate(() => document.createElement("canvas").getContext("webgl2")?.finish());
     await warm.close();
     const first = Object.fromEntries(LIBS.map((l) => [l, []]));
-    for (let i = 0; i < reps; i++)
-      for (const lib of LIBS) first[lib].push(await firstFrame(browser, lib)); // interleaved
+    for (let i = 0; i < reps; i++) for (const lib of LIBS) first[lib].push(await firstFrame(browser, lib)); // interleaved
     const scrubs = {};
-    for (const lib of LIBS)
-      scrubs[lib] = firstOnly
-        ? { rate: 0, cpu: {}, cpuAll: 0, gets: 0, bytes: 0 }
-        : await scrub(browser, lib);
+    for (const lib of LIBS) scrubs[lib] = firstOnly ? { rate: 0, cpu: {}, cpuAll: 0, gets: 0, bytes: 0 } : await scrub(browser, lib);
     await browser.close();
     results[flagName] = Object.fromEntries(
       LIBS.map((lib) => [
         lib,
         {
           firstMs: median(first[lib].map((r) => r.ms)),
-          firstRange: [
-            Math.min(...first[lib].map((r) => r.ms)),
-            Math.max(...first[lib].map((r) => r.ms)),
-          ],
+          firstRange: [Math.min(...first[lib].map((r) => r.ms)), Math.max(...first[lib].map((r) => r.ms))],
           chain: median(first[lib].map((r) => r.chain)),
           firstGpuMs: median(first[lib].map((r) => r.gpuMs)),
           firstRendererMs: median(first[lib].map((r) => r.rendererMs)),
@@ -391,32 +250,20 @@ try {
     console.error(flagName, JSON.stringify(results[flagName]));
   }
   const loadAfter = os.loadavg();
-  console.log(
-    JSON.stringify(
-      { results, load: { before: loadBefore, after: loadAfter } },
-      null,
-      1,
-    ),
-  );
+  console.log(JSON.stringify({ results, load: { before: loadBefore, after: loadAfter } }, null, 1));
 
-  const version = (pkg) =>
-    JSON.parse(
-      readFileSync(path.join(JS, "node_modules", pkg, "package.json"), "utf8"),
-    ).version;
+  const version = (pkg) => JSON.parse(readFileSync(path.join(JS, "node_modules", pkg, "package.json"), "utf8")).version;
   const versions = {
     ol: version("ol"),
     zarrLayer: version("@carbonplan/zarr-layer"),
     maplibre: version("maplibre-gl"),
-    chromium: spawnSync("/usr/bin/chromium", ["--version"], {
-      encoding: "utf8",
-    }).stdout.trim(),
+    chromium: spawnSync("/usr/bin/chromium", ["--version"], { encoding: "utf8" }).stdout.trim(),
   };
   const f0 = (x) => x.toFixed(0);
   const f1 = (x) => x.toFixed(1);
   const rows = [];
   for (const [flagName, libs] of Object.entries(results)) {
-    const best = (key, pick) =>
-      pick(...["openlayers", "zarr-layer"].map((l) => libs[l][key]));
+    const best = (key, pick) => pick(...["openlayers", "zarr-layer"].map((l) => libs[l][key]));
     for (const lib of LIBS) {
       const r = libs[lib];
       const cpu = Object.entries(r.cpu)
@@ -429,10 +276,9 @@ try {
       );
     }
     const v = libs.viewer;
-    if (["viewer", "openlayers", "zarr-layer"].every((l) => LIBS.includes(l)))
-      rows.push(
-        `| \`${flagName}\` | viewer / best peer | ${(v.firstMs / best("firstMs", Math.min)).toFixed(2)}x | | | | ${(v.rate / best("rate", Math.max)).toFixed(2)}x | | |`,
-      );
+    if (["viewer", "openlayers", "zarr-layer"].every((l) => LIBS.includes(l))) rows.push(
+      `| \`${flagName}\` | viewer / best peer | ${(v.firstMs / best("firstMs", Math.min)).toFixed(2)}x | | | | ${(v.rate / best("rate", Math.max)).toFixed(2)}x | | |`,
+    );
   }
   const date = new Date().toISOString().slice(0, 16).replace("T", " ");
   const section = `## Map libraries side by side (browser)
@@ -449,8 +295,7 @@ ${STEPS} timesteps after a warm-up pass, each requested once the previous is dra
 ${rows.join("\n")}
 `;
   console.log(section);
-  if (write)
-    writeSection(path.join(REPO, "docs", "benchmarks-archive.md"), section);
+  if (write) writeSection(path.join(REPO, "docs", "benchmarks-archive.md"), section);
 } finally {
   proxy?.close?.();
   nginx?.stop();

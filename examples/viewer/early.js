@@ -39,8 +39,7 @@ function start() {
   // marks: when each early step happened (performance.now()), for bench/js/viewer.mjs.
   /** @type {any} */
   const early = (c.early = { marks: {} });
-  const mark = (/** @type {string} */ name) =>
-    (early.marks[name] = performance.now());
+  const mark = (/** @type {string} */ name) => (early.marks[name] = performance.now());
   const store = q.get("store") || c.store;
   const hi = /** @type {RequestInit} */ ({ priority: "high" });
   // The bundle: fetched from here, after the root's GET (so the root takes the page's own
@@ -65,10 +64,7 @@ function start() {
     link.href = "maplibre-gl.js";
     link.fetchPriority = "low";
     document.head.appendChild(link);
-    early.mapWorker = fetch(
-      "maplibre-gl-worker.mjs",
-      /** @type {RequestInit} */ ({ priority: "low" }),
-    )
+    early.mapWorker = fetch("maplibre-gl-worker.mjs", /** @type {RequestInit} */ ({ priority: "low" }))
       .then((r) => (r.ok ? r.blob() : null))
       .catch(() => null);
   };
@@ -79,11 +75,7 @@ function start() {
   early.sendSize = () => {
     const box = document.getElementById("map");
     mark("size");
-    gotSize({
-      width: box ? box.clientWidth : 0,
-      height: box ? box.clientHeight : 0,
-      dpr: window.devicePixelRatio || 1,
-    });
+    gotSize({ width: box ? box.clientWidth : 0, height: box ? box.clientHeight : 0, dpr: window.devicePixelRatio || 1 });
   };
   if (store && q.get("veil") !== "0") veil(early);
   if (store) {
@@ -144,12 +136,7 @@ function decoderWorker(file) {
   if (!file) {
     try {
       const base = `globalThis.CZ_VIEWER_BASE = ${JSON.stringify(new URL(".", location.href).href)};\n`;
-      return new Worker(
-        URL.createObjectURL(
-          new Blob([base, DECODER], { type: "text/javascript" }),
-        ),
-        { type: "module" },
-      );
+      return new Worker(URL.createObjectURL(new Blob([base, DECODER], { type: "text/javascript" })), { type: "module" });
     } catch {
       // (a CSP without blob: workers) the file, below
     }
@@ -203,9 +190,7 @@ function startStore(early, store, q, size, mark, hi) {
   let toStart = 0;
   /** @type {() => void} */
   let allStarted = () => {};
-  early.started = new Promise(
-    (r) => (allStarted = /** @type {() => void} */ (r)),
-  );
+  early.started = new Promise((r) => (allStarted = /** @type {() => void} */ (r)));
   const started = () => {
     if (--toStart <= 0) allStarted();
   };
@@ -242,22 +227,16 @@ function startStore(early, store, q, size, mark, hi) {
       const wk = decoderWorker(q.get("decoder") === "file");
       wk.addEventListener("message", listen);
       wk.addEventListener("error", off);
-      wk.addEventListener("error", () =>
-        listen(/** @type {any} */ ({ data: { received: `early-warm-${i}` } })),
-      );
+      wk.addEventListener("error", () => listen(/** @type {any} */ ({ data: { received: `early-warm-${i}` } })));
       // The port lets the chunk fetcher hand this decoder its chunks directly.
       const ch = new MessageChannel();
-      wk.postMessage({ id: `early-warm-${i}`, warm: true, port: ch.port1 }, [
-        ch.port1,
-      ]);
+      wk.postMessage({ id: `early-warm-${i}`, warm: true, port: ch.port1 }, [ch.port1]);
       ports.push(ch.port2);
       workers.push(wk);
     }
     early.workers = workers;
     try {
-      fetcher = new Worker(
-        URL.createObjectURL(new Blob([FETCHER], { type: "text/javascript" })),
-      );
+      fetcher = new Worker(URL.createObjectURL(new Blob([FETCHER], { type: "text/javascript" })));
       fetcher.postMessage({ ports }, ports);
     } catch {
       fetcher = null; // (a CSP without blob: workers) the page GETs the chunks itself
@@ -301,13 +280,7 @@ function startStore(early, store, q, size, mark, hi) {
         if (m.failed) {
           early.refetched = (early.refetched || 0) + 1;
           slot(m.url).resolve(fetch(m.url));
-        } else
-          slot(m.url).resolve(
-            new Response(m.buf, {
-              status: m.status,
-              statusText: m.statusText || "",
-            }),
-          );
+        } else slot(m.url).resolve(new Response(m.buf, { status: m.status, statusText: m.statusText || "" }));
         if (!m.decoding) unsent(m.key);
       } else if (m.kind === "timing") {
         early.timing = m;
@@ -320,10 +293,7 @@ function startStore(early, store, q, size, mark, hi) {
   const getChunks = (plan) => {
     if (!fetcher) {
       for (const ck of plan) early.chunks[ck.url] = fetch(ck.url, hi);
-      Promise.all(Object.values(early.chunks)).then(
-        early.fetchMap,
-        early.fetchMap,
-      );
+      Promise.all(Object.values(early.chunks)).then(early.fetchMap, early.fetchMap);
       return;
     }
     for (const ck of plan) {
@@ -349,9 +319,7 @@ function startStore(early, store, q, size, mark, hi) {
       mark("root headers");
       if (!r.ok) return null;
       // The root's copy, read no further than the reader reads it (jsondoc.js MAX_DOCUMENT_BYTES).
-      return readBody(r.clone(), MAX_DOCUMENT_BYTES, early.rootUrl).then((b) =>
-        parseJson(b, early.rootUrl),
-      );
+      return readBody(r.clone(), MAX_DOCUMENT_BYTES, early.rootUrl).then((b) => parseJson(b, early.rootUrl));
     })
     .then((doc) => {
       mark("root parsed");
@@ -421,13 +389,8 @@ function earlyOverlay(early, size, preserveDrawingBuffer, mark) {
 function startStyle(early, style) {
   if (!style || style === "default") return;
   try {
-    early.styleUrl = new URL(
-      style === "offline" ? "style.json" : style,
-      location.href,
-    ).href;
-    const offline =
-      typeof window.CHRONOZARR_OFFLINE_STYLE === "function" &&
-      early.styleUrl === new URL("style.json", location.href).href;
+    early.styleUrl = new URL(style === "offline" ? "style.json" : style, location.href).href;
+    const offline = typeof window.CHRONOZARR_OFFLINE_STYLE === "function" && early.styleUrl === new URL("style.json", location.href).href;
     early.style = offline
       ? Promise.resolve(window.CHRONOZARR_OFFLINE_STYLE())
       : fetch(early.styleUrl).then((r) => {
