@@ -4,7 +4,7 @@
 //                          (as the function below) inlined (no request of their own, so the
 //                          store's chunks get the browser's 6 connections per host), and the
 //                          early script (examples/viewer/early.js bundled with the reader code it
-//                          uses, and its chunk fetcher Worker's bundle as a string: root, then
+//                          uses, and its chunk fetcher and decoder Workers' bundles as strings: root, then
 //                          the first view's chunks; MapLibre worker), inline as the first script
 //   viewer.js              one ESM bundle: viewer, chronozarr reader and map layer, zarrita,
 //                          proj4; no WASM codecs (below), no MapLibre (next line)
@@ -15,7 +15,8 @@
 //                          metadata), and blosc / lz4 by the decode workers for a store using them
 //   decode-worker.js       the chunk decoder Worker (map/decode-worker.js with zarrita and
 //                          zstddec inlined; blosc and lz4 from the sibling files when needed),
-//                          started by the page's early script
+//                          for the pool's later decoders; the early script starts its one from
+//                          a Blob of the same bundle, written into it (decision 0066)
 //   maplibre-gl-worker.mjs MapLibre's worker (the early script fetches it with maplibre-gl.js)
 //   style.json             the offline basemap: a background and a generated graticule, no tiles
 //
