@@ -7,7 +7,13 @@ own parts taken out) add up under its name. Thread CPU time, not samples, so the
 depend on the load, and the zstd calls are counted: the chunks stored, plus the auto sample's
 encoding that is not kept (spec 4.3) and the metadata's small objects.
 
-Usage: python bench/encode_breakdown.py [--months 24] [--size 2048] [--repeat 1]
+``--timeline`` instead records, per thread, the wall-clock span (``time.perf_counter``) and the
+thread CPU of each task of the encode (the auto sample's tasks, the fused stage's, a level read
+back, the commit's metadata) and of each compression and object write inside them, and prints
+where each thread is idle (between tasks, at a stage's barrier, in the commit) and where a task's
+wall exceeds its CPU (the GIL held by the other thread, or the thread descheduled).
+
+Usage: python bench/encode_breakdown.py [--months 24] [--size 2048] [--repeat 1] [--timeline]
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import chronozarr.format._codecs as codecs
 import chronozarr.io._storage as storage
 import chronozarr.write._auto as auto
 import chronozarr.write._cells as cells
+import chronozarr.write._encode_plan as plan
 from bench.bench_encode import BANDS, THREADS, TRANSFORM
 from bench.common import series_block
 
@@ -82,6 +89,100 @@ class Breakdown:
         setattr(owner, name, counted)
 
 
+#: (owner, attribute, kind): the spans of the timeline; a "task" span is one unit of a
+#: thread's work, an "inner" span a compression or a write inside it
+SPANS: list[tuple[Any, str, str]] = [
+    (auto, "encode_sample", "task: auto sample"),
+    (plan, "fused_task", "task: fused levels"),
+    (plan, "upper_task", "task: level read back"),
+    (plan, "write_metadata", "task: metadata (commit)"),
+    (type(numcodecs.Zstd(level=5)), "encode", "inner: zstd"),
+    (storage.LocalStore, "put", "inner: put"),
+]
+
+
+class Timeline:
+    """Per thread: (kind, start, end, thread CPU) of each wrapped call (wall clock from
+    ``time.perf_counter``, CPU from ``time.thread_time``)."""
+
+    def __init__(self) -> None:
+        self.spans: dict[str, list[tuple[str, float, float, float]]] = collections.defaultdict(list)
+
+    def wrap(self, owner: Any, name: str, kind: str) -> None:
+        fn: Callable[..., Any] = getattr(owner, name)
+
+        def spanned(*args: Any, **kwargs: Any) -> Any:
+            start, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                span = (kind, start, time.perf_counter(), time.thread_time() - cpu)
+                self.spans[threading.current_thread().name].append(span)  # list.append: atomic
+
+        setattr(owner, name, spanned)
+
+    def report(self, t0: float, t1: float, phases: dict[str, float]) -> None:
+        """Each thread's task time, CPU within its tasks and idle time over [t0, t1]; the
+        gaps between its tasks; a row of 100 columns per thread (task kind's initial, '.' idle)."""
+        wall = t1 - t0
+        print(
+            f"encode {wall:.2f} s wall; phases: "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items())
+        )
+        print(
+            "| thread | tasks | task wall s | task CPU s | zstd s | put s | idle s (of the wall) |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for thread, spans in sorted(self.spans.items()):
+            tasks = [s for s in spans if s[0].startswith("task")]
+            busy = sum(e - b for _k, b, e, _c in tasks)
+            inner = collections.Counter()
+            for k, b, e, _c in spans:
+                inner[k] += e - b
+            print(
+                f"| {thread} | {len(tasks)} | {busy:.2f} | {sum(c for *_x, c in tasks):.2f} | "
+                f"{inner['inner: zstd']:.2f} | {inner['inner: put']:.2f} | {wall - busy:.2f} |"
+            )
+        for thread, spans in sorted(self.spans.items()):
+            tasks = sorted(s for s in spans if s[0].startswith("task"))
+            tasks.sort(key=lambda s: s[1])
+            edges = [t0, *[x for _k, b, e, _c in tasks for x in (b, e)], t1]
+            gaps = [
+                f"{edges[i] - t0:.2f}+{edges[i + 1] - edges[i]:.3f}"
+                for i in range(0, len(edges), 2)
+                if edges[i + 1] - edges[i] > 0.005
+            ]
+            spans_text = ", ".join(
+                f"{k.split(': ')[1]} {b - t0:.2f}-{e - t0:.2f} (CPU {c:.2f})"
+                for k, b, e, c in tasks
+            )
+            print(f"{thread}: idle gaps (start+length s): {', '.join(gaps) or 'none'}")
+            print(f"{thread}: tasks: {spans_text}")
+            row = ["."] * 100
+            for k, b, e, _c in tasks:
+                for i in range(
+                    int((b - t0) / wall * 100), min(100, int((e - t0) / wall * 100) + 1)
+                ):
+                    row[i] = k.split(": ")[1][0]
+            print(f"{thread:>24} |{''.join(row)}|")
+
+
+def timeline(data: Any, times: list[str], work: Path) -> None:
+    """One encode with :data:`SPANS` recorded (see the module docstring)."""
+    line = Timeline()
+    for owner, name, kind in SPANS:
+        line.wrap(owner, name, kind)
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    summary = chronozarr.encode(
+        data, work / "t.zarr", times=times, bands=BANDS, crs="EPSG:32631", transform=TRANSFORM,
+        workers=THREADS,
+    )  # fmt: skip
+    t1 = time.perf_counter()
+    print(f"load {load:.1f} -> {os.getloadavg()[0]:.1f}")
+    line.report(t0, t1, summary.phases)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -89,9 +190,17 @@ def main() -> None:
     ap.add_argument("--months", type=int, default=24)
     ap.add_argument("--size", type=int, default=2048)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--timeline", action="store_true", help="per-thread spans, not parts")
     args = ap.parse_args()
     data = series_block(0, args.months, 4, 0, args.size, 0, args.size)
     times = [f"{2024 + m // 12}-{m % 12 + 1:02d}-01" for m in range(args.months)]
+    if args.timeline:
+        work = Path(tempfile.mkdtemp(prefix="cz-timeline-"))
+        try:
+            timeline(data, times, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     parts = Breakdown()
     for owner, name, part in PARTS:
         parts.wrap(owner, name, part)

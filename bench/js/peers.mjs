@@ -6,6 +6,7 @@
 //
 //   cd js && node ../bench/js/peers.mjs [--reps 5] [--rtt 80] [--steps 48] [--no-write] [--first-only] [--trace]
 //       [--libs viewer,openlayers] [--flags angle] [--viewer-query rendering=interleaved]
+//       [--baseline DIR[,DIR...]]
 //
 // The store: bench/js/make_store.py --encoding none (24 x 2 x 1024 x 1024 uint16, cs 512, none,
 // zstd, unsharded: every library reads it), served by nginx on 127.0.0.1. First frames go through
@@ -30,7 +31,7 @@
 // docs/benchmarks-archive.md unless --no-write.
 
 import { spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { chmodSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -74,7 +75,13 @@ const ALL_FLAGS = {
 // --libs viewer,openlayers: some of the libraries (the ratio rows need all three)
 // --flags disable-gpu|angle: one of the two flag sets
 const FLAGS = Object.fromEntries(Object.entries(ALL_FLAGS).filter(([k]) => !args.includes("--flags") || k.includes(args[args.indexOf("--flags") + 1])));
-const LIBS = args.includes("--libs") ? args[args.indexOf("--libs") + 1].split(",") : ["viewer", "openlayers", "zarr-layer"];
+// --baseline DIR[,DIR...]: viewer folders built from other commits (e.g. main's cli/_viewer)
+// measured as the libraries "baseline", "baseline-2", ..., interleaved with the others run by run
+// (an A/B of a viewer change: --first-only --libs viewer,baseline).
+const baselineDirs = args.includes("--baseline") ? args[args.indexOf("--baseline") + 1].split(",").map((d) => path.resolve(d)) : [];
+const baselineNames = baselineDirs.map((_, i) => (i ? `baseline-${i + 1}` : "baseline"));
+const LIBS = args.includes("--libs") ? args[args.indexOf("--libs") + 1].split(",") : ["viewer", "openlayers", "zarr-layer", ...baselineNames];
+const isViewer = (lib) => lib === "viewer" || lib.startsWith("baseline");
 const viewport = { width: 1280, height: 800 };
 
 const work = mkdtempSync(path.join(os.tmpdir(), "chronozarr-peers-"));
@@ -94,6 +101,7 @@ try {
   });
   if (made.status !== 0) throw new Error(`make_store.py failed:\n${made.stdout}${made.stderr}`);
   await buildViewer(path.join(work, "viewer"));
+  baselineDirs.forEach((d, i) => cpSync(d, path.join(work, baselineNames[i]), { recursive: true }));
   for (const [name, entry] of [
     ["peer-openlayers", "peer_openlayers.js"],
     ["peer-zarr-layer", "peer_zarr_layer.js"],
@@ -121,6 +129,7 @@ try {
   const nt = root.chronozarr.times.length;
   const urls = {
     viewer: `viewer/index.html?style=style.json&store=../store.zarr/&mode=band&band=B04${args.includes("--viewer-query") ? `&${args[args.indexOf("--viewer-query") + 1]}` : ""}`,
+    ...Object.fromEntries(baselineNames.map((b) => [b, `${b}/index.html?style=style.json&store=../store.zarr/&mode=band&band=B04`])),
     openlayers: "peer-openlayers.html?store=store.zarr/",
     "zarr-layer": `peer-zarr-layer.html?store=store.zarr/&proj4=${code}&center=${lon},${lat}&zoom=${zoom}&nt=${nt}`,
   };
@@ -131,6 +140,7 @@ try {
 
   const frameAt = {
     viewer: () => window.viewer?.firstFrameAt,
+    ...Object.fromEntries(baselineNames.map((b) => [b, () => window.viewer?.firstFrameAt])),
     openlayers: () => window.peer?.firstFrameAt || (window.peer?.error && -1),
     "zarr-layer": () => window.peer?.firstFrameAt || (window.peer?.error && -1),
   };
@@ -143,8 +153,8 @@ try {
     await p.goto(`${proxy.url}/${urls[lib]}`, { waitUntil: "commit" });
     await p.waitForFunction(frameAt[lib], null, { timeout: 60000 });
     const cpuFirst = byKind(cpuDelta(cpu0, cpuSnapshot())); // every process of the browser, navigation to frame
-    const out = await p.evaluate((lib) => {
-      const at = lib === "viewer" ? window.viewer.firstFrameAt : window.peer.firstFrameAt;
+    const out = await p.evaluate((viewer) => {
+      const at = viewer ? window.viewer.firstFrameAt : window.peer.firstFrameAt;
       if (at < 0) return { error: window.peer.error };
       const nav = performance.getEntriesByType("navigation")[0];
       const et = window.CHRONOZARR_VIEWER?.early?.timing; // a viewer build whose early Worker fetches
@@ -161,7 +171,7 @@ try {
       const reqs = sorted.map((r) => `${r.name.split("/").slice(-3).join("/")} ${r.startTime.toFixed(0)}-${r.responseEnd.toFixed(0)} d${depth.get(r)}${r.connectEnd > r.connectStart ? " new-conn" : ""} ${r.transferSize ?? ""}`);
       const marks = Object.fromEntries(Object.entries({ ...(window.CHRONOZARR_VIEWER?.early?.marks ?? {}), ...(window.viewer?.marks ?? {}) }).filter(([, v]) => typeof v === "number").map(([k, v]) => [k, Math.round(v)]));
       return { ms: at, chain: Math.max(...depth.values()), storeGets: res.filter((r) => /store\.zarr\//.test(r.name)).length, reqs, marks };
-    }, lib);
+    }, isViewer(lib));
     await ctx.close();
     if (out.error) throw new Error(`${lib}: ${out.error}`);
     out.gpuMs = cpuFirst["GPU process"] ?? 0;
@@ -176,17 +186,17 @@ try {
     const p = await ctx.newPage();
     await p.goto(`${nginx.url}/${urls[lib]}`);
     await p.waitForFunction(frameAt[lib], null, { timeout: 60000 });
-    if (lib === "viewer") await p.waitForFunction(() => document.body.dataset.prefetched, null, { timeout: 120000 });
+    if (isViewer(lib)) await p.waitForFunction(() => document.body.dataset.prefetched, null, { timeout: 120000 });
     else await p.evaluate(() => window.peer.ready);
     const stepAll = (n) =>
       p.evaluate(
-        async ({ lib, n }) => {
-          const nTime = lib === "viewer" ? window.viewer.store.nTime : window.peer.nTime;
+        async ({ viewer, n }) => {
+          const nTime = viewer ? window.viewer.store.nTime : window.peer.nTime;
           const step =
-            lib === "viewer"
+            viewer
               ? async (t) => (await window.viewer.layer.setTime(t), await new Promise((r) => requestAnimationFrame(r)))
               : window.peer.step;
-          let t = lib === "viewer" ? window.viewer.layer.t : 0;
+          let t = viewer ? window.viewer.layer.t : 0;
           const t0 = performance.now();
           for (let i = 0; i < n; i++) {
             t = (t + 1) % nTime;
@@ -194,7 +204,7 @@ try {
           }
           return (n * 1000) / (performance.now() - t0);
         },
-        { lib, n },
+        { viewer: isViewer(lib), n },
       );
     await stepAll(nt); // warm-up: every timestep once, so its chunks are resident
     const lines0 = logLines().length;
@@ -266,7 +276,7 @@ try {
       );
     }
     const v = libs.viewer;
-    if (LIBS.length === 3) rows.push(
+    if (["viewer", "openlayers", "zarr-layer"].every((l) => LIBS.includes(l))) rows.push(
       `| \`${flagName}\` | viewer / best peer | ${(v.firstMs / best("firstMs", Math.min)).toFixed(2)}x | | | | ${(v.rate / best("rate", Math.max)).toFixed(2)}x | | |`,
     );
   }

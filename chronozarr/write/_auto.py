@@ -26,6 +26,7 @@ __all__ = [
     "AUTO_THRESHOLD",
     "choose_encoding",
     "encode_sample",
+    "fine_sample_tasks",
     "sample_cells",
     "sample_ratio",
     "sample_tasks",
@@ -67,6 +68,16 @@ def sample_tasks(
     cells = sample_cells(rows, cols)
     window = sample_window(layout_sd.n_time, anchor_interval)
     return cells, split_tasks(cells, window, None, workers)
+
+
+def fine_sample_tasks(layout_sd: Layout, tasks: list[SampleTask]) -> list[SampleTask]:
+    """The sample's tasks one timestep each, those with two encodings first (a delta timestep
+    is encoded plain and as a residual, an anchor once), for an in-memory input whose planes are
+    views (decision 0067): the threads share the sample evenly and end together, where a few
+    tasks of several timesteps left one thread idle while the other finished its last. A lazy
+    input keeps its tasks of several timesteps (each task reads its batch once)."""
+    fine = [(cell, range(t, t + 1)) for cell, times in tasks for t in times]
+    return sorted(fine, key=lambda task: layout_sd.ref(task[1].start) is None)
 
 
 def encode_sample(
@@ -113,6 +124,8 @@ def choose_encoding(
     """Encode the sampled cells both ways (spec 4.3); returns the ratio, the sample count and the
     chunk bytes of both encodings (the chosen one is reused by the writer, not encoded twice)."""
     cells, tasks = sample_tasks(layout_sd, height, width, workers, anchor_interval)
+    if isinstance(inp, CellInput) and not inp.lazy:
+        tasks = fine_sample_tasks(layout_sd, tasks)
     results = parallel(
         lambda task: encode_sample(layout_sd, inp, height, width, task), tasks, workers
     )

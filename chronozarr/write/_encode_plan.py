@@ -57,7 +57,7 @@ from chronozarr.write._cell_tasks import (
 )
 from chronozarr.write._cells import CellResult, Layout, merge_results, time_groups
 from chronozarr.write._commit import write_metadata
-from chronozarr.write._fused import FusedContext, fused_task
+from chronozarr.write._fused import FusedContext, Tail, fused_task
 from chronozarr.write._history import history_block, history_documents
 from chronozarr.write._plan import Stage, WritePlan, needs_below
 from chronozarr.write._runner import Runner
@@ -264,8 +264,9 @@ def _fused_stage(
     that level, time range) writes the cells under it and then it, timestep by timestep."""
     fused = list(levels[: _fused_top(args, levels, runner) + 1])
     array = ArrayInput(args.data, args.dtype, args.mask, args.coverage)
-    ctx = FusedContext(cells, fused, array, samples)
     tasks = _tasks(fused[-1], args, runner.threads(), None)
+    tail = Tail(len(tasks), runner.threads())
+    ctx = FusedContext(cells, fused, array, samples, tail)
     rows, cols = levels[0].grid
     side = 2 ** (len(fused) - 1)  # level-0 cells per side of a top cell
 
@@ -282,10 +283,12 @@ def _fused_stage(
     # the largest tasks first, so the threads end together: a task whose cells the auto sample
     # encoded (decision 0057) is lighter
     order = sorted(range(len(tasks)), key=lambda i: (-chunks_to_encode(i), i))
-    return Stage(
-        "cz-fused", fused_task, ctx, tasks, order=order,
-        on_done=samples.clear,  # the auto sample's chunks are written
-    )  # fmt: skip
+
+    def done() -> None:
+        samples.clear()  # the auto sample's chunks are written
+        tail.close()  # the helper of the last task (decision 0067)
+
+    return Stage("cz-fused", fused_task, ctx, tasks, order=order, on_done=done)
 
 
 def _unfused(results: list[list[Any]], n_fused: int) -> list[list[CellResult]]:

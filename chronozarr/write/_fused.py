@@ -7,11 +7,20 @@ these are the values the store holds, and the bytes are the ones the stages by l
 they read level k-1 back (``tests/chronozarr/test_writer_fused.py`` compares every object).
 The cell size is even, so no 2 x 2 block straddles two cells: each cell below is reduced on
 its own and placed, which is the block mean of their region (no copy of the region).
+
+The last task running shares its timesteps with a helper thread (:class:`Tail`, decision 0067):
+the cells right below the top cell are taken one by one from a shared list, and once every
+task has started and the others have finished, the helper takes them too. Each cell (and the
+cells under it) is written by one thread at a time, its calls in the same order as before, and
+the top cell waits for all of them, so the bytes do not change and the thread a finished task
+left idle is not idle at the end of the stage.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,21 +35,61 @@ from chronozarr.write._cells import (
     last_in_shard,
 )
 
-__all__ = ["FusedContext", "fused_task"]
+__all__ = ["FusedContext", "Tail", "fused_task"]
 
 #: timesteps of planes a coarser cell keeps: the one being written and the anchors its
 #: residuals and its parent ask for (a level-0 cell's planes are views and cost nothing)
 _KEEP = 3
 
 
+class Tail:
+    """The fused stage's tasks started and running, and the helper thread the last one running
+    writes half of each timestep's cells on (see the module docstring). ``threads``: the
+    stage's threads; with one, there is no helper."""
+
+    def __init__(self, tasks: int, threads: int) -> None:
+        self.tasks, self.threads = tasks, threads
+        self.started = self.running = 0
+        self.lock = threading.Lock()
+        self.pool: ThreadPoolExecutor | None = None
+
+    def begin(self) -> None:
+        with self.lock:
+            self.started += 1
+            self.running += 1
+
+    def end(self) -> None:
+        with self.lock:
+            self.running -= 1
+
+    def helper(self) -> ThreadPoolExecutor | None:
+        """The helper when this task is the last one running (every task started, the others
+        done) and the stage has more than one thread, else None."""
+        with self.lock:
+            if self.threads < 2 or self.started < self.tasks or self.running != 1:
+                return None
+            if self.pool is None:
+                self.pool = ThreadPoolExecutor(1, thread_name_prefix="cz-fused-tail")
+            return self.pool
+
+    def close(self) -> None:
+        """Stop the helper thread (the stage is done)."""
+        with self.lock:
+            pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
 @dataclass
 class FusedContext:
-    """What every task of the fused stage shares: ``levels`` are levels 0 to ``top``."""
+    """What every task of the fused stage shares: ``levels`` are levels 0 to ``top``;
+    ``tail``: the tasks' count and the helper of the last one running (None: no helper)."""
 
     layout: Layout
     levels: list[LevelInfo]
     source: ArrayInput
     samples: dict[tuple[int, int], dict[int, bytes]] = field(default_factory=dict)
+    tail: Tail | None = None
 
 
 @dataclass
@@ -52,16 +101,46 @@ class _Cell:
     writer: CellWriter
     below: list[_Cell]
 
-    def write(self, t: int, last: bool) -> None:
-        """Timestep ``t`` of the cells below, then of this one (it reduces theirs)."""
-        for cell in self.below:
-            cell.write(t, last)
+    def write(self, t: int, last: bool, tail: Tail | None = None) -> None:
+        """Timestep ``t`` of the cells below, then of this one (it reduces theirs). With a
+        ``tail``, the cells below are taken one by one from a shared list, and once this task
+        is the last one running a helper thread takes them too (see the module docstring)."""
+        if tail is None or len(self.below) < 2:
+            for cell in self.below:
+                cell.write(t, last)
+        else:
+            _shared_write(self.below, t, last, tail)
         self.writer.write(t, last_in_shard=last)
 
     def results(self, out: list[list[CellResult]]) -> None:
         for cell in self.below:
             cell.results(out)
         out[self.level].append(self.writer.result)
+
+
+def _shared_write(cells: list[_Cell], t: int, last: bool, tail: Tail) -> None:
+    """Timestep ``t`` of ``cells``, each written by whichever thread takes it next: this one,
+    and the tail's helper once this task is the last one running (asked before each cell)."""
+    taken = iter(cells)
+    lock = threading.Lock()
+
+    def take() -> _Cell | None:
+        with lock:
+            return next(taken, None)
+
+    def drain() -> None:
+        while (cell := take()) is not None:
+            cell.write(t, last)
+
+    shared: Future[None] | None = None
+    try:
+        while (cell := take()) is not None:
+            if shared is None and (helper := tail.helper()) is not None:
+                shared = helper.submit(drain)
+            cell.write(t, last)
+    finally:
+        if shared is not None:
+            shared.result()  # before the cell above reduces these; a failure there raises here
 
 
 def _reduced(
@@ -126,8 +205,15 @@ def fused_task(ctx: FusedContext, task: tuple[tuple[int, int], range]) -> list[l
     (row, col), times_k = task
     top = _tree(ctx, len(ctx.levels) - 1, row, col, times_k)
     times = list(times_k)
-    for i, t in enumerate(times):
-        top.write(t, last_in_shard(ctx.layout, times, i))
+    tail = ctx.tail
+    if tail is not None:
+        tail.begin()
+    try:
+        for i, t in enumerate(times):
+            top.write(t, last_in_shard(ctx.layout, times, i), tail)
+    finally:
+        if tail is not None:
+            tail.end()
     out: list[list[CellResult]] = [[] for _ in ctx.levels]
     top.results(out)
     return out

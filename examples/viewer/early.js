@@ -22,10 +22,12 @@
 // reader and the decode pool take an early answer for the exact URL and length alone. The bundle
 // (viewer.js) adopts all of it through window.CHRONOZARR_VIEWER.early.
 
+import DECODER from "cz:decode-worker";
 import FETCHER from "cz:early-fetcher";
 import { readBody, resolveStoreUrl } from "../../js/chronozarr/http.js";
 import { MAX_DOCUMENT_BYTES, parseJson } from "../../js/chronozarr/jsondoc.js";
 import { joinUrl } from "../../js/chronozarr/names.js";
+import { overlayCanvas } from "../../js/chronozarr/map/overlay.js";
 import { planChunks } from "./plan.js";
 
 /** @import {PlannedChunk} from "./plan.js" */
@@ -122,6 +124,27 @@ function veil(early) {
 }
 
 /**
+ * The chunk decoder Worker, from a Blob of decode-worker.js's bundle, which the build writes into
+ * this script (decision 0066): its script was the one request of the early Workers, on a
+ * connection of its own (a round trip for the handshake, one for the GET) while the root and then
+ * the chunks needed the connections, and the layer's WebGL context waited for the decoder to have
+ * started (decision 0055). CZ_VIEWER_BASE, prepended, is the folder its codec files are in.
+ * `?decoder=file` (or a page whose CSP refuses blob: Workers) loads decode-worker.js instead.
+ * @param {boolean} file
+ */
+function decoderWorker(file) {
+  if (!file) {
+    try {
+      const base = `globalThis.CZ_VIEWER_BASE = ${JSON.stringify(new URL(".", location.href).href)};\n`;
+      return new Worker(URL.createObjectURL(new Blob([base, DECODER], { type: "text/javascript" })), { type: "module" });
+    } catch {
+      // (a CSP without blob: workers) the file, below
+    }
+  }
+  return new Worker("decode-worker.js", { type: "module" });
+}
+
+/**
  * The root's GET, the decoders, the chunk fetcher and the first view's chunks.
  * @param {any} early
  * @param {string} store
@@ -201,7 +224,7 @@ function startStore(early, store, q, size, mark, hi) {
     const ports = [];
     toStart = n + 1; // the decoders and the fetcher
     for (let i = 0; i < n; i++) {
-      const wk = new Worker("decode-worker.js", { type: "module" });
+      const wk = decoderWorker(q.get("decoder") === "file");
       wk.addEventListener("message", listen);
       wk.addEventListener("error", off);
       wk.addEventListener("error", () => listen(/** @type {any} */ ({ data: { received: `early-warm-${i}` } })));
@@ -315,6 +338,45 @@ function startStore(early, store, q, size, mark, hi) {
   // MapLibre's files once the first view's chunks are in (or there are none to get).
   early.named.then(() => {
     if (!early.planned) early.fetchMap();
+  });
+  earlyOverlay(early, size, q.get("capture") === "1", mark);
+}
+
+/**
+ * The layer's overlay canvas and WebGL2 context, made here once the first view's chunks are
+ * requested and the early Workers have their first messages (decision 0066). Creating a context
+ * blocks the page's thread on the GPU process (40-230 ms in traced first frames, the most under
+ * GPU compositing on a software renderer, decision 0055); made by viewer.js it came after the
+ * bundle's compile, on the first frame's path, while here the page's thread is idle, waiting on
+ * the chunks. It waits for those two so that neither the chunks' naming nor the Workers' start
+ * waits on it. viewer.js takes it (`early.takeOverlay`) for the layer's first frame
+ * (ChronozarrLayer#drawBeforeMap, which makes its own when the map's size has changed); once
+ * taken, or once the bundle has made its own, none is made here.
+ * @param {any} early
+ * @param {Promise<{width: number, height: number, dpr: number}>} size
+ * @param {boolean} preserveDrawingBuffer
+ * @param {(name: string) => void} mark
+ */
+function earlyOverlay(early, size, preserveDrawingBuffer, mark) {
+  /** @type {{canvas: HTMLCanvasElement, gl: WebGL2RenderingContext | null} | null} */
+  let made = null;
+  let taken = false;
+  early.takeOverlay = () => {
+    taken = true;
+    return made;
+  };
+  Promise.all([early.named, early.started, size]).then(([, , box]) => {
+    if (taken || !early.planned || !box.width || !box.height) return;
+    const w = box.width;
+    const h = box.height;
+    const like = {
+      width: Math.round(w * box.dpr),
+      height: Math.round(h * box.dpr),
+      style: { width: `${w}px`, height: `${h}px` },
+    };
+    made = overlayCanvas(document, preserveDrawingBuffer, like);
+    early.overlayCanvas = made.canvas; // (for the tests: the layer's canvas is this one)
+    mark("overlay made");
   });
 }
 

@@ -13,3 +13,9 @@ declare module "cz:early-fetcher" {
   const source: string;
   export default source;
 }
+
+/** The chunk decoder Worker's bundled source (decode-worker.js), a string the build puts in early.js. */
+declare module "cz:decode-worker" {
+  const source: string;
+  export default source;
+}

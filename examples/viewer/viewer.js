@@ -1128,9 +1128,14 @@ async function open(url) {
   // this thread, so the context waits for them to be delivered (early.js `started`, at most
   // START_DEADLINE_MS): the chunk GETs and the decoders' start are no longer held (decision 0055).
   await Promise.race([early.started, new Promise((r) => setTimeout(r, START_DEADLINE_MS))]);
+  // The early script's overlay canvas, made while the page waited on the chunks (decision 0066).
+  const made = early.takeOverlay?.() ?? null;
+  if (made) marks.earlyOverlay = 1;
   const drawn = layer.drawBeforeMap(cameraMap({ ...camera, ...size, dpr: window.devicePixelRatio || 1 }), el.map, {
     preserveDrawingBuffer: params.get("capture") === "1",
+    made,
   });
+  if (made && layer.canvas !== made.canvas) made.gl?.getExtension("WEBGL_lose_context")?.loseContext();
   await Promise.race([drawn.catch(() => false), new Promise((r) => setTimeout(r, MAP_DEADLINE_MS))]);
   let maplibregl;
   try {

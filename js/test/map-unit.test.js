@@ -490,3 +490,26 @@ test("pixel helpers round-trip: pixelAt(lngLatOf(pixel)) is the pixel, for [lng,
   assert.equal(layer.pixelAt([w - 0.01, s - 0.01]), null);
   assert.equal(layer.pixelAt({ lng: w - 0.01, lat: s - 0.01 }), null);
 });
+
+test("an overlay canvas made early stands for a new one only with a live context, the same drawing-buffer size and preserveDrawingBuffer", async () => {
+  const { fitsCanvas } = await import("../chronozarr/map/overlay.js");
+  // A stand-in for overlayCanvas's result: a canvas of w x h with a context of the given state.
+  const made = (w, h, { lost = false, preserve = false } = {}) => ({
+    canvas: { width: w, height: h },
+    gl: { isContextLost: () => lost, getContextAttributes: () => ({ preserveDrawingBuffer: preserve }) },
+  });
+  const like = { width: 2560, height: 1600 };
+  assert.equal(fitsCanvas(made(2560, 1600), like, false), true);
+  assert.equal(fitsCanvas(made(2560, 1600, { preserve: true }), like, true), true);
+  // Any one difference: a new canvas (a resize would reallocate its drawing buffer; a lost
+  // context draws nothing; the attribute cannot change after creation).
+  assert.equal(fitsCanvas(made(2560, 1600), like, true), false);
+  assert.equal(fitsCanvas(made(2560, 1600, { preserve: true }), like, false), false);
+  assert.equal(fitsCanvas(made(2559, 1600), like, false), false);
+  assert.equal(fitsCanvas(made(2560, 1601), like, false), false);
+  assert.equal(fitsCanvas(made(2560, 1600, { lost: true }), like, false), false);
+  // None made, or no context (WebGL2 refused).
+  assert.equal(fitsCanvas(null, like, false), false);
+  assert.equal(fitsCanvas(undefined, like, false), false);
+  assert.equal(fitsCanvas({ canvas: { width: 2560, height: 1600 }, gl: null }, like, false), false);
+});

@@ -585,7 +585,8 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await ctx.route(/\/decode-worker\.js$/, (route) => route.fulfill({ status: 404, body: "" }));
     const page = await ctx.newPage();
     page.on("pageerror", (err) => pageErrors.push(err.message));
-    await page.goto(`${server.url}/index.html?style=style.json&store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+    // ?decoder=file: the early decoder is loaded from decode-worker.js (404 here), not from a Blob of it.
+    await page.goto(`${server.url}/index.html?style=style.json&decoder=file&store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
     await page.waitForFunction(() => document.body.dataset.state !== "loading", null, { timeout: 30000 });
     const got = await page.evaluate(async () => {
       const t0 = performance.now();
@@ -744,11 +745,15 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
       return {
         differ,
         adopted: canvas === window.viewer.layer.canvas && canvas.previousElementSibling === window.viewer.map.getCanvas(),
+        // The layer drew in the canvas (and context) the early script made while the chunks were
+        // in flight (decision 0066), not one of its own.
+        earlyCanvas: canvas === window.CHRONOZARR_VIEWER.early.overlayCanvas,
         overlays: document.querySelectorAll("canvas.chronozarr-overlay").length,
       };
     });
     await ctx.close();
     assert.ok(moved.adopted && moved.overlays === 1, `the map adopted the layer's canvas (${JSON.stringify(moved)})`);
+    assert.ok(moved.earlyCanvas, `the layer drew in the early script's canvas (${JSON.stringify(moved)})`);
     assert.equal(after.w, before.w);
     for (let i = 0; i < 4; i++)
       assert.ok(Math.abs(after.box[i] - before.box[i]) <= 1, `drawn box before the map ${before.box}, on the map ${after.box}`);

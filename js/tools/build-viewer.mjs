@@ -4,7 +4,7 @@
 //                          (as the function below) inlined (no request of their own, so the
 //                          store's chunks get the browser's 6 connections per host), and the
 //                          early script (examples/viewer/early.js bundled with the reader code it
-//                          uses, and its chunk fetcher Worker's bundle as a string: root, then
+//                          uses, and its chunk fetcher and decoder Workers' bundles as strings: root, then
 //                          the first view's chunks; MapLibre worker), inline as the first script
 //   viewer.js              one ESM bundle: viewer, chronozarr reader and map layer, zarrita,
 //                          proj4; no WASM codecs (below), no MapLibre (next line)
@@ -15,7 +15,8 @@
 //                          metadata), and blosc / lz4 by the decode workers for a store using them
 //   decode-worker.js       the chunk decoder Worker (map/decode-worker.js with zarrita and
 //                          zstddec inlined; blosc and lz4 from the sibling files when needed),
-//                          started by the page's early script
+//                          for the pool's later decoders; the early script starts its one from
+//                          a Blob of the same bundle, written into it (decision 0066)
 //   maplibre-gl-worker.mjs MapLibre's worker (the early script fetches it with maplibre-gl.js)
 //   style.json             the offline basemap: a background and a generated graticule, no tiles
 //
@@ -97,7 +98,7 @@ function inlineStylesheets(html, read) {
  * @param {import("esbuild").BuildOptions} common
  * @returns {Promise<string>}
  */
-async function earlyScript(common) {
+async function earlyScript(common, decoderSource) {
   // No keepNames: nothing here tells errors apart by name (the reader, in viewer.js, does).
   const iife = {
     ...common,
@@ -108,11 +109,16 @@ async function earlyScript(common) {
   };
   const fetcher = await build({ ...iife, entryPoints: [path.join(SRC, "early-fetcher.js")] });
   const source = fetcher.outputFiles[0].text.trim();
+  // The Workers' bundles as strings: the chunk fetcher's and the chunk decoder's (decision 0066).
+  const sources = { "early-fetcher": source, "decode-worker": decoderSource };
   const fetcherSource = {
-    name: "early-fetcher-source",
+    name: "early-worker-sources",
     setup(b) {
-      b.onResolve({ filter: /^cz:early-fetcher$/ }, () => ({ path: "early-fetcher", namespace: "cz" }));
-      b.onLoad({ filter: /.*/, namespace: "cz" }, () => ({ contents: `export default ${JSON.stringify(source)};`, loader: "js" }));
+      b.onResolve({ filter: /^cz:(early-fetcher|decode-worker)$/ }, (args) => ({ path: args.path.slice(3), namespace: "cz" }));
+      b.onLoad({ filter: /.*/, namespace: "cz" }, (args) => ({
+        contents: `export default ${JSON.stringify(sources[args.path])};`,
+        loader: "js",
+      }));
     },
   };
   const early = await build({ ...iife, entryPoints: [path.join(SRC, "early.js")], plugins: [fetcherSource] });
@@ -190,6 +196,17 @@ export async function buildViewer(out = OUT) {
     outfile: path.join(out, "decode-worker.js"),
     plugins: [lazyRareCodecs],
   });
+  // The early script starts its decoder from a Blob of this bundle (decision 0066), where a
+  // relative import has no base: the sibling codec files resolve against CZ_VIEWER_BASE (the
+  // folder's URL, which the early script prepends to the Blob) or, for the file itself, its URL.
+  const workerFile = path.join(out, "decode-worker.js");
+  const workerText = readFileSync(workerFile, "utf8").replace(
+    /import\("(\.\/numcodecs-(?:zstd|blosc|lz4)\.js)"\)/g,
+    (_, rel) => `import(new URL(${JSON.stringify(rel)},globalThis.CZ_VIEWER_BASE||import.meta.url).href)`,
+  );
+  if ((workerText.match(/globalThis\.CZ_VIEWER_BASE/g) ?? []).length !== codecs.length)
+    throw new Error("decode-worker.js: its codec imports were not rebased");
+  writeFileSync(workerFile, workerText);
   const sources = { "style.css": path.join(SRC, "style.css"), "maplibre-gl.css": path.join(MAPLIBRE, "maplibre-gl.css") };
   const html = inlineStylesheets(readFileSync(path.join(SRC, "index.html"), "utf8"), (f) => {
     if (!sources[f]) throw new Error(`index.html links an unknown stylesheet ${f}`);
@@ -206,7 +223,7 @@ export async function buildViewer(out = OUT) {
   // Worker's own bundle inside it as a string (the Worker is a Blob of it: no request either).
   const earlyMarker = "<!-- build: early script (build-viewer.mjs writes early.js here, bundled) -->";
   if (!withStyle.includes(earlyMarker)) throw new Error("index.html lost its early-script marker");
-  const early = await earlyScript(common);
+  const early = await earlyScript(common, workerText);
   writeFileSync(
     path.join(out, "index.html"),
     withStyle.replace(earlyMarker, () => `<script>${early}</script>`),

@@ -152,3 +152,73 @@ def test_a_cell_hands_up_the_reduction_of_the_timestep_it_wrote(tmp_path: Path) 
     assert np.array_equal(kept, oracle(1))
     assert np.array_equal(writer.reduced(3)[0], oracle(3))  # not written yet: made from planes
     assert np.array_equal(writer.reduced(0)[0], oracle(0))  # written before the last
+
+
+HELPED = ["uint16 odd shape, auto, 1 worker", "uint16 star-delta, nodata, 2 workers (time ranges)"]
+HELPED += ["uint16 star-delta, mask and coverage, odd level-2 cells, 1 worker"]
+HELPED += ["uint16 sharded star-delta with mask"]
+
+
+@pytest.mark.parametrize("name", HELPED)
+def test_the_last_task_shares_its_cells_with_a_helper_and_writes_the_same_bytes(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decision 0067: the last task running shares the cells below its top cell with a helper
+    thread. Forced on for every timestep of every task here (both levels 0 to 1 and 0
+    to 2, star-delta anchors asked before they are written, mask, coverage, time shards): every
+    object is the one the stages by level write."""
+    from chronozarr.write import _fused
+
+    case = dict(CASES[name])
+    shape, _top = case.pop("shape"), case.pop("top")
+    rng = np.random.default_rng(sum(shape) + 1)
+    data = rng.integers(0, 3000, size=shape).astype(np.uint16)
+    if case.pop("planes", False):
+        t, _b, h, w = shape
+        case["mask"] = (rng.random((t, h, w)) > 0.3).astype(np.uint8)
+        case["coverage"] = rng.integers(0, 101, size=(t, h, w)).astype(np.uint8)
+    helped: list[str] = []
+
+    def always(tail: _fused.Tail) -> object:
+        if tail.pool is None:
+            tail.pool = _fused.ThreadPoolExecutor(1, thread_name_prefix="cz-fused-tail")
+        return tail.pool
+
+    written = _fused.CellWriter.write
+
+    def spy(writer: object, t: int, *, last_in_shard: bool) -> None:
+        import threading
+
+        helped.append(threading.current_thread().name)
+        written(writer, t, last_in_shard=last_in_shard)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_fused.Tail, "helper", always)
+    monkeypatch.setattr(_fused.CellWriter, "write", spy)
+    _encode(tmp_path / "fused.zarr", data, **case)
+    assert any(n.startswith("cz-fused-tail") for n in helped), "the helper wrote nothing"
+    monkeypatch.setattr(_encode_plan, "_fusable", lambda *args: False)
+    _encode(tmp_path / "levels.zarr", data, **case)
+    fused, levels = _objects(tmp_path / "fused.zarr"), _objects(tmp_path / "levels.zarr")
+    assert sorted(fused) == sorted(levels)
+    differ = [key for key in fused if fused[key] != levels[key]]
+    assert not differ, f"objects that differ: {differ[:5]}"
+
+
+def test_the_helper_waits_for_the_last_task_alone() -> None:
+    """No helper while another task may still start or is running, nor with one thread."""
+    from chronozarr.write._fused import Tail
+
+    tail = Tail(tasks=3, threads=2)
+    tail.begin()
+    tail.begin()
+    assert tail.helper() is None  # a task has not started
+    tail.begin()
+    tail.end()
+    assert tail.helper() is None  # every task started, two running
+    tail.end()
+    assert tail.helper() is not None  # the last one running
+    tail.close()
+    assert tail.pool is None
+    one = Tail(tasks=1, threads=1)
+    one.begin()
+    assert one.helper() is None

@@ -24,7 +24,7 @@ import { displayValue, readBands, resolveDisplay } from "./display.js";
 import { FrameReader } from "./frames.js";
 import { GLCells } from "./gl-cells.js";
 import { FrameLoader } from "./loader.js";
-import { Overlay, overlayCanvas } from "./overlay.js";
+import { Overlay, fitsCanvas, overlayCanvas } from "./overlay.js";
 import { Renderer, rendered } from "./renderer.js";
 import { autoStretch } from "./stretch.js";
 
@@ -427,15 +427,21 @@ export class ChronozarrLayer {
    * nothing is read, uploaded or compiled twice and the map frame replaces nothing. The
    * program is compiled here, while the first chunks are still in flight. Resolves true once
    * the frame is drawn, false where there is no WebGL2 context or "interleaved" rendering
-   * (then the first frame is the map's, as before). Decision 0027.
+   * (then the first frame is the map's, as before). Decision 0027. `made`: an overlay canvas and
+   * context made earlier (overlay.js `overlayCanvas`, e.g. by the page's early script while it
+   * waited on the network, decision 0066), used when it has the camera's canvas size and
+   * `preserveDrawingBuffer`; otherwise the layer makes its own.
    * @param {ReturnType<typeof import("./camera.js").cameraMap>} camera
    * @param {HTMLElement} container
-   * @param {{preserveDrawingBuffer?: boolean}} [options]
+   * @param {{preserveDrawingBuffer?: boolean, made?: {canvas: HTMLCanvasElement, gl: WebGL2RenderingContext | null} | null}} [options]
    * @returns {Promise<boolean>}
    */
-  drawBeforeMap(camera, container, { preserveDrawingBuffer = false } = {}) {
+  drawBeforeMap(camera, container, { preserveDrawingBuffer = false, made = null } = {}) {
     if (this.rendering !== "overlay" || this._map) return Promise.resolve(false);
-    const { canvas, gl } = overlayCanvas(container.ownerDocument, preserveDrawingBuffer, camera.getCanvas());
+    const like = camera.getCanvas();
+    const { canvas, gl } = fitsCanvas(made, like, preserveDrawingBuffer)
+      ? made
+      : overlayCanvas(container.ownerDocument, preserveDrawingBuffer, like);
     if (!gl) return Promise.resolve(false);
     // Above whatever the map puts in the container until onAdd moves it after the map's canvas.
     canvas.style.zIndex = "1";

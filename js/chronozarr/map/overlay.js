@@ -39,6 +39,21 @@ export function overlayCanvas(doc, preserveDrawingBuffer, like) {
 }
 
 /**
+ * Whether `made` (an overlayCanvas result made earlier) can stand for the one overlayCanvas would
+ * make now like `like` with `preserveDrawingBuffer`: a live context, the same drawing-buffer size
+ * (no resize, see overlayCanvas) and the same attribute. (Both calls are answered in the page.)
+ * @param {{canvas: HTMLCanvasElement, gl: WebGL2RenderingContext | null} | null | undefined} made
+ * @param {{width: number, height: number}} like
+ * @param {boolean} preserveDrawingBuffer
+ * @returns {made is {canvas: HTMLCanvasElement, gl: WebGL2RenderingContext}}
+ */
+export function fitsCanvas(made, like, preserveDrawingBuffer) {
+  if (!made?.gl || made.gl.isContextLost()) return false;
+  const attrs = made.gl.getContextAttributes();
+  return made.canvas.width === like.width && made.canvas.height === like.height && attrs?.preserveDrawingBuffer === preserveDrawingBuffer;
+}
+
+/**
  * The box, in CSS px of a canvas of `width` x `height` CSS px, that holds every point of `boxes`
  * (mercator [minX, minY, maxX, maxY]) drawn with `matrix` (column-major, to clip space, z 0), grown
  * to whole pixels and one more on each side and cut to the canvas; null when a corner is behind
