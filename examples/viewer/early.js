@@ -159,7 +159,9 @@ function startStore(early, store, q, size, mark, hi) {
   // The reader takes this response as its own root GET (viewer.js earlyFetch): the page's read
   // is a clone, so status, headers and a CORS or network failure are the reader's to report
   // exactly as if it had fetched the root itself.
-  early.root = fetch(early.rootUrl, hi);
+  // The page's first script has sent this GET already (early-root.js, decision 0069).
+  const sent = window.CHRONOZARR_VIEWER?.rootGet;
+  early.root = sent?.url === early.rootUrl ? sent.response : fetch(early.rootUrl, hi);
   early.root.catch(() => {});
   early.preloadCode();
   early.chunks = {};

@@ -9,6 +9,7 @@ import { COLORMAPS, gradientCss, ticks } from "../../js/chronozarr/map/colormaps
 import { ExpressionError, PRESETS } from "../../js/chronozarr/map/expression.js";
 import { DecodePool } from "../../js/chronozarr/map/decode-pool.js";
 import { ChronozarrLayer } from "../../js/chronozarr/map/layer.js";
+import { paintsEveryPixel, withOpaqueMapCanvas } from "./basemap.js";
 import { graticule } from "./graticule.js";
 
 /** Public basemap used when neither ?style= nor the page config names one. */
@@ -1002,17 +1003,23 @@ async function resolveStyle() {
 }
 
 function createMap(maplibregl, style, camera) {
-  const map = new maplibregl.Map({
-    container: el.map,
-    style,
-    center: camera.center,
-    zoom: camera.zoom,
-    attributionControl: { compact: true },
-    dragRotate: false,
-    pitchWithRotate: false,
-    fadeDuration: 0,
-    canvasContextAttributes: { preserveDrawingBuffer: params.get("capture") === "1", antialias: false },
-  });
+  // A style that paints every pixel: the map's canvas without alpha, which the compositor then
+  // draws as opaque, not blended over the page under it (basemap.js, decision 0069).
+  const map = withOpaqueMapCanvas(
+    paintsEveryPixel(style),
+    () =>
+      new maplibregl.Map({
+        container: el.map,
+        style,
+        center: camera.center,
+        zoom: camera.zoom,
+        attributionControl: { compact: true },
+        dragRotate: false,
+        pitchWithRotate: false,
+        fadeDuration: 0,
+        canvasContextAttributes: { preserveDrawingBuffer: params.get("capture") === "1", antialias: false },
+      }),
+  );
   map.touchZoomRotate.disableRotation();
   map.addControl(new maplibregl.NavigationControl({ showCompass: false }), "top-left");
   map.addControl(new maplibregl.ScaleControl({ maxWidth: 120, unit: "metric" }), "bottom-left");

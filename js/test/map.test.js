@@ -9,7 +9,7 @@
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -528,6 +528,27 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await again.close();
   });
 
+  test("the page's first script GETs the root once, which the early script and the reader take", async () => {
+    const s = mapManifest.stores.utm;
+    const root = new URL(`/mapfx/${s.path.replace(/\/?$/, "/")}zarr.json`, server.url).href;
+    const page = await browser.newPage({ viewport: { width: 1200, height: 760 } });
+    page.on("pageerror", (err) => pageErrors.push(err.message));
+    const requests = [];
+    page.on("request", (r) => {
+      if (r.url() === root) requests.push(r.method());
+    });
+    await page.goto(`${server.url}/index.html?style=style.json&store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+    await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 60000 });
+    const taken = await page.evaluate(() => ({
+      sent: window.CHRONOZARR_VIEWER.rootGet?.url ?? null,
+      adopted: window.CHRONOZARR_VIEWER.early.root === window.CHRONOZARR_VIEWER.rootGet?.response,
+    }));
+    await page.close();
+    assert.equal(taken.sent, root);
+    assert.ok(taken.adopted, "the early script took the first script's root GET");
+    assert.deepEqual(requests, ["GET"], `the root was requested once (${requests.join(",")})`);
+  });
+
   test("the page's early chunk requests are the reader's: a fitted first view fetches each chunk once", async () => {
     const s = mapManifest.stores.utm;
     const page = await openViewer(`store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
@@ -645,6 +666,52 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
       "rendered() polled past a signalled fence",
     );
     assert.equal(got.again.at(-1), "signaled", `rendered() resolved without its fence signalled: ${got.again.join(",")}`);
+  });
+
+  test("the basemap's canvas has no alpha under a style that paints every pixel, and keeps it under one that may not; the background as the style paints it", async () => {
+    const s = mapManifest.stores.utm;
+    const offline = JSON.parse(readFileSync(path.join(viewerDir, "style.json"), "utf8"));
+    // The same style with a translucent background: the page shows through, so the canvas keeps alpha.
+    const [bg, ...rest] = offline.layers;
+    writeFileSync(
+      path.join(viewerDir, "translucent.json"),
+      JSON.stringify({ ...offline, layers: [{ ...bg, paint: { ...bg.paint, "background-opacity": 0.5 } }, ...rest] }),
+    );
+    const seen = {};
+    for (const style of ["style.json", "translucent.json"]) {
+      const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
+      page.on("pageerror", (err) => pageErrors.push(err.message));
+      await page.goto(`${server.url}/index.html?style=${style}&capture=1&store=${encodeURIComponent(`/mapfx/${s.path}`)}`);
+      await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 60000 });
+      seen[style] = await page.evaluate(async () => {
+        const { map } = window.viewer;
+        await new Promise((r) => (map.loaded() ? r() : map.once("idle", r)));
+        const canvas = map.getCanvas();
+        const alpha = canvas.getContext("webgl2").getContextAttributes().alpha;
+        // The map's own pixels over the page's background (black here): the colour most of them
+        // have is the style's background (the store is drawn in the layer's canvas, not this one).
+        const out = document.createElement("canvas");
+        out.width = canvas.width;
+        out.height = canvas.height;
+        const ctx = out.getContext("2d");
+        ctx.fillStyle = "#000";
+        ctx.fillRect(0, 0, out.width, out.height);
+        ctx.drawImage(canvas, 0, 0);
+        const px = ctx.getImageData(0, 0, out.width, out.height).data;
+        const counts = new Map();
+        for (let i = 0; i < px.length; i += 4) {
+          const k = `${px[i]},${px[i + 1]},${px[i + 2]},${px[i + 3]}`;
+          counts.set(k, (counts.get(k) ?? 0) + 1);
+        }
+        const [mode] = [...counts].sort((a, b) => b[1] - a[1])[0];
+        return { alpha, mode };
+      });
+      await page.close();
+    }
+    assert.equal(seen["style.json"].alpha, false, "the offline style's opaque background: no alpha");
+    assert.equal(seen["translucent.json"].alpha, true, "a translucent background: MapLibre's alpha kept");
+    // The offline style's background, #0e1a24, as MapLibre paints it with alpha.
+    assert.equal(seen["style.json"].mode, `${0x0e},${0x1a},${0x24},255`);
   });
 
   test("an oversized first chunk is not read by the early fetcher: the reader GETs it and refuses it by name", async () => {

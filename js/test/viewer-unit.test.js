@@ -7,12 +7,18 @@
 // here), query string included; a sharded level, a view of too many cells and a root whose levels
 // the reader refuses are not guessed.
 //
+// The basemap's canvas is made without alpha only for a style that paints every pixel
+// (examples/viewer/basemap.js, decision 0069): CSS colours with no transparency (CSS Color 4: hex
+// without or with a full alpha digit pair, rgb()/hsl() with three components or an alpha of 1),
+// and a first layer that is a background shown at every zoom.
+//
 // The offline basemap's graticule (examples/viewer/graticule.js): lines at 1, 2 or 5 x 10^k
 // degrees, at least four across any view, covering it.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { openStore } from "../chronozarr/decoder.js";
+import { opaqueColour, paintsEveryPixel } from "../../examples/viewer/basemap.js";
 import { graticule, graticuleStep } from "../../examples/viewer/graticule.js";
 import { planChunks } from "../../examples/viewer/plan.js";
 import { servedFixtures } from "./fixtures.js";
@@ -128,4 +134,45 @@ test("the graticule: nice steps, at least four lines across any view, the view c
       assert.ok(Math.abs(k - Math.round(k)) < 1e-6, `${v} is a multiple of the step ${g.step}`);
     }
   }
+});
+
+test("a colour is taken for opaque only where CSS paints it with no transparency", () => {
+  // CSS Color 4: [colour, alpha it paints with]; names and expressions are not parsed (false).
+  const cases = [
+    ["#0e1a24", 1],
+    ["#FFF", 1],
+    ["#fffa", 0.67],
+    ["#ffff", 1],
+    ["#11223380", 0.5],
+    ["#112233ff", 1],
+    ["rgb(1, 2, 3)", 1],
+    ["rgb(1 2 3)", 1],
+    ["rgba(1, 2, 3, 1)", 1],
+    ["rgba(1, 2, 3, 0.99)", 0.99],
+    ["rgb(1 2 3 / 50%)", 0.5],
+    ["rgb(1 2 3 / 100%)", 1],
+    ["hsl(120, 50%, 50%)", 1],
+    ["hsla(120, 50%, 50%, 0)", 0],
+  ];
+  for (const [css, alpha] of cases) assert.equal(opaqueColour(css), alpha === 1, css);
+  for (const css of ["transparent", "red", "#12345", "", null, 3, ["rgb", 1, 2, 3], "rgb(1,2)"])
+    assert.equal(opaqueColour(css), false, String(css));
+});
+
+test("a style paints every pixel only when its first layer is an opaque background at every zoom", () => {
+  const bg = (paint = { "background-color": "#0e1a24" }, extra = {}) => ({ id: "bg", type: "background", paint, ...extra });
+  const line = { id: "l", type: "line", source: "s" };
+  const style = (...layers) => ({ version: 8, sources: {}, layers });
+  assert.equal(paintsEveryPixel(style(bg(), line)), true);
+  assert.equal(paintsEveryPixel(style(bg({}))), true, "MapLibre's default background colour is opaque black");
+  assert.equal(paintsEveryPixel(style(line, bg())), false, "a line under the background paints only its own pixels");
+  assert.equal(paintsEveryPixel(style(bg({ "background-color": "#0e1a24", "background-opacity": 0.9 }))), false);
+  assert.equal(paintsEveryPixel(style(bg({ "background-color": "rgba(0, 0, 0, 0.5)" }))), false);
+  assert.equal(paintsEveryPixel(style(bg({ "background-color": "#000", "background-pattern": "dots" }))), false);
+  assert.equal(paintsEveryPixel(style(bg(undefined, { minzoom: 3 }))), false);
+  assert.equal(paintsEveryPixel(style(bg(undefined, { maxzoom: 18 }))), false);
+  assert.equal(paintsEveryPixel(style(bg(undefined, { layout: { visibility: "none" } }))), false);
+  assert.equal(paintsEveryPixel(style()), false);
+  assert.equal(paintsEveryPixel("https://demotiles.maplibre.org/style.json"), false, "a style known by its URL alone");
+  assert.equal(paintsEveryPixel(null), false);
 });

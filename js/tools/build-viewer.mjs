@@ -122,9 +122,12 @@ async function earlyScript(common, decoderSource) {
     },
   };
   const early = await build({ ...iife, entryPoints: [path.join(SRC, "early.js")], plugins: [fetcherSource] });
-  const text = early.outputFiles[0].text.trim();
-  if (/<\/script|<!--/i.test(text)) throw new Error("early.js's bundle contains </script or <!--: it cannot be inlined");
-  return text;
+  // The root's GET, a script of its own before early.js's (early-root.js, decision 0069).
+  const root = await build({ ...iife, entryPoints: [path.join(SRC, "early-root.js")] });
+  const texts = [root, early].map((b) => b.outputFiles[0].text.trim());
+  if (texts.some((t) => /<\/script|<!--/i.test(t)))
+    throw new Error("an early script's bundle contains </script or <!--: it cannot be inlined");
+  return texts.map((t) => `<script>${t}</script>`).join("\n    ");
 }
 
 export async function buildViewer(out = OUT) {
@@ -226,7 +229,7 @@ export async function buildViewer(out = OUT) {
   const early = await earlyScript(common, workerText);
   writeFileSync(
     path.join(out, "index.html"),
-    withStyle.replace(earlyMarker, () => `<script>${early}</script>`),
+    withStyle.replace(earlyMarker, () => early),
   );
   // .js, not .mjs: some static hosts (Python http.server, buckets without a rule) serve .mjs as
   // application/octet-stream, which a module import refuses.
