@@ -92,9 +92,18 @@ def quiet_distributed() -> Iterator[None]:
 @dataclass
 class CompositeStats:
     items_read: dict[int, set[str]] = field(default_factory=dict)
+    #: how many distinct items were read, where only the count was kept (a cluster build's
+    #: fold, decision 0068); None: count ``items_read``
+    items_read_count: int | None = None
     observations: dict[int, int] = field(default_factory=dict)
     skipped: list[SkippedAsset] = field(default_factory=list)
     seconds: float = 0.0
+
+    def distinct_read(self) -> int:
+        """How many distinct items were read (by id) over all months."""
+        if self.items_read_count is not None:
+            return self.items_read_count
+        return len(set().union(*self.items_read.values())) if self.items_read else 0
 
 
 class _BlockTasks(Sequence[BlockTask]):
