@@ -7,7 +7,9 @@ zlib-compressed, and keeps only its offset and length (12 bytes a record); :clas
 a read-only sequence over some of its records, each read when asked (a group's items when its
 context is made, decision 0058). The file goes with the spool (closed, or the process ending).
 
-The records are this process's own pickles, read back by this process only.
+The records are this process's own pickles, or those of the child process that planned for it
+(:func:`cz.plan.spooled.plan_in_child`, decision 0068: the file is this process's, passed to
+the child), read back by this process only.
 """
 
 from __future__ import annotations

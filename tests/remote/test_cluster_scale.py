@@ -108,3 +108,37 @@ def test_client_flat_in_items(dask_procs: DaskProcs, tmp_path: Path) -> None:
     peak = (many["client_peak_mb"] - few["client_peak_mb"]) * 2**20 / added
     assert peak < 3000, f"the client's peak grew {peak:.0f} bytes an item: {few} {many}"
     assert many["scheduler_tasks_peak"] <= 40, many  # a window's worth, whatever the items
+
+
+def test_the_client_keeps_no_log_of_what_it_sent(
+    dask_procs: DaskProcs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decision 0068: a cluster build's client keeps none of the batches it sent the scheduler
+    (distributed keeps the last ``distributed.admin.low-level-log-length`` of them, 1,000 by
+    default: each task's graph with its arguments, a group's packed references among them);
+    ``CZ_DEBUG=1`` keeps dask's own setting. Oracle: distributed's own log of the stream, after
+    tasks were sent through it."""
+    import dask
+
+    from cz.build.executor import Executor
+    from cz.build.options import BuildOptions
+
+    default = dask.config.get("distributed.admin.low-level-log-length")
+    assert default > 0, "dask's default changed: this test no longer tells the two apart"
+    for debug, kept in (("", 0), ("1", default)):
+        monkeypatch.setenv("CZ_DEBUG", debug)
+        if not debug:
+            monkeypatch.delenv("CZ_DEBUG")
+        executor = Executor(BuildOptions(scheduler=dask_procs.address))
+        try:
+            client = executor.client
+            assert client.gather([client.submit(abs, -k, pure=False) for k in range(5)]) == list(
+                range(5)
+            )
+            log = client.scheduler_comm.recent_message_log
+            assert log.maxlen == kept and len(log) <= kept, (debug, log.maxlen, len(log))
+            if kept:
+                assert len(log) > 0  # what was sent, kept: the oracle sees the log when it is on
+        finally:
+            executor.close()
+    assert dask.config.get("distributed.admin.low-level-log-length") == default  # not changed
