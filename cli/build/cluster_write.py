@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -56,6 +58,11 @@ def release_freed() -> None:
         trim(0)
 
 
+def _id_digest(item_id: str) -> int:
+    """8 bytes of an item id (two ids sharing them: one chance in 2^64 a pair)."""
+    return int.from_bytes(hashlib.blake2b(item_id.encode(), digest_size=8).digest(), "little")
+
+
 @dataclass
 class SourceFold:
     """The cells' summaries (:meth:`CellPlanes.summary`) folded as they arrive (decision 0058):
@@ -85,12 +92,22 @@ class SourceFold:
         self.valid += int(ex["valid"])
         self.filled += int(ex["filled"])
 
+    def distinct_read(self) -> int:
+        """How many distinct items (by id) the cells read: only the count is reported
+        (:class:`~cz.build.options.BuildResult`), so each id read is kept as an 8-byte digest,
+        not as a string in a set of every month's ids (3.5 MB of the client's peak at the commit
+        at 24,000 items: decision 0068). A spooled plan reads its items back a month at a time."""
+        digests = array("Q")
+        for t, read in sorted(self.read.items()):
+            items = self.plan.months[t].items
+            for j in np.flatnonzero(read).tolist():
+                digests.append(_id_digest(items[j].id))
+        return int(np.unique(np.frombuffer(digests, dtype=np.uint64)).size) if digests else 0
+
     def result(self) -> CompositeStats:
         """The statistics, the skipped assets in task order (each once: a month recomputed by
         two time groups is reported once)."""
-        for t, read in sorted(self.read.items()):  # the ids, once (a spooled plan reads them)
-            items = self.plan.months[t].items
-            self.stats.items_read[t] = {items[j].id for j in np.flatnonzero(read).tolist()}
+        self.stats.items_read_count = self.distinct_read()
         seen: set[tuple[str, str, str]] = set()
         self.stats.skipped = []
         for i in sorted(self.skipped):

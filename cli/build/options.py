@@ -153,7 +153,7 @@ class BuildResult:
             shape=list(grid.shape),
             levels=len(grid.levels),
             cells=grid.cells,
-            items_read=len(set().union(*stats.items_read.values())) if stats.items_read else 0,
+            items_read=stats.distinct_read(),
             observations=sum(stats.observations.values()),
             skipped=stats.skipped,
             encoding=encoding,

@@ -63,16 +63,18 @@ LEVEL0_SHARE = 0.76
 #: Level 0's data array's share of the store's bytes (mask and coverage compress to little).
 DATA_SHARE = 0.76
 
-#: A cluster build's client (decisions 0049, 0060, 0065; docs/scale.md, "After decision 0065":
-#: ``python bench/scale_harness.py sweep``, 2026-12-07): its peak RSS at 1,024 level-0 cells less
-#: the other parts there (interpreter, libraries, dask client, what is in flight); the plan's
-#: RSS per item (the spool's index and what planning left in the allocator: (112.9 - 99.6) MB /
-#: 24,000 items, the harness's 10^5-cell catalog planned in a fresh process; 4.7 kB with
-#: decision 0060's packed models, 15.3 kB before); a footprint kept (decision 0060: ~5 kB of GEOS and Python objects, at most
-#: :data:`FOOTPRINTS_KEPT`); the runner's live heap per task ((0.465 - 0.387) MB / 1,024 tasks,
-#: ``--trace``).
-CLIENT_BASE_MB = 121.4
-PLAN_KB_PER_ITEM = 0.55
+#: A cluster build's client (decisions 0049, 0060, 0065, 0068; docs/scale.md, "After decision
+#: 0068": ``python bench/scale_harness.py sweep``, 2026-12-07): its peak RSS at 1,024 level-0
+#: cells less the other parts there (interpreter, libraries, dask client, what is in flight);
+#: the plan's RSS per item (the spool's index and each month's item indices, the plan made in a
+#: child process: (82.9 - 81.2) MB / 24,000 items, the harness's 10^5-cell catalog planned in a
+#: fresh process with the client's imports; 0.55 kB when the client planned, 4.7 kB with
+#: decision 0060's packed models, 15.3 kB before); a footprint kept (decision 0060: ~5 kB of
+#: GEOS and Python objects, at most :data:`FOOTPRINTS_KEPT`); per task ((0.465 - 0.387) MB /
+#: 1,024 tasks, the runner's live heap, ``--trace``; 81 bytes from the peaks at 10^4 and 10^5
+#: cells, decision 0068).
+CLIENT_BASE_MB = 117.2
+PLAN_KB_PER_ITEM = 0.07
 FOOTPRINT_KB = 4.7
 FOOTPRINTS_KEPT = 1024
 CLIENT_BYTES_PER_TASK = 80.0

@@ -7,7 +7,9 @@ zlib-compressed, and keeps only its offset and length (12 bytes a record); :clas
 a read-only sequence over some of its records, each read when asked (a group's items when its
 context is made, decision 0058). The file goes with the spool (closed, or the process ending).
 
-The records are this process's own pickles, read back by this process only.
+The records are this process's own pickles, or those of the child process that planned for it
+(:func:`cz.plan.spooled.plan_in_child`, decision 0068: the file is this process's, passed to
+the child), read back by this process only.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import weakref
 import zlib
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, BinaryIO, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -31,14 +33,36 @@ class ItemSpool:
     """Records appended to a temporary file; :meth:`get` reads one back (thread-safe: a
     group's context may be made on the runner's thread while the client reads another)."""
 
-    def __init__(self) -> None:
-        self._file = tempfile.TemporaryFile(prefix="cz-plan-")  # noqa: SIM115  # closed by close()
+    def __init__(self, file: BinaryIO | None = None) -> None:
+        """A spool over ``file`` (an empty file this spool owns: closed with it), or over a new
+        unnamed temporary file."""
+        if file is None:
+            file = tempfile.TemporaryFile(prefix="cz-plan-")  # noqa: SIM115  # closed by close()
+        self._file = file
         self._offsets = array("q")
         self._lengths = array("I")
         self._end = 0
         self._lock = threading.Lock()
         # the file goes when the spool does (a plan dropped): closed, not left to a warning
         self._closed = weakref.finalize(self, self._file.close)
+
+    @classmethod
+    def adopt(cls, file: BinaryIO, index: tuple[bytes, bytes]) -> ItemSpool:
+        """The spool another process wrote into ``file`` (its records, as :meth:`index` gave
+        them): this process reads them back (decision 0068, a plan made in a child process)."""
+        spool = cls(file)
+        spool._offsets.frombytes(index[0])
+        spool._lengths.frombytes(index[1])
+        if len(spool._offsets) != len(spool._lengths):
+            raise ValueError("a spool's index: as many offsets as lengths")
+        spool._end = spool._offsets[-1] + spool._lengths[-1] if len(spool._offsets) else 0
+        return spool
+
+    def index(self) -> tuple[bytes, bytes]:
+        """Where each record is in the file (12 bytes a record), for :meth:`adopt`."""
+        with self._lock:
+            self._file.flush()
+            return self._offsets.tobytes(), self._lengths.tobytes()
 
     def __len__(self) -> int:
         return len(self._offsets)

@@ -21,9 +21,11 @@ Oracles, independent of the code under test:
   last 1,000 messages (``distributed.admin.low-level-log-length``: bounded, not ours) is
   turned off for the measure;
 - the client's RSS after the plan and at its peak, per planned item, when the items grow 8x over
-  the same cells (decision 0065): the plan's items are on disk and a group's references packed,
-  under 2 kB of RSS an item; before, 5.9 kB after the plan and 20.9 kB at the peak (the plan's
-  models, a group's context unpacked on the client).
+  the same cells (decisions 0065, 0068): the plan is made in a child process, its items on
+  disk, and a group's references packed: under 450 bytes of RSS an item after the plan (885
+  with the plan made in the client), under 3 kB at the peak; before decision 0065, 5.9 kB
+  after the plan and 20.9 kB at the peak (the plan's models, a group's context unpacked on
+  the client).
 """
 
 from __future__ import annotations
@@ -44,9 +46,15 @@ pytest.importorskip("distributed")
 HARNESS = Path(__file__).resolve().parents[2] / "bench" / "scale_harness.py"
 
 
-def harness(cells: int, scheduler: str, work: Path, *extra: str) -> dict[str, Any]:
+def harness(
+    cells: int, scheduler: str, work: Path, *extra: str, dask_log: bool = False
+) -> dict[str, Any]:
+    """One harness run's figures; ``dask_log``: dask's own low-level logs as a user has them
+    (the client's is off since decision 0068, the workers' and the scheduler's on), else off."""
     work.mkdir()
-    env = {**os.environ, "DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH": "0"}
+    env = dict(os.environ)
+    if not dask_log:
+        env["DASK_DISTRIBUTED__ADMIN__LOW_LEVEL_LOG_LENGTH"] = "0"
     done = subprocess.run(
         [sys.executable, str(HARNESS), "run", "--cells", str(cells), "--months", "24",
          "--scheduler", scheduler, "--work", str(work), *(extra or ("--trace",))],
@@ -81,17 +89,56 @@ def test_client_and_scheduler_flat_in_cells(dask_procs: DaskProcs, tmp_path: Pat
 def test_client_flat_in_items(dask_procs: DaskProcs, tmp_path: Path) -> None:
     """The client holds a few bytes an item, not the items (decision 0065): the same 256
     cells with 1 and then 8 acquisitions of each tile a month (tiles of 4 x 4 cells: 384 and
-    2,992 items over 24 months), built on the cluster. Per added item, main (decision 0060's
-    plan, each item a model with its STAC dict packed, a group's context unpacked on the
-    client) held 5.9 kB of RSS after the plan and 20.9 kB at its peak (86.5 -> 101.3 MB and
-    117.5 -> 169.4 MB, 2026-12-07); this branch 0.8 kB and 1.7 kB (84.7 -> 86.7 MB, 110.2 ->
-    114.5 MB: the footprints kept, bounded at 1,024, and the spool's 12 bytes an item)."""
-    few = harness(256, dask_procs.address, tmp_path / "few", "--tile", "4", "--per-month", "1")
-    many = harness(256, dask_procs.address, tmp_path / "many", "--tile", "4", "--per-month", "8")
+    2,992 items over 24 months), built on the cluster, dask's logs as a user has them. Per
+    added item, decision 0060's plan (each item a model with its STAC dict packed, a group's
+    context unpacked on the client) held 5.9 kB of RSS after the plan and 20.9 kB at its peak
+    (86.5 -> 101.3 MB and 117.5 -> 169.4 MB, 2026-12-07); decision 0065's (the plan made in the
+    client, the items on disk) 885 bytes and 1.8 kB (85.2 -> 87.4 MB, 110.7 -> 115.2 MB, main
+    at a5e9e2a, 2026-12-07 14:35 UTC); decision 0068's (the plan made in a child process, the
+    client keeping the spool's index) 80 bytes and 1.3 kB (82.0 -> 82.2 MB, 110.4 -> 113.7
+    MB, the same run)."""
+    few = harness(256, dask_procs.address, tmp_path / "few", "--tile", "4", "--per-month", "1",
+                  dask_log=True)  # fmt: skip
+    many = harness(256, dask_procs.address, tmp_path / "many", "--tile", "4", "--per-month",
+                   "8", dask_log=True)  # fmt: skip
     added = many["items"] - few["items"]
     assert (few["cells"], many["cells"]) == (256, 256) and added > 2000, (few, many)
     plan = (many["client_rss_plan_mb"] - few["client_rss_plan_mb"]) * 2**20 / added
-    assert plan < 2000, f"the plan holds {plan:.0f} bytes of RSS an item: {few} {many}"
+    assert plan < 450, f"the plan holds {plan:.0f} bytes of RSS an item: {few} {many}"
     peak = (many["client_peak_mb"] - few["client_peak_mb"]) * 2**20 / added
-    assert peak < 4000, f"the client's peak grew {peak:.0f} bytes an item: {few} {many}"
+    assert peak < 3000, f"the client's peak grew {peak:.0f} bytes an item: {few} {many}"
     assert many["scheduler_tasks_peak"] <= 40, many  # a window's worth, whatever the items
+
+
+def test_the_client_keeps_no_log_of_what_it_sent(
+    dask_procs: DaskProcs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decision 0068: a cluster build's client keeps none of the batches it sent the scheduler
+    (distributed keeps the last ``distributed.admin.low-level-log-length`` of them, 1,000 by
+    default: each task's graph with its arguments, a group's packed references among them);
+    ``CZ_DEBUG=1`` keeps dask's own setting. Oracle: distributed's own log of the stream, after
+    tasks were sent through it."""
+    import dask
+
+    from cz.build.executor import Executor
+    from cz.build.options import BuildOptions
+
+    default = dask.config.get("distributed.admin.low-level-log-length")
+    assert default > 0, "dask's default changed: this test no longer tells the two apart"
+    for debug, kept in (("", 0), ("1", default)):
+        monkeypatch.setenv("CZ_DEBUG", debug)
+        if not debug:
+            monkeypatch.delenv("CZ_DEBUG")
+        executor = Executor(BuildOptions(scheduler=dask_procs.address))
+        try:
+            client = executor.client
+            assert client.gather([client.submit(abs, -k, pure=False) for k in range(5)]) == list(
+                range(5)
+            )
+            log = client.scheduler_comm.recent_message_log
+            assert log.maxlen == kept and len(log) <= kept, (debug, log.maxlen, len(log))
+            if kept:
+                assert len(log) > 0  # what was sent, kept: the oracle sees the log when it is on
+        finally:
+            executor.close()
+    assert dask.config.get("distributed.admin.low-level-log-length") == default  # not changed

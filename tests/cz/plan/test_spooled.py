@@ -148,3 +148,101 @@ def test_the_build_fingerprint_of_a_spooled_plan(tmp_path: Path) -> None:
     whole = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
     assert build_fingerprint(recipe, plan) == whole[:16]
     assert sum(len(m.items) for m in plan.months) == 7
+
+
+def _write_items(tmp_path: Path, n: int) -> Any:
+    import json
+
+    items = [s2_item(f"a{k}", f"2020-0{5 + k % 3}-{1 + k % 28:02d}T08:06:11Z") for k in range(n)]
+    (tmp_path / "items.json").write_text(json.dumps({"type": "FeatureCollection",
+                                                     "features": items}))  # fmt: skip
+    return load_recipe(write_recipe(tmp_path, RECIPE_35MNM.format(catalog="path: items.json")))
+
+
+def test_the_plan_made_in_a_child_is_the_plan(tmp_path: Path) -> None:
+    """Decision 0068: the child's plan (its skeleton, the items in this process's file) is the
+    plan made here, and :func:`~cz.plan.make_plan`'s."""
+    from cz.plan import plan_recipe
+
+    recipe = _write_items(tmp_path, 40)
+    child = plan_recipe_spooled(recipe)
+    assert isinstance(child.months[1].items, Spooled)  # read from the file, not a list
+    here = _listed(plan_recipe_spooled(recipe, child=False))
+    assert _listed(child) == here == plan_recipe(recipe).to_dict(include_stac=True)
+
+
+def test_the_childs_error_is_raised_as_it_was(tmp_path: Path) -> None:
+    from cz.errors import CzError
+
+    recipe = _write_items(tmp_path, 3)
+    (tmp_path / "items.json").write_text("{not json")
+    with pytest.raises(CzError) as here:
+        plan_recipe_spooled(recipe, child=False)
+    with pytest.raises(CzError) as child:
+        plan_recipe_spooled(recipe)
+    assert type(child.value) is type(here.value) and str(child.value) == str(here.value)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:  # a process that ended while listed
+            continue
+        if f"\nPPid:\t{pid}\n" in text:
+            found.append(int(status.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux's /proc")
+def test_a_killed_client_leaves_nothing_behind(tmp_path: Path) -> None:
+    """A client killed (SIGKILL) while its child plans: the child ends too, and no file is
+    left in the temporary folder (the spools' files never had a name)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    _write_items(tmp_path, 3000)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    code = (
+        "import sys\nfrom cz.plan.spooled import plan_recipe_spooled\n"
+        "from cz.recipe import load_recipe\nr = load_recipe(sys.argv[1])\n"
+        "print('planning', flush=True)\nplan_recipe_spooled(r)\nprint('planned', flush=True)\n"
+    )
+    client = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "recipe.yaml")],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(temp)},
+    )  # fmt: skip
+    try:
+        assert client.stdout is not None and client.stdout.readline() == "planning\n"
+        deadline = time.monotonic() + 60
+        while not (kids := _children(client.pid)):
+            assert time.monotonic() < deadline and client.poll() is None, "no child planned"
+            time.sleep(0.02)
+        time.sleep(1.0)  # the child imports and plans (3,000 items: a few seconds)
+        assert _children(client.pid) == kids, "the child ended before the client was killed"
+        assert list(temp.iterdir()) == []  # mid-plan: the spools' files have no name
+        os.kill(client.pid, signal.SIGKILL)
+        client.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{kids[0]}").exists():
+            state = (
+                Path(f"/proc/{kids[0]}/status").read_text()
+                if Path(f"/proc/{kids[0]}/status").exists()
+                else ""
+            )
+            if "State:\tZ" in state:  # ended, awaiting its reaper (init)
+                break
+            assert time.monotonic() < deadline, "the child outlived its client by 30 s"
+            time.sleep(0.05)
+        assert list(temp.iterdir()) == []
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+        if client.stdout is not None:
+            client.stdout.close()
