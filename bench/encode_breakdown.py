@@ -13,7 +13,11 @@ back, the commit's metadata) and of each compression and object write inside the
 where each thread is idle (between tasks, at a stage's barrier, in the commit) and where a task's
 wall exceeds its CPU (the GIL held by the other thread, or the thread descheduled).
 
+``--limit`` also times the codec's limit (zstd alone over the same chunks) after each encode
+and prints encode's CPU without its object writes against it, in the same process.
+
 Usage: python bench/encode_breakdown.py [--months 24] [--size 2048] [--repeat 1] [--timeline]
+       [--limit]
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import chronozarr.io._storage as storage
 import chronozarr.write._auto as auto
 import chronozarr.write._cells as cells
 import chronozarr.write._encode_plan as plan
-from bench.bench_encode import BANDS, THREADS, TRANSFORM
+from bench.bench_encode import BANDS, THREADS, TRANSFORM, pyramid_chunks
 from bench.common import series_block
 
 #: (owner, attribute, part): what is wrapped, under which name its CPU is counted
@@ -183,6 +187,44 @@ def timeline(data: Any, times: list[str], work: Path) -> None:
     line.report(t0, t1, summary.phases)
 
 
+WRITES = "object writes (LocalStore.put)"
+
+
+def limit_cpu(data: Any, path: Path, unwritten: float) -> None:
+    """The codec's limit (``bench/bench_encode.py``: zstd 5 alone over every chunk the store
+    holds, level 0 from the input and the pyramid's read back before the clock, on THREADS
+    threads) by process CPU, against encode's CPU without its object writes' thread CPU."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    upper = pyramid_chunks(path)
+    comp = numcodecs.Zstd(level=5)
+    n, _b, h, w = data.shape
+    items: list[Any] = [
+        (t, r, c) for t in range(n) for r in range(0, h, 512) for c in range(0, w, 512)
+    ]
+    items += upper
+
+    def one(item: Any) -> int:
+        if isinstance(item, tuple):
+            t, r, c = item
+            item = np.ascontiguousarray(data[t, :, r : r + 512, c : c + 512])
+        return len(comp.encode(item))
+
+    load = os.getloadavg()[0]
+    before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    with ThreadPoolExecutor(THREADS) as pool:
+        sum(pool.map(one, items))
+    wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    print(
+        f"the limit ({len(items)} compressions): {wall:.2f} s wall, {cpu:.2f} s CPU; load "
+        f"{load:.1f} -> {os.getloadavg()[0]:.1f}. encode's CPU without its object writes "
+        f"{unwritten:.2f} s: **{unwritten / cpu:.2f}x** the limit's CPU"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -191,6 +233,12 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=2048)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--timeline", action="store_true", help="per-thread spans, not parts")
+    ap.add_argument(
+        "--limit",
+        action="store_true",
+        help="after each encode, zstd alone over the same chunks (decision 0070): encode's CPU "
+        "without its object writes against the limit's, in the same process",
+    )
     args = ap.parse_args()
     data = series_block(0, args.months, 4, 0, args.size, 0, args.size)
     times = [f"{2024 + m // 12}-{m % 12 + 1:02d}-01" for m in range(args.months)]
@@ -228,6 +276,8 @@ def main() -> None:
             print(
                 f"| the rest (Python between, the main thread, metadata) | {rest:.2f} | {rest / cpu:.1%} | |"
             )
+            if args.limit:
+                limit_cpu(data, work / f"{i}.zarr", cpu - parts.seconds[WRITES])
             shutil.rmtree(work / f"{i}.zarr")
     finally:
         shutil.rmtree(work, ignore_errors=True)
