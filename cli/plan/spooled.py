@@ -254,10 +254,10 @@ def plan_in_child(
         if kind == "error":
             raise first
         spool = ItemSpool.adopt(file, first)
+        plan: Plan = _SkeletonUnpickler(io.BytesIO(second), spool).load()
     except BaseException:
         file.close()
         raise
-    plan: Plan = _SkeletonUnpickler(io.BytesIO(second), spool).load()
     return plan
 
 

@@ -154,7 +154,9 @@ def _build(catalog: Path, name: str, out: Path) -> None:
     assert res.returncode == 0, res.stderr
 
 
-def _kill_before_the_rename(sc: Scenario, folder: Path, target: Path, name: str) -> None:
+def assert_recovers_from_kills_before_the_rename(
+    sc: Scenario, folder: Path, target: Path, name: str
+) -> None:
     """Kill ``sc``'s command at each of its points up to its final rename: before the rename there
     is no store and a re-run writes exactly the uninterrupted run's objects; after it, the whole
     new store; never litter beside the target."""
@@ -179,7 +181,7 @@ def test_build_killed_anywhere(catalog: Path, tmp_path: Path) -> None:
     sc = Scenario(
         folder, lambda f: None, ["build", str(catalog / "three.yaml"), "--out", str(target)], target
     )
-    _kill_before_the_rename(sc, folder, target, "build")
+    assert_recovers_from_kills_before_the_rename(sc, folder, target, "build")
 
 
 def _on_a_built_store(
@@ -296,4 +298,4 @@ def test_convert_killed_anywhere(tmp_path: Path) -> None:
     target = folder / "s.zarr"
     args = ["convert", str(folder / "src"), str(target), "--chunk-size", "8"]
     sc = Scenario(folder, _rasters, args, target)
-    _kill_before_the_rename(sc, folder, target, "convert")
+    assert_recovers_from_kills_before_the_rename(sc, folder, target, "convert")
