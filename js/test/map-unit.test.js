@@ -513,3 +513,78 @@ test("an overlay canvas made early stands for a new one only with a live context
   assert.equal(fitsCanvas(undefined, like, false), false);
   assert.equal(fitsCanvas({ canvas: { width: 2560, height: 1600 }, gl: null }, like, false), false);
 });
+
+/**
+ * A stand-in WebGL2 context that records its calls: the program's link succeeds unless the
+ * fragment shader's source contains `BROKEN` (decision 0071's split of compile and link check).
+ */
+function recordingGl() {
+  const calls = [];
+  let next = 1;
+  const src = new Map();
+  const gl = {
+    calls,
+    VERTEX_SHADER: 1,
+    FRAGMENT_SHADER: 2,
+    LINK_STATUS: 3,
+    COMPILE_STATUS: 4,
+    createProgram: () => (calls.push("createProgram"), { id: next++, shaders: [] }),
+    createShader: (type) => (calls.push("createShader"), { id: next++, type }),
+    shaderSource: (sh, s) => src.set(sh, s),
+    compileShader: () => calls.push("compileShader"),
+    attachShader: (p, sh) => p.shaders.push(sh),
+    bindAttribLocation: () => {},
+    linkProgram: () => calls.push("linkProgram"),
+    getProgramParameter: (p, name) => (calls.push(`getProgramParameter ${name}`), !p.shaders.some((sh) => src.get(sh).includes("BROKEN"))),
+    getShaderParameter: (sh, name) => (calls.push(`getShaderParameter ${name}`), !src.get(sh).includes("BROKEN")),
+    getShaderInfoLog: () => "ERROR: 0:1: BROKEN",
+    getProgramInfoLog: () => "",
+    getUniformLocation: (p, name) => (calls.push(`getUniformLocation ${name}`), { name }),
+    deleteShader: (sh) => calls.push(`deleteShader ${sh.id}`),
+    deleteProgram: (p) => calls.push(`deleteProgram ${p.id}`),
+  };
+  return gl;
+}
+
+test("compileProgram asks for the link without a status query; finishProgram checks it once and reads the uniforms", async () => {
+  const { compileProgram, finishProgram } = await import("../chronozarr/map/program.js");
+  const store = { dtype: /** @type {const} */ ("uint16"), nodata: null, hasMask: false, bands: [{ scale: 1, offset: 0 }] };
+  const spec = /** @type {any} */ ({ kind: "scalar", bands: [0] });
+  const gl = recordingGl();
+  const p = compileProgram(/** @type {any} */ (gl), store, spec, true, true);
+  assert.equal(p.cpuColour, true);
+  assert.deepEqual(
+    gl.calls,
+    ["createProgram", "createShader", "compileShader", "createShader", "compileShader", "linkProgram"],
+    "no synchronous query at compile",
+  );
+  assert.deepEqual(p.u, {});
+  gl.calls.length = 0;
+  assert.equal(finishProgram(/** @type {any} */ (gl), p), p);
+  assert.deepEqual(
+    gl.calls.filter((c) => c.startsWith("get")),
+    [`getProgramParameter ${gl.LINK_STATUS}`, "getUniformLocation u_matrix", "getUniformLocation u_rgba", "getUniformLocation u_size"],
+  );
+  assert.equal(gl.calls.filter((c) => c.startsWith("deleteShader")).length, 2, "the shaders are deleted once linked");
+  assert.deepEqual(Object.keys(p.u), ["u_matrix", "u_rgba", "u_size"]);
+  gl.calls.length = 0;
+  finishProgram(/** @type {any} */ (gl), p);
+  assert.deepEqual(gl.calls, [], "checked once");
+});
+
+test("finishProgram of a program that did not link throws the shader's log and deletes the program and its shaders", async () => {
+  const { compileProgram, finishProgram } = await import("../chronozarr/map/program.js");
+  // A formula whose GLSL the stand-in refuses to compile: the per-fragment program.
+  const store = { dtype: /** @type {const} */ ("float32"), nodata: null, hasMask: false, bands: [{ scale: 1, offset: 0 }] };
+  const spec = /** @type {any} */ ({ kind: "scalar", bands: [0], glsl: () => "BROKEN" });
+  const gl = recordingGl();
+  const p = compileProgram(/** @type {any} */ (gl), store, spec, true, true);
+  assert.equal(p.valueLut, undefined, "a float32 store draws per fragment");
+  assert.ok(!gl.calls.some((c) => c.startsWith("get")), "no synchronous query at compile");
+  assert.throws(() => finishProgram(/** @type {any} */ (gl), p), /chronozarr layer shader: ERROR: 0:1: BROKEN/);
+  assert.deepEqual(
+    gl.calls.filter((c) => c.startsWith("delete")),
+    ["deleteShader 2", "deleteShader 3", "deleteProgram 1"],
+    "the program and both shaders are deleted",
+  );
+});
