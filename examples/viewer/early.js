@@ -45,8 +45,6 @@ function start() {
   // The bundle: fetched from here, after the root's GET (so the root takes the page's own
   // connection, idle once the page is in, instead of opening one), and run by the end of
   // <body>. It is not in the page's markup, where the preload scanner would GET it first.
-  // The page's first script has asked for it already (early-root.js, decision 0071).
-  early.codePreloaded = Boolean(c.codePreloaded);
   early.preloadCode = () => {
     if (early.codePreloaded) return;
     early.codePreloaded = true;

@@ -125,12 +125,6 @@ export class ChronozarrLayer {
     // false: a value-table display fetches its colours on the GPU instead of colouring the cells
     // on screen on the CPU (decision 0062).
     this.cpuColour = options.cpuColour ?? true;
-    // The first frame fetches its colours on the GPU all the same (decision 0071): each cell's
-    // values are uploaded as they arrive, so after the last only the value table is made and
-    // uploaded, where colouring every cell on the CPU and uploading its RGBA8 (1 MiB a 512 x 512
-    // cell) took 12-42 ms between the last cell's arrival and the draw. The same pixels (the table
-    // is the one the CPU colours through); frames of new content after it colour on the CPU.
-    this._gpuFirst = true;
     /** @type {"overlay" | "interleaved"} */
     this.rendering = options.rendering ?? (options.beforeId ? "interleaved" : "overlay");
     if (this.rendering !== "overlay" && this.rendering !== "interleaved") {
@@ -412,11 +406,6 @@ export class ChronozarrLayer {
     this._cells.upload(this._gl, this._prepare(level, cell), frame, this._display.bands, this.store.dtype, content, textures);
   }
 
-  /** Frames of new content after the first are coloured on the CPU (decision 0062; 0071). */
-  _secondContent() {
-    this._gpuFirst = false;
-  }
-
   /**
    * The GL cell of (level, cell): made from its mesh (reprojected with proj4) when new, so the
    * loader makes it while the cell's data is in flight rather than after it arrives.
@@ -573,8 +562,8 @@ export class ChronozarrLayer {
 
   /** @returns {import("./renderer.js").DrawState} */
   _drawState() {
-    const { stretch, colormap, opacity, valueLut } = this;
-    return { spec: this._display, stretch, colormap, opacity, valueLut, cpuColour: this.cpuColour && !this._gpuFirst };
+    const { stretch, colormap, opacity, valueLut, cpuColour } = this;
+    return { spec: this._display, stretch, colormap, opacity, valueLut, cpuColour };
   }
 
   /**

@@ -25,7 +25,6 @@ import { FIXED_STRETCH, autoStretch, stretchOf, stretchSamples } from "./stretch
  * @property {(level: number, t: number, cell: Cell, signal?: AbortSignal) => Promise<import("./frames.js").Frame>} _read
  * @property {(level: number, cell: Cell, frame: import("./frames.js").Frame, content: string) => void} _upload
  * @property {(level: number, cell: Cell) => void} _prepare
- * @property {() => void} _secondContent a frame of new content is read after the first was drawn
  * @property {() => void} _repaint
  * @property {((loading: boolean) => void) | null} onLoading
  * @property {((f: {t: number, level: number, cells: Cell[], ms: number}) => void) | null} onFrame
@@ -107,7 +106,6 @@ export class FrameLoader {
    */
   async _load(seq, signal, level, cells, t, spec, key) {
     const h = this.host;
-    if (this.shownInfo) h._secondContent();
     h.onLoading?.(true);
     const started = performance.now();
     const content = `${t}|${spec.key}`;

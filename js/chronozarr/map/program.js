@@ -15,14 +15,11 @@ import { TEX } from "./gl-cells.js";
 import { VALUE_LUT_DTYPES } from "./value-lut.js";
 
 /**
- * A program, its uniform locations, and for the per-fragment path the scale and offset of each
- * texture layer. compileProgram only asks for the link: `finishProgram` checks it and reads the
- * uniforms' locations (`shaders` is null once it has).
+ * A linked program, its uniform locations, and for the per-fragment path the scale and offset of
+ * each texture layer.
  * @typedef {object} Program
  * @property {WebGLProgram} program
  * @property {Record<string, WebGLUniformLocation | null>} u
- * @property {string[]} names the uniforms `u` holds once finished
- * @property {WebGLShader[] | null} shaders the shaders while the link is unchecked
  * @property {Float32Array} [scale]
  * @property {Float32Array} [offset]
  * @property {boolean} [valueLut] true for the value-table programs (on the GPU or coloured on the CPU)
@@ -67,11 +64,7 @@ export function usesValueLut(spec, dtype, valueLut) {
 
 /**
  * Compile and link the program for `spec` on `store`'s data: with `cpuColour`, a display that
- * draws through a value table reads its colours from the cells' RGBA8 textures instead. The link
- * is asked for, not waited on (decision 0071): the GPU process links while this thread goes on,
- * and finishProgram, before the program's first use, reads its status and uniforms (each query a
- * synchronous round trip that waits for the link, 10-20 ms of this thread under SwiftShader when
- * made at once).
+ * draws through a value table reads its colours from the cells' RGBA8 textures instead.
  * @param {WebGL2RenderingContext} gl
  * @param {StoreInfo} store
  * @param {DisplaySpec} spec
@@ -126,6 +119,7 @@ function compilePerFragment(gl, store, spec) {
         if (u_hasMask && texelFetch(u_mask, p, 0).r != 1u) discard;
         ${body}
       }`;
+  const program = linkProgram(gl, VERTEX, fs);
   const names = ["u_matrix", "u_data", "u_mask", "u_lut", "u_hasMask", "u_size", "u_scale", "u_offset", "u_min", "u_max", "u_opacity"];
   const scale = new Float32Array(MAX_LAYERS);
   const offset = new Float32Array(MAX_LAYERS);
@@ -133,7 +127,7 @@ function compilePerFragment(gl, store, spec) {
     scale[l] = store.bands[b].scale;
     offset[l] = store.bands[b].offset;
   });
-  return { ...startLink(gl, VERTEX, fs), u: {}, names, scale, offset };
+  return { program, u: uniforms(gl, program, names), scale, offset };
 }
 
 /**
@@ -160,7 +154,8 @@ function compileValueLut(gl, store) {
         if (c.a == 0.0) discard;
         outColor = c;
       }`;
-  return { ...startLink(gl, VERTEX, fs), u: {}, names: ["u_matrix", "u_data", "u_mask", "u_vlut", "u_size"], valueLut: true };
+  const program = linkProgram(gl, VERTEX, fs);
+  return { program, u: uniforms(gl, program, ["u_matrix", "u_data", "u_mask", "u_vlut", "u_size"]), valueLut: true };
 }
 
 /**
@@ -184,7 +179,8 @@ function compileCpuColour(gl) {
       void main() {
         outColor = texelFetch(u_rgba, min(ivec2(v_uv), u_size - 1), 0);
       }`;
-  return { ...startLink(gl, VERTEX, fs), u: {}, names: ["u_matrix", "u_rgba", "u_size"], valueLut: true, cpuColour: true };
+  const program = linkProgram(gl, VERTEX, fs);
+  return { program, u: uniforms(gl, program, ["u_matrix", "u_rgba", "u_size"]), valueLut: true, cpuColour: true };
 }
 
 /**
@@ -200,40 +196,11 @@ function uniforms(gl, program, names) {
 }
 
 /**
- * Check `p`'s link (throws with the compiler's log, its GL objects deleted, if it failed) and read
- * its uniforms' locations; once only.
- * @param {WebGL2RenderingContext} gl
- * @param {Program} p
- * @returns {Program}
- */
-export function finishProgram(gl, p) {
-  if (!p.shaders) return p;
-  const shaders = p.shaders;
-  p.shaders = null;
-  // One status query: each is a synchronous round trip to the GPU process (decision 0055). A
-  // shader that did not compile fails the link; its own log is read then, for the message.
-  if (!gl.getProgramParameter(p.program, gl.LINK_STATUS)) {
-    const failed = shaders.find((sh) => !gl.getShaderParameter(sh, gl.COMPILE_STATUS));
-    const message = failed
-      ? `chronozarr layer shader: ${gl.getShaderInfoLog(failed)}`
-      : `chronozarr layer program: ${gl.getProgramInfoLog(p.program)}`;
-    for (const sh of shaders) gl.deleteShader(sh);
-    gl.deleteProgram(p.program);
-    throw new Error(message);
-  }
-  for (const sh of shaders) gl.deleteShader(sh);
-  p.u = uniforms(gl, p.program, p.names);
-  return p;
-}
-
-/**
- * Compile `vs` and `fs` and ask for their link, without waiting for it (finishProgram checks it).
  * @param {WebGL2RenderingContext} gl
  * @param {string} vs
  * @param {string} fs
- * @returns {{program: WebGLProgram, shaders: WebGLShader[]}}
  */
-function startLink(gl, vs, fs) {
+export function linkProgram(gl, vs, fs) {
   const program = gl.createProgram();
   const shaders = /** @type {[number, string][]} */ ([
     [gl.VERTEX_SHADER, vs],
@@ -248,7 +215,19 @@ function startLink(gl, vs, fs) {
   gl.bindAttribLocation(program, 0, "a_pos");
   gl.bindAttribLocation(program, 1, "a_uv");
   gl.linkProgram(program);
-  return { program, shaders };
+  // One status query: each is a synchronous round trip to the GPU process (decision 0055). A
+  // shader that did not compile fails the link; its own log is read then, for the message.
+  if (!gl.getProgramParameter(program, gl.LINK_STATUS)) {
+    const failed = shaders.find((sh) => !gl.getShaderParameter(sh, gl.COMPILE_STATUS));
+    const message = failed
+      ? `chronozarr layer shader: ${gl.getShaderInfoLog(failed)}`
+      : `chronozarr layer program: ${gl.getProgramInfoLog(program)}`;
+    for (const sh of shaders) gl.deleteShader(sh);
+    gl.deleteProgram(program);
+    throw new Error(message);
+  }
+  for (const sh of shaders) gl.deleteShader(sh);
+  return program;
 }
 
 /**

@@ -6,7 +6,7 @@
 // through the table (gl-cells.js colour), drawn with one texel fetch per fragment.
 
 import { COLORMAPS } from "./colormaps.js";
-import { compileProgram, finishProgram, usesValueLut } from "./program.js";
+import { compileProgram, usesValueLut } from "./program.js";
 import { buildValueLut, displayValues } from "./value-lut.js";
 
 /**
@@ -65,27 +65,14 @@ export class Renderer {
   }
 
   /**
-   * Compile the program for `state` now (e.g. while the first chunks are in flight); its link is
-   * checked at its first draw (program.js finishProgram), by when the GPU process has done it.
+   * Compile the program for `state` now (e.g. while the first chunks are in flight).
    * @param {WebGL2RenderingContext} gl
    * @param {DrawState} state
    */
   compile(gl, state) {
-    const p = compileProgram(gl, this.store, state.spec, state.valueLut, this.coloursOnCpu(state));
-    this.program = p;
+    this.program = compileProgram(gl, this.store, state.spec, state.valueLut, this.coloursOnCpu(state));
     // The value table's display values need no stretch: computed now too (decision 0061).
-    if (p.valueLut) this._displayValues(state.spec);
-    // Its link is checked in a task of its own (decision 0071): the GPU process links meanwhile,
-    // and the query (a synchronous round trip, which waits for every command sent before it)
-    // comes before the cells' uploads are queued, not behind them at the first draw.
-    setTimeout(() => {
-      if (this.program !== p || !p.shaders) return;
-      try {
-        finishProgram(gl, p);
-      } catch {
-        if (this.program === p) this.program = null; // compiled again, and reported, by the next draw
-      }
-    }, 0);
+    if (this.program.valueLut) this._displayValues(state.spec);
   }
 
   /**
@@ -133,20 +120,7 @@ export class Renderer {
    */
   draw(gl, matrix, cells, state) {
     if (!cells.length || !state.stretch) return;
-    // A value-table display whose cells are now coloured the other way (the layer's first frame
-    // fetches its colours on the GPU, later ones on the CPU: decision 0071) takes the other program.
-    if (this.program?.valueLut && Boolean(this.program.cpuColour) !== this.coloursOnCpu(state)) {
-      gl.deleteProgram(this.program.program);
-      for (const sh of this.program.shaders ?? []) gl.deleteShader(sh);
-      this.program = null;
-    }
     if (!this.program) this.compile(gl, state);
-    try {
-      finishProgram(gl, this.program); // (its link was asked for by compile, decision 0071)
-    } catch (err) {
-      this.program = null; // (deleted by finishProgram) compiled again, and reported, at the next draw
-      throw err;
-    }
     const { program, u } = this.program;
     gl.useProgram(program);
     gl.uniformMatrix4fv(u.u_matrix, false, matrix);
@@ -293,7 +267,6 @@ export class Renderer {
    */
   detach(gl) {
     if (this.program) gl.deleteProgram(this.program.program);
-    for (const sh of this.program?.shaders ?? []) gl.deleteShader(sh); // (a link never checked)
     this.program = null;
     gl.deleteTexture(this._lutTex);
     if (this._vlutTex) gl.deleteTexture(this._vlutTex);
