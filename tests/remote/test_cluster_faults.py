@@ -185,7 +185,8 @@ def test_a_task_failing_on_one_worker_is_retried_on_another(
     assert moved and all("OSError: [Errno 28] No space left on device" in m for m in moved)
     # said once per failure (not again for each dependent that failed with it), and the worker
     # is out after its first: of the level-0 stage only the tasks already in flight on it (its
-    # window, twice the cluster's 2 threads) fail there. The upper levels' tasks are not windowed: one submitted
-    # before the first failure came back may land there too (seen under load: level 1's task 1).
+    # window, twice the cluster's 2 threads) fail there. The upper levels' tasks are not
+    # windowed: one submitted before the first failure came back may land there too (seen
+    # under load: level 1's task 1).
     assert len(moved) == len(set(moved)), moved
     assert len([m for m in moved if " of cz-level0 " in m]) <= 4, moved
