@@ -162,7 +162,7 @@ def test_a_task_failing_on_one_worker_is_retried_on_another(
 ) -> None:
     """A worker whose disk is full fails every task it runs (dask's own retries may land on it
     again): the runner submits the task once more without that worker, which stays out."""
-    from distributed import Client
+    from distributed import Client, get_task_stream
 
     from tests.conftest import monthly, synthetic_series
 
@@ -176,13 +176,23 @@ def test_a_task_failing_on_one_worker_is_retried_on_another(
         procs.env = {**procs.env, "CZ_TEST_FULL_DISK": "1"}
         procs.add_worker("full-disk")
         _wait_workers(procs.address, 2, time.monotonic() + 60)
-        with Client(procs.address, set_as_default=False) as client, caplog.at_level("WARNING"):
+        with (
+            Client(procs.address, set_as_default=False) as client,
+            caplog.at_level("WARNING"),
+            get_task_stream(client=client) as stream,
+        ):
             chronozarr.encode(
                 data, FullDisk(tmp_path / "cluster.zarr"), scheduler=client, retries=0, **kw
             )
     assert digests(tmp_path / "cluster.zarr") == digests(tmp_path / "local.zarr")
     moved = [r.getMessage() for r in caplog.records if "retrying it on the other" in r.getMessage()]
     assert moved and all("OSError: [Errno 28] No space left on device" in m for m in moved)
+    # the worker stays out: no task submitted again ran there (dask's record of where each task
+    # ran, not the runner's own log)
+    full = {m.split("failed on worker ", 1)[1].split(": ", 1)[0] for m in moved}
+    assert len(full) == 1, full
+    again = [t["key"] for t in stream.data if "-moved" in str(t["key"]) and t["worker"] in full]
+    assert not again, again
     # said once per failure (not again for each dependent that failed with it), and the worker
     # is out after its first: of the level-0 stage only the tasks already in flight on it (its
     # window, twice the cluster's 2 threads) fail there. The upper levels' tasks are not
