@@ -156,6 +156,21 @@ def run_timed(fn, settle: float) -> Run:
     return run
 
 
+def level0_chunks(data: np.ndarray) -> list[tuple[int, int, int]]:
+    """The (timestep, row, column) of every level-0 chunk of ``data`` (chunks of 512)."""
+    n, _bands, h, w = data.shape
+    return [(t, r, c) for t in range(n) for r in range(0, h, 512) for c in range(0, w, 512)]
+
+
+def compressed(comp, data: np.ndarray, item) -> bytes:
+    """One of the limit's compressions: a level-0 chunk, ``(t, r, c)`` of :func:`level0_chunks`
+    sliced from the input, or a pyramid chunk as :func:`pyramid_chunks` read it back."""
+    if isinstance(item, tuple):
+        t, r, c = item
+        item = np.ascontiguousarray(data[t, :, r : r + 512, c : c + 512])
+    return comp.encode(item)
+
+
 def pyramid_chunks(path: Path) -> list[np.ndarray]:
     """Every inner chunk of the levels above 0 as encode compressed it (decoded from the store:
     the stored values, or the residuals of a star-delta store), the pyramid's part of the limit."""
@@ -230,16 +245,10 @@ def bench_encode(data: np.ndarray, work: Path, repeat: int = 1, plain: bool = Tr
         out["zarr_bytes"] = dir_bytes(zpath)
 
     comp = numcodecs.Zstd(level=5)
-    chunks = [
-        (t, r, c)
-        for t in range(data.shape[0])
-        for r in range(0, data.shape[2], 512)
-        for c in range(0, data.shape[3], 512)
-    ]
+    chunks = level0_chunks(data)
 
-    def one(key) -> int:
-        t, r, c = key
-        return len(comp.encode(np.ascontiguousarray(data[t, :, r : r + 512, c : c + 512])))
+    def one(item) -> int:
+        return len(compressed(comp, data, item))
 
     def zstd_only() -> int:
         with ThreadPoolExecutor(THREADS) as pool:
@@ -251,11 +260,8 @@ def bench_encode(data: np.ndarray, work: Path, repeat: int = 1, plain: bool = Tr
     upper = pyramid_chunks(cz_path)  # read before the clock: only the compression is timed
 
     def zstd_all_levels() -> int:
-        def one_of_any(item) -> int:
-            return one(item) if isinstance(item, tuple) else len(comp.encode(item))
-
         with ThreadPoolExecutor(THREADS) as pool:
-            return sum(pool.map(one_of_any, [*chunks, *upper]))
+            return sum(pool.map(one, [*chunks, *upper]))
 
     written = work / "written"
 
@@ -266,13 +272,7 @@ def bench_encode(data: np.ndarray, work: Path, repeat: int = 1, plain: bool = Tr
 
         def one_written(item: tuple[int, object]) -> int:
             i, chunk = item
-            blob = comp.encode(
-                np.ascontiguousarray(
-                    data[chunk[0], :, chunk[1] : chunk[1] + 512, chunk[2] : chunk[2] + 512]
-                )
-                if isinstance(chunk, tuple)
-                else chunk
-            )
+            blob = compressed(comp, data, chunk)
             METER.start()
             try:
                 with open(written / str(i), "wb") as fh:

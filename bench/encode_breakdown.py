@@ -45,7 +45,15 @@ import chronozarr.io._storage as storage
 import chronozarr.write._auto as auto
 import chronozarr.write._cells as cells
 import chronozarr.write._encode_plan as plan
-from bench.bench_encode import BANDS, THREADS, TRANSFORM, pyramid_chunks
+from bench.bench_encode import (
+    BANDS,
+    THREADS,
+    TRANSFORM,
+    compressed,
+    level0_chunks,
+    pyramid_chunks,
+    run_timed,
+)
 from bench.common import series_block
 
 #: (owner, attribute, part): what is wrapped, under which name its CPU is counted
@@ -196,32 +204,18 @@ def limit_cpu(data: Any, path: Path, unwritten: float) -> None:
     threads) by process CPU, against encode's CPU without its object writes' thread CPU."""
     from concurrent.futures import ThreadPoolExecutor
 
-    import numpy as np
-
-    upper = pyramid_chunks(path)
     comp = numcodecs.Zstd(level=5)
-    n, _b, h, w = data.shape
-    items: list[Any] = [
-        (t, r, c) for t in range(n) for r in range(0, h, 512) for c in range(0, w, 512)
-    ]
-    items += upper
+    items: list[Any] = [*level0_chunks(data), *pyramid_chunks(path)]
 
-    def one(item: Any) -> int:
-        if isinstance(item, tuple):
-            t, r, c = item
-            item = np.ascontiguousarray(data[t, :, r : r + 512, c : c + 512])
-        return len(comp.encode(item))
+    def limit() -> None:
+        with ThreadPoolExecutor(THREADS) as pool:
+            sum(pool.map(lambda item: len(compressed(comp, data, item)), items))
 
-    load = os.getloadavg()[0]
-    before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    with ThreadPoolExecutor(THREADS) as pool:
-        sum(pool.map(one, items))
-    wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    run = run_timed(limit, 0.0)
     print(
-        f"the limit ({len(items)} compressions): {wall:.2f} s wall, {cpu:.2f} s CPU; load "
-        f"{load:.1f} -> {os.getloadavg()[0]:.1f}. encode's CPU without its object writes "
-        f"{unwritten:.2f} s: **{unwritten / cpu:.2f}x** the limit's CPU"
+        f"the limit ({len(items)} compressions): {run.wall:.2f} s wall, {run.cpu:.2f} s CPU; "
+        f"load {run.load[0]:.1f} -> {run.load[1]:.1f}. encode's CPU without its object writes "
+        f"{unwritten:.2f} s: **{unwritten / run.cpu:.2f}x** the limit's CPU"
     )
 
 
