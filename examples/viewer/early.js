@@ -393,12 +393,22 @@ function startStyle(early, style) {
   try {
     early.styleUrl = new URL(style === "offline" ? "style.json" : style, location.href).href;
     const offline = typeof window.CHRONOZARR_OFFLINE_STYLE === "function" && early.styleUrl === new URL("style.json", location.href).href;
-    early.style = offline
-      ? Promise.resolve(window.CHRONOZARR_OFFLINE_STYLE())
-      : fetch(early.styleUrl).then((r) => {
-          if (!r.ok) throw new Error(`HTTP ${r.status} for ${early.styleUrl}`);
-          return r.json();
-        });
+    if (offline) {
+      // Made when the map asks for it (after the first frame, decision 0027), not here: its
+      // graticule's 12,000 points took 2-15 ms of the early script (decision 0073), which runs
+      // before the page's first layout and the root's answer.
+      /** @type {Promise<object> | null} */
+      let made = null;
+      Object.defineProperty(early, "style", {
+        enumerable: true,
+        get: () => (made ??= Promise.resolve().then(() => window.CHRONOZARR_OFFLINE_STYLE())),
+      });
+      return;
+    }
+    early.style = fetch(early.styleUrl).then((r) => {
+      if (!r.ok) throw new Error(`HTTP ${r.status} for ${early.styleUrl}`);
+      return r.json();
+    });
     early.style.catch(() => {});
   } catch {
     // (a style URL that does not parse: the map falls back to the offline style)

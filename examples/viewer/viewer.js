@@ -1083,7 +1083,9 @@ async function open(url) {
         showError("Could not read the store", err);
         document.body.dataset.state = "error";
       },
-      onStretch: () => paintColorbar(),
+      // The first stretch comes between the first frame's last cell and its draw: its colour bar
+      // is painted once that frame is on screen (a frame later), not before the draw (decision 0073).
+      onStretch: () => (window.viewer.firstFrameAt ? paintColorbar() : requestAnimationFrame(() => setTimeout(paintColorbar, 0))),
       onFrame: ({ t, level }) => {
         document.body.dataset.frame = String(t);
         document.body.dataset.level = String(level);

@@ -452,6 +452,29 @@ test("auto stretch: the 2 and 98 % points of the sampled physical values, nodata
   assert.ok(s.max > s.min && s.min === 7 * 0.0001 - 0.1, `a constant frame still gets a range: ${JSON.stringify(s)}`);
 });
 
+test("stretchOf selects the 2 and 98 % ranks of the pooled samples: the sorted union's values, for any split into cells", async () => {
+  const { stretchOf } = await import("../chronozarr/map/stretch.js");
+  let seed = 99;
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  for (let round = 0; round < 400; round++) {
+    // Cells of 0-300 samples from a small value set (ties), a wide one, or with NaNs.
+    const kind = round % 3;
+    const cells = Array.from({ length: 1 + Math.floor(rand() * 5) }, () =>
+      Float64Array.from({ length: Math.floor(rand() * 300) }, () =>
+        kind === 0 ? Math.floor(rand() * 7) : kind === 1 ? (rand() - 0.5) * 1e6 : rand() < 0.3 ? NaN : rand(),
+      ).sort(),
+    );
+    // The definition restated: every sample in one array, sorted (NaN last), nearest rank.
+    const all = Float64Array.from(cells.flatMap((c) => Array.from(c))).sort();
+    const n = all.length;
+    const at = (p) => all[Math.min(n - 1, Math.max(0, Math.round(p * (n - 1))))];
+    const min = n ? at(0.02) : 0;
+    let max = n ? at(0.98) : 1;
+    if (!(max > min)) max = min + (Math.abs(min) || 1) * 0.01;
+    assert.deepEqual(stretchOf(cells), { min, max }, `round ${round}: ${cells.map((c) => c.length)}`);
+  }
+});
+
 test("pixel helpers round-trip: pixelAt(lngLatOf(pixel)) is the pixel, for [lng, lat] pairs and MapLibre's {lng, lat}", async () => {
   const { ChronozarrLayer } = await import("../chronozarr/map/layer.js");
   const { pixelOf } = await import("../chronozarr/metadata.js");

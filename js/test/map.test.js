@@ -339,7 +339,7 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     assert.deepEqual(pageErrors, []);
   });
 
-  test("overlay and interleaved rendering show the same pixels; cells coloured on the CPU as the value table, the value table as the per-fragment shader; a hidden layer leaves its canvas empty", async () => {
+  test("overlay and interleaved rendering show the same pixels; the first frame through the value table on the GPU, later ones coloured on the CPU; cells coloured on the CPU as the value table, the value table as the per-fragment shader; a hidden layer leaves its canvas empty", async () => {
     const s = mapManifest.stores.utm;
     const query = `store=${encodeURIComponent(`/mapfx/${s.path}`)}&mode=band&band=B08&stretch=0.05,0.5`;
     const settle = (p) =>
@@ -397,9 +397,19 @@ describe("the map viewer in headless Chromium", { skip, timeout: 240_000 }, () =
     await pixels(inter);
     const same = await diff(inter, screenOver);
     assert.ok(same.max <= 1, `overlay vs interleaved: max channel difference ${same.max}, mean ${same.mean}`);
+    // The first frame fetched its colours from the value table on the GPU (decision 0073); after
+    // it, without new content, the program is the one that colours on the CPU (decision 0062),
+    // and a redraw of the same frame colours its cells there.
+    assert.equal(await over.evaluate(() => window.viewer.marks.firstStats.cpuColoured), false, "first frame: value table on the GPU");
+    // (in a task after the frame that showed the first one: waited for)
+    await over.waitForFunction(() => window.viewer.layer._renderer.program?.cpuColour === true, null, { timeout: 10_000 });
+    await over.evaluate(async () => {
+      window.viewer.layer._repaint();
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    });
+    assert.equal(await over.evaluate(() => window.viewer.layer.stats.cpuColoured), true, "a redraw colours on the CPU");
     // The cells coloured on the CPU (the default, decision 0062) against the value table fetched
     // on the GPU: the same table, so the same pixels, byte for byte.
-    assert.equal(await over.evaluate(() => window.viewer.layer._renderer.program.cpuColour), true, "coloured on the CPU");
     await pixels(over);
     await over.evaluate(() => (window.__saved = window.__px));
     await over.evaluate(async () => {

@@ -72,6 +72,7 @@ import { autoStretch } from "./stretch.js";
  * @property {number} uploadMs
  * @property {number} drawMs
  * @property {number} renderWaitMs
+ * @property {boolean} cpuColoured the last frame's cells were coloured on the CPU (decisions 0062, 0073)
  */
 
 /**
@@ -125,6 +126,12 @@ export class ChronozarrLayer {
     // false: a value-table display fetches its colours on the GPU instead of colouring the cells
     // on screen on the CPU (decision 0062).
     this.cpuColour = options.cpuColour ?? true;
+    // The first frame fetches its colours from the value table on the GPU all the same (decision
+    // 0073): its cells' values are uploaded as they arrive, so after the last one only the table
+    // is made and drawn through, where colouring the cells on the CPU (and uploading 1 MiB of
+    // RGBA8 a 512 x 512 cell) came between the last cell's arrival and the draw. The same table,
+    // so the same pixels; frames of new content after it are coloured on the CPU.
+    this._gpuFirst = true;
     /** @type {"overlay" | "interleaved"} */
     this.rendering = options.rendering ?? (options.beforeId ? "interleaved" : "overlay");
     if (this.rendering !== "overlay" && this.rendering !== "interleaved") {
@@ -133,7 +140,7 @@ export class ChronozarrLayer {
     /** The overlay canvas while the layer is on a map in "overlay" rendering, else null. @type {HTMLCanvasElement | null} */
     this.canvas = null;
     /** @type {LayerStats} */
-    this.stats = { frames: 0, uploads: 0, uploadBytes: 0, readMs: 0, uploadMs: 0, drawMs: 0, renderWaitMs: 0 };
+    this.stats = { frames: 0, uploads: 0, uploadBytes: 0, readMs: 0, uploadMs: 0, drawMs: 0, renderWaitMs: 0, cpuColoured: false };
     /** @type {DisplaySettings} */
     this._settings = /** @type {DisplaySettings} */ ({});
     /** @type {DisplaySpec} */
@@ -407,6 +414,22 @@ export class ChronozarrLayer {
   }
 
   /**
+   * The first frame is drawn (or a frame of new content is asked for): frames from now on are
+   * coloured on the CPU (decisions 0062, 0073), and the program that does so is compiled now, in
+   * a task after the first frame's, not at the next step's draw. Once only.
+   */
+  _afterFirstFrame() {
+    if (!this._gpuFirst) return;
+    this._gpuFirst = false;
+    if (!this._gl) return;
+    try {
+      this._renderer.recompile(this._gl, this._drawState());
+    } catch {
+      this._renderer.displayChanged(); // compiled (and its error reported) by the next draw
+    }
+  }
+
+  /**
    * The GL cell of (level, cell): made from its mesh (reprojected with proj4) when new, so the
    * loader makes it while the cell's data is in flight rather than after it arrives.
    * @param {number} level
@@ -562,8 +585,8 @@ export class ChronozarrLayer {
 
   /** @returns {import("./renderer.js").DrawState} */
   _drawState() {
-    const { stretch, colormap, opacity, valueLut, cpuColour } = this;
-    return { spec: this._display, stretch, colormap, opacity, valueLut, cpuColour };
+    const { stretch, colormap, opacity, valueLut } = this;
+    return { spec: this._display, stretch, colormap, opacity, valueLut, cpuColour: this.cpuColour && !this._gpuFirst };
   }
 
   /**
@@ -576,6 +599,7 @@ export class ChronozarrLayer {
       this._renderer.draw(gl, matrix, this._loader.shown, this._drawState());
     } finally {
       this.stats.drawMs = performance.now() - started;
+      this.stats.cpuColoured = Boolean(this._renderer.program?.cpuColour);
       this._loader.drawn();
     }
   }

@@ -25,6 +25,7 @@ import { FIXED_STRETCH, autoStretch, stretchOf, stretchSamples } from "./stretch
  * @property {(level: number, t: number, cell: Cell, signal?: AbortSignal) => Promise<import("./frames.js").Frame>} _read
  * @property {(level: number, cell: Cell, frame: import("./frames.js").Frame, content: string) => void} _upload
  * @property {(level: number, cell: Cell) => void} _prepare
+ * @property {() => void} _afterFirstFrame the first frame is drawn, or new content is asked for after it
  * @property {() => void} _repaint
  * @property {((loading: boolean) => void) | null} onLoading
  * @property {((f: {t: number, level: number, cells: Cell[], ms: number}) => void) | null} onFrame
@@ -106,6 +107,7 @@ export class FrameLoader {
    */
   async _load(seq, signal, level, cells, t, spec, key) {
     const h = this.host;
+    if (this.shownInfo) h._afterFirstFrame();
     h.onLoading?.(true);
     const started = performance.now();
     const content = `${t}|${spec.key}`;
@@ -119,7 +121,7 @@ export class FrameLoader {
     // The first stretch's samples are taken from each cell as it arrives, like its upload, so
     // after the last cell only the sort is left (decision 0061).
     const stretching = !h.stretch && !FIXED_STRETCH[spec.mode];
-    /** @type {number[][]} */
+    /** @type {Float64Array[]} */
     const samples = [];
     const reads = need.map((c, i) =>
       h._read(level, t, c, signal).then((d) => {
@@ -159,6 +161,8 @@ export class FrameLoader {
       h._repaint();
     });
     h.stats.frames++;
+    // (after the frame that shows it: a task of the next animation frame's)
+    if (h.stats.frames === 1) (globalThis.requestAnimationFrame ?? setTimeout)(() => setTimeout(() => h._afterFirstFrame(), 0));
     h.stats.renderWaitMs = performance.now() - uploaded;
     h.onLoading?.(false);
     h.onFrame?.({ t, level, cells, ms: performance.now() - started });

@@ -76,6 +76,20 @@ export class Renderer {
   }
 
   /**
+   * Compile again when `state` colours a value-table display the other way than the program does
+   * (the first frame fetches its colours on the GPU, later ones are coloured on the CPU: decision
+   * 0073); the old program is deleted.
+   * @param {WebGL2RenderingContext} gl
+   * @param {DrawState} state
+   */
+  recompile(gl, state) {
+    if (!this.program?.valueLut || !!this.program.cpuColour === this.coloursOnCpu(state)) return;
+    gl.deleteProgram(this.program.program);
+    this.program = null;
+    this.compile(gl, state);
+  }
+
+  /**
    * The display values of the value table for `spec` (kept while the display is the same).
    * @param {import("./display.js").DisplaySpec} spec
    */
@@ -120,6 +134,7 @@ export class Renderer {
    */
   draw(gl, matrix, cells, state) {
     if (!cells.length || !state.stretch) return;
+    this.recompile(gl, state);
     if (!this.program) this.compile(gl, state);
     const { program, u } = this.program;
     gl.useProgram(program);

@@ -52,16 +52,23 @@ export function buildValueLut({
   if (alpha === 0) return { data: out, width: VALUE_LUT_WIDTH, height, base: kind.base };
   const a = alpha / 255;
   const span = max - min;
+  // The colour map's 256 entries premultiplied once, as RGBA8 words in the platform's byte
+  // order (the table is read as bytes), so each of the 2^16 values costs an index and a copy:
+  // the table is made after the first frame's last cell arrives, before its draw.
+  const palette = new Uint8Array(256 * 4);
+  for (let e = 0; e < 256 * 4; e += 4) {
+    palette[e] = Math.round(colormap[e] * a);
+    palette[e + 1] = Math.round(colormap[e + 1] * a);
+    palette[e + 2] = Math.round(colormap[e + 2] * a);
+    palette[e + 3] = alpha;
+  }
+  const words = new Uint32Array(palette.buffer);
+  const out32 = new Uint32Array(out.buffer);
   for (let i = 0; i < kind.size; i++) {
     const v = values[i];
     if (!Number.isFinite(v)) continue;
     const k = Math.max(0, Math.min(1, (v - min) / span));
-    const entry = Math.min(255, Math.floor(k * 255 + 0.5)) * 4;
-    const o = i * 4;
-    out[o] = Math.round(colormap[entry] * a);
-    out[o + 1] = Math.round(colormap[entry + 1] * a);
-    out[o + 2] = Math.round(colormap[entry + 2] * a);
-    out[o + 3] = alpha;
+    out32[i] = words[Math.min(255, Math.floor(k * 255 + 0.5))];
   }
   return { data: out, width: VALUE_LUT_WIDTH, height, base: kind.base };
 }
