@@ -91,11 +91,11 @@ export function stretchOf(samples) {
  * @returns {number}
  */
 function rankOf(sorted, k) {
-  const finite = sorted.reduce((a, v) => a + finiteCount(v), 0);
-  if (k >= finite) return NaN; // (the NaNs sort last)
-  for (const a of sorted) {
+  const finite = sorted.map(finiteCount);
+  if (k >= finite.reduce((a, n) => a + n, 0)) return NaN; // (the NaNs sort last)
+  for (const [i, a] of sorted.entries()) {
     let lo = 0;
-    let hi = finiteCount(a) - 1;
+    let hi = finite[i] - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
       const x = a[mid];
@@ -126,14 +126,15 @@ function finiteCount(a) {
 }
 
 /**
- * The number of values of sorted `a` below `x` (or at or below it, with `orEqual`); NaNs never.
+ * The number of values of sorted `a` below `x` (or at or below it, with `orEqual`). A NaN
+ * compares false both ways, so the NaNs at the end are never counted.
  * @param {Float64Array} a
  * @param {number} x
  * @param {boolean} orEqual
  */
 function bound(a, x, orEqual) {
   let lo = 0;
-  let hi = finiteCount(a);
+  let hi = a.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     if (a[mid] < x || (orEqual && a[mid] === x)) lo = mid + 1;
