@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bench import common
@@ -107,6 +108,32 @@ def test_the_browser_benches_writer_keeps_hand_written_text(tmp_path: Path) -> N
     assert "run 2" in _between_markers(got["A"]) and "run 1" not in got["A"]
     assert "old figures" in got["A"] and got["A"].rstrip().endswith("### analysis\n\nhand")
     assert got["C"] == "## C\n\nc body\n"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_ratio_interval_is_the_percentile_bootstrap_of_the_medians() -> None:
+    """report.mjs ratioInterval against numpy's own percentile bootstrap of the same runs: the
+    viewer's median over the smallest peer median, each library resampled apart."""
+    rng = np.random.default_rng(5)
+    viewer = rng.normal(610, 40, 60).round().tolist()
+    peers = [rng.normal(1000, 70, 60).round().tolist(), rng.normal(1300, 90, 60).round().tolist()]
+    same = [600.0] * 9
+    script = (
+        f"import {{ ratioInterval }} from {json.dumps((REPO / 'bench/js/report.mjs').as_uri())};"
+        f"console.log(JSON.stringify([ratioInterval({json.dumps(viewer)}, {json.dumps(peers)}),"
+        f" ratioInterval({json.dumps(same)}, [[1000, 1000], [1200]])]));"
+    )
+    out = subprocess.run(
+        ["node", "--input-type=module", "-e", script], check=True, capture_output=True, text=True
+    )
+    (lo, hi), constant = json.loads(out.stdout)
+    assert constant == [0.6, 0.6]  # no spread: the ratio itself
+    draws = 20000
+    med = lambda v: np.median(rng.choice(np.asarray(v), size=(draws, len(v))), axis=1)  # noqa: E731
+    ratios = med(viewer) / np.minimum(*(med(p) for p in peers))
+    np_lo, np_hi = np.percentile(ratios, [2.5, 97.5])
+    assert abs(lo - np_lo) < 0.01 and abs(hi - np_hi) < 0.01, (lo, hi, np_lo, np_hi)
+    assert lo < np.median(viewer) / min(np.median(p) for p in peers) < hi
 
 
 def test_every_script_title_is_a_section_of_the_notebook() -> None:

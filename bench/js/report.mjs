@@ -4,6 +4,9 @@
 // edited by hand).
 //
 // - median(xs): the middle value (the mean of the two middle ones for an even count).
+// - ratioInterval(xs, peers): the 95 % bootstrap interval of median(xs) / the smallest of the
+//   peers' medians (a first frame against the best peer's): the runs of each library resampled
+//   with replacement, 2,000 times, with a fixed seed (the same runs give the same interval).
 // - writeSection(file, section, { after }): `section` starts with its "## " title; in the section
 //   of that title in `file` only the block between the generated-text markers is replaced (the
 //   hand-written analysis around it is kept), else the section is inserted after the section
@@ -16,6 +19,31 @@ export const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
+
+/** A seeded uniform [0, 1) generator (mulberry32): a report's interval repeats for the same runs. */
+function uniform(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * The 95 % percentile bootstrap interval of median(xs) / min over `peers` of median(peer): each
+ * library's runs resampled with replacement `resamples` times. [lo, hi].
+ * @param {number[]} xs
+ * @param {number[][]} peers
+ */
+export function ratioInterval(xs, peers, { resamples = 2000, seed = 1 } = {}) {
+  const next = uniform(seed);
+  const draw = (v) => median(Array.from(v, () => v[Math.floor(next() * v.length)]));
+  const ratios = Array.from({ length: resamples }, () => draw(xs) / Math.min(...peers.map(draw))).sort((a, b) => a - b);
+  return [ratios[Math.floor(0.025 * (resamples - 1))], ratios[Math.ceil(0.975 * (resamples - 1))]];
+}
 
 export const GENERATED_BEGIN = "<!-- written by the benchmark script: begin -->";
 export const GENERATED_END = "<!-- written by the benchmark script: end -->";
