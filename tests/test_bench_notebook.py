@@ -136,6 +136,34 @@ def test_the_ratio_interval_is_the_percentile_bootstrap_of_the_medians() -> None
     assert lo < np.median(viewer) / min(np.median(p) for p in peers) < hi
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_paired_interval_is_the_bootstrap_of_the_run_by_run_differences() -> None:
+    """report.mjs pairedInterval: the median of ys[i] - xs[i] and its percentile bootstrap
+    interval over resampled pairs, against numpy's; a drift shared by both arms cancels."""
+    rng = np.random.default_rng(9)
+    drift = np.linspace(0, 60, 80)  # the machine slowing down over the A/B
+    xs = 600 + drift + rng.normal(0, 25, 80)
+    ys = 590 + drift + rng.normal(0, 25, 80)
+    script = (
+        f"import {{ pairedInterval }} from {json.dumps((REPO / 'bench/js/report.mjs').as_uri())};"
+        f"console.log(JSON.stringify(pairedInterval({json.dumps(xs.tolist())}, {json.dumps(ys.tolist())})));"
+    )
+    out = subprocess.run(
+        ["node", "--input-type=module", "-e", script], check=True, capture_output=True, text=True
+    )
+    got = json.loads(out.stdout)
+    diffs = ys - xs
+    assert got["median"] == float(np.median(diffs))
+    meds = np.median(rng.choice(diffs, size=(20000, diffs.size)), axis=1)
+    np_lo, np_hi = np.percentile(meds, [2.5, 97.5])
+    assert abs(got["lo"] - np_lo) <= 2.5 and abs(got["hi"] - np_hi) <= 2.5, (got, np_lo, np_hi)
+    # The drift falls on both arms of a pair: the arms resampled apart give a wider interval.
+    apart = np.median(rng.choice(ys, size=(20000, ys.size)), axis=1) - np.median(
+        rng.choice(xs, size=(20000, xs.size)), axis=1
+    )
+    assert got["hi"] - got["lo"] < np.subtract(*np.percentile(apart, [97.5, 2.5]))
+
+
 def test_every_script_title_is_a_section_of_the_notebook() -> None:
     titles = set(_sections(NOTEBOOK.read_text()))
     written = set()

@@ -6,7 +6,8 @@
 //
 //   cd js && node ../bench/js/peers.mjs [--reps 5] [--rtt 80] [--steps 48] [--no-write] [--first-only] [--trace]
 //       [--libs viewer,openlayers] [--flags angle] [--viewer-query rendering=interleaved]
-//       [--baseline DIR[,DIR...]]
+//       [--baseline DIR[,DIR...]]   (an A/B: each baseline's first frames minus the viewer's, paired
+//                                      by run, with the 95 % interval of the median difference)
 //
 // The store: bench/js/make_store.py --encoding none (24 x 2 x 1024 x 1024 uint16, cs 512, none,
 // zstd, unsharded: every library reads it), served by nginx on 127.0.0.1. First frames go through
@@ -48,7 +49,7 @@ const { buildViewer } = await import(pathToFileURL(path.join(JS, "tools", "build
 const { byKind, cpuDelta, cpuSnapshot } = await import(pathToFileURL(path.join(HERE, "proc_cpu.mjs")).href);
 const { startNginx } = await import(pathToFileURL(path.join(HERE, "servers.mjs")).href);
 const { startDelayProxy } = await import(pathToFileURL(path.join(HERE, "delay_proxy.mjs")).href);
-const { median, ratioInterval, writeSection } = await import(pathToFileURL(path.join(HERE, "report.mjs")).href);
+const { median, pairedInterval, ratioInterval, writeSection } = await import(pathToFileURL(path.join(HERE, "report.mjs")).href);
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : dflt);
@@ -249,6 +250,12 @@ try {
       ]),
     );
     console.error(flagName, JSON.stringify(results[flagName]));
+    // An A/B: each baseline against the viewer run by run (interleaved, so paired), since a
+    // batch's median moves by more than the effects such an A/B looks for.
+    for (const b of baselineNames.filter((b) => LIBS.includes(b) && LIBS.includes("viewer"))) {
+      const p = pairedInterval(results[flagName].viewer.firstRuns, results[flagName][b].firstRuns);
+      console.error(`${flagName} first frame, ${b} minus viewer, paired by run: median ${p.median.toFixed(1)} ms (95 % interval ${p.lo.toFixed(1)} to ${p.hi.toFixed(1)})`);
+    }
   }
   const loadAfter = os.loadavg();
   console.log(JSON.stringify({ results, load: { before: loadBefore, after: loadAfter } }, null, 1));

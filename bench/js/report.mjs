@@ -7,6 +7,8 @@
 // - ratioInterval(xs, peers): the 95 % bootstrap interval of median(xs) / the smallest of the
 //   peers' medians (a first frame against the best peer's): the runs of each library resampled
 //   with replacement, 2,000 times, with a fixed seed (the same runs give the same interval).
+// - pairedInterval(xs, ys): an A/B of runs interleaved one for one (xs[i] and ys[i] taken side
+//   by side): the median of ys[i] - xs[i] and its 95 % bootstrap interval, the pairs resampled.
 // - writeSection(file, section, { after }): `section` starts with its "## " title; in the section
 //   of that title in `file` only the block between the generated-text markers is replaced (the
 //   hand-written analysis around it is kept), else the section is inserted after the section
@@ -43,6 +45,20 @@ export function ratioInterval(xs, peers, { resamples = 2000, seed = 1 } = {}) {
   const draw = (v) => median(Array.from(v, () => v[Math.floor(next() * v.length)]));
   const ratios = Array.from({ length: resamples }, () => draw(xs) / Math.min(...peers.map(draw))).sort((a, b) => a - b);
   return [ratios[Math.floor(0.025 * (resamples - 1))], ratios[Math.ceil(0.975 * (resamples - 1))]];
+}
+
+/**
+ * The median of the paired differences ys[i] - xs[i] (runs taken side by side, so a slow stretch
+ * of the machine falls on both) and its 95 % percentile bootstrap interval: {median, lo, hi}.
+ * @param {number[]} xs
+ * @param {number[]} ys
+ */
+export function pairedInterval(xs, ys, { resamples = 2000, seed = 1 } = {}) {
+  const n = Math.min(xs.length, ys.length);
+  const diffs = Array.from({ length: n }, (_, i) => ys[i] - xs[i]);
+  const next = uniform(seed);
+  const meds = Array.from({ length: resamples }, () => median(Array.from(diffs, () => diffs[Math.floor(next() * n)]))).sort((a, b) => a - b);
+  return { median: median(diffs), lo: meds[Math.floor(0.025 * (resamples - 1))], hi: meds[Math.ceil(0.975 * (resamples - 1))] };
 }
 
 export const GENERATED_BEGIN = "<!-- written by the benchmark script: begin -->";
