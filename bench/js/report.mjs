@@ -35,16 +35,26 @@ function uniform(seed) {
 }
 
 /**
+ * The 95 % percentile bootstrap interval of `statistic` over `resamples` draws: `statistic` is
+ * called with `resample`, which gives a sample of an array's values drawn with replacement.
+ * [lo, hi].
+ * @param {(resample: (v: number[]) => number[]) => number} statistic
+ */
+function bootstrap(statistic, { resamples = 2000, seed = 1 } = {}) {
+  const next = uniform(seed);
+  const resample = (v) => Array.from(v, () => v[Math.floor(next() * v.length)]);
+  const draws = Array.from({ length: resamples }, () => statistic(resample)).sort((a, b) => a - b);
+  return [draws[Math.floor(0.025 * (resamples - 1))], draws[Math.ceil(0.975 * (resamples - 1))]];
+}
+
+/**
  * The 95 % percentile bootstrap interval of median(xs) / min over `peers` of median(peer): each
- * library's runs resampled with replacement `resamples` times. [lo, hi].
+ * library's runs resampled with replacement. [lo, hi].
  * @param {number[]} xs
  * @param {number[][]} peers
  */
-export function ratioInterval(xs, peers, { resamples = 2000, seed = 1 } = {}) {
-  const next = uniform(seed);
-  const draw = (v) => median(Array.from(v, () => v[Math.floor(next() * v.length)]));
-  const ratios = Array.from({ length: resamples }, () => draw(xs) / Math.min(...peers.map(draw))).sort((a, b) => a - b);
-  return [ratios[Math.floor(0.025 * (resamples - 1))], ratios[Math.ceil(0.975 * (resamples - 1))]];
+export function ratioInterval(xs, peers, options = {}) {
+  return bootstrap((resample) => median(resample(xs)) / Math.min(...peers.map((p) => median(resample(p)))), options);
 }
 
 /**
@@ -53,12 +63,10 @@ export function ratioInterval(xs, peers, { resamples = 2000, seed = 1 } = {}) {
  * @param {number[]} xs
  * @param {number[]} ys
  */
-export function pairedInterval(xs, ys, { resamples = 2000, seed = 1 } = {}) {
-  const n = Math.min(xs.length, ys.length);
-  const diffs = Array.from({ length: n }, (_, i) => ys[i] - xs[i]);
-  const next = uniform(seed);
-  const meds = Array.from({ length: resamples }, () => median(Array.from(diffs, () => diffs[Math.floor(next() * n)]))).sort((a, b) => a - b);
-  return { median: median(diffs), lo: meds[Math.floor(0.025 * (resamples - 1))], hi: meds[Math.ceil(0.975 * (resamples - 1))] };
+export function pairedInterval(xs, ys, options = {}) {
+  const diffs = Array.from({ length: Math.min(xs.length, ys.length) }, (_, i) => ys[i] - xs[i]);
+  const [lo, hi] = bootstrap((resample) => median(resample(diffs)), options);
+  return { median: median(diffs), lo, hi };
 }
 
 export const GENERATED_BEGIN = "<!-- written by the benchmark script: begin -->";
