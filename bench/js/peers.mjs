@@ -6,6 +6,7 @@
 //
 //   cd js && node ../bench/js/peers.mjs [--reps 5] [--rtt 80] [--steps 48] [--no-write] [--first-only] [--trace]
 //       [--libs viewer,openlayers] [--flags angle] [--viewer-query rendering=interleaved]
+//       [--no-devtools | --devtools-only]   (first frames one way of the two, below)
 //       [--baseline DIR[,DIR...]]   (an A/B: each baseline's first frames minus the viewer's, paired
 //                                      by run, with the 95 % interval of the median difference)
 //
@@ -21,6 +22,13 @@
 // page and its scripts included); "store GETs" the store's requests before it; the CPU to first
 // frame is that of the GPU process and of the renderers (proc_cpu.mjs) from navigation to the
 // frame, median of the runs (where the time goes under GPU compositing on SwiftShader).
+// Each first frame is measured two ways, interleaved (decision 0074): through Playwright, whose
+// DevTools session is attached to the page from its start (its scripts injected into the
+// document, every request reported; a fresh context of one running browser per run), and with no
+// DevTools client during the load, as a person's browser loads a page (a fresh Chromium per run
+// on a driver page that makes a WebGL context and then follows a link to the library's page; the
+// page's own clocks read once the frame is long drawn: first_frame_nodevtools.mjs's method,
+// decision 0028). The same definitions of the frame hold both ways.
 //
 // Scrub: direct to nginx (no added RTT), one browser context per library: after a warm-up pass
 // over every timestep (all chunks resident, as far as the library keeps them), --steps timesteps
@@ -31,7 +39,7 @@
 // bytes per step from nginx's access log. Writes the "Map libraries side by side" section of
 // docs/benchmarks-archive.md unless --no-write.
 
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
@@ -58,6 +66,15 @@ const RTT = opt("--rtt", 80);
 const STEPS = opt("--steps", 48);
 const trace = args.includes("--trace"); // print each first frame's requests and the viewer's marks
 const firstOnly = args.includes("--first-only"); // first frames alone, printed, nothing written
+// First frames are measured two ways (decision 0074): "bare", with no DevTools client during the
+// load (firstFrameBare: how a person's browser loads the page), and "devtools", through
+// Playwright's DevTools session (firstFrame: with the CPU to the frame). --no-devtools measures
+// the first alone, --devtools-only the second alone.
+const WAYS = args.includes("--no-devtools") ? ["bare"] : args.includes("--devtools-only") ? ["devtools"] : ["bare", "devtools"];
+const WAY_NAMES = { bare: "no DevTools client", devtools: "Playwright's DevTools client" };
+const LEAD_MS = 2000; // --no-devtools: the driver page's wait before it follows the link
+const ATTACH_MS = LEAD_MS + 2500 + 25 * RTT; // --no-devtools: when this script attaches (the frame long drawn)
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const write = !args.includes("--no-write") && !firstOnly;
 const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
 const BASE = [
@@ -84,6 +101,27 @@ const baselineNames = baselineDirs.map((_, i) => (i ? `baseline-${i + 1}` : "bas
 const LIBS = args.includes("--libs") ? args[args.indexOf("--libs") + 1].split(",") : ["viewer", "openlayers", "zarr-layer", ...baselineNames];
 const isViewer = (lib) => lib === "viewer" || lib.startsWith("baseline");
 const viewport = { width: 1280, height: 800 };
+
+/** In the page, once its first frame is drawn: when (ms from navigation), the request chain, the store's GETs, the viewer's marks. */
+const readFrame = (viewer) => {
+  const at = viewer ? window.viewer.firstFrameAt : window.peer.firstFrameAt;
+  if (at < 0) return { error: window.peer.error };
+  const nav = performance.getEntriesByType("navigation")[0];
+  const et = window.CHRONOZARR_VIEWER?.early?.timing; // a viewer build whose early Worker fetches
+  const shift = et ? et.timeOrigin - performance.timeOrigin : 0;
+  const res = [
+    nav,
+    ...performance.getEntriesByType("resource"),
+    ...(et?.entries ?? []).map((e) => ({ ...e, startTime: e.startTime + shift, responseEnd: e.responseEnd + shift })),
+  ].filter((r) => r.responseEnd > 0 && r.responseEnd <= at);
+  const depth = new Map();
+  const sorted = [...res].sort((a, b) => a.startTime - b.startTime);
+  for (const r of sorted)
+    depth.set(r, 1 + Math.max(0, ...sorted.filter((q) => q.responseEnd <= r.startTime).map((q) => depth.get(q) ?? 0)));
+  const reqs = sorted.map((r) => `${r.name.split("/").slice(-3).join("/")} ${r.startTime.toFixed(0)}-${r.responseEnd.toFixed(0)} d${depth.get(r)}${r.connectEnd > r.connectStart ? " new-conn" : ""} ${r.transferSize ?? ""}`);
+  const marks = Object.fromEntries(Object.entries({ ...(window.CHRONOZARR_VIEWER?.early?.marks ?? {}), ...(window.viewer?.marks ?? {}) }).filter(([, v]) => typeof v === "number").map(([k, v]) => [k, Math.round(v)]));
+  return { ms: at, chain: Math.max(...depth.values()), storeGets: res.filter((r) => /store\.zarr\//.test(r.name)).length, reqs, marks };
+};
 
 const work = mkdtempSync(path.join(os.tmpdir(), "chronozarr-peers-"));
 chmodSync(work, 0o755); // nginx workers run as an unprivileged user
@@ -154,31 +192,60 @@ try {
     await p.goto(`${proxy.url}/${urls[lib]}`, { waitUntil: "commit" });
     await p.waitForFunction(frameAt[lib], null, { timeout: 60000 });
     const cpuFirst = byKind(cpuDelta(cpu0, cpuSnapshot())); // every process of the browser, navigation to frame
-    const out = await p.evaluate((viewer) => {
-      const at = viewer ? window.viewer.firstFrameAt : window.peer.firstFrameAt;
-      if (at < 0) return { error: window.peer.error };
-      const nav = performance.getEntriesByType("navigation")[0];
-      const et = window.CHRONOZARR_VIEWER?.early?.timing; // a viewer build whose early Worker fetches
-      const shift = et ? et.timeOrigin - performance.timeOrigin : 0;
-      const res = [
-        nav,
-        ...performance.getEntriesByType("resource"),
-        ...(et?.entries ?? []).map((e) => ({ ...e, startTime: e.startTime + shift, responseEnd: e.responseEnd + shift })),
-      ].filter((r) => r.responseEnd > 0 && r.responseEnd <= at);
-      const depth = new Map();
-      const sorted = [...res].sort((a, b) => a.startTime - b.startTime);
-      for (const r of sorted)
-        depth.set(r, 1 + Math.max(0, ...sorted.filter((q) => q.responseEnd <= r.startTime).map((q) => depth.get(q) ?? 0)));
-      const reqs = sorted.map((r) => `${r.name.split("/").slice(-3).join("/")} ${r.startTime.toFixed(0)}-${r.responseEnd.toFixed(0)} d${depth.get(r)}${r.connectEnd > r.connectStart ? " new-conn" : ""} ${r.transferSize ?? ""}`);
-      const marks = Object.fromEntries(Object.entries({ ...(window.CHRONOZARR_VIEWER?.early?.marks ?? {}), ...(window.viewer?.marks ?? {}) }).filter(([, v]) => typeof v === "number").map(([k, v]) => [k, Math.round(v)]));
-      return { ms: at, chain: Math.max(...depth.values()), storeGets: res.filter((r) => /store\.zarr\//.test(r.name)).length, reqs, marks };
-    }, isViewer(lib));
+    const out = await p.evaluate(readFrame, isViewer(lib));
     await ctx.close();
     if (out.error) throw new Error(`${lib}: ${out.error}`);
     out.gpuMs = cpuFirst["GPU process"] ?? 0;
     out.rendererMs = cpuFirst.renderer ?? 0;
     if (trace) console.error(lib, Math.round(out.ms), JSON.stringify(out.marks), "\n  " + out.reqs.join("\n  "));
     return out;
+  };
+
+  /**
+   * One cold first frame of `lib` with no DevTools client during the load (--no-devtools; the
+   * method of first_frame_nodevtools.mjs, decision 0028): a fresh Chromium with `flags` on a
+   * driver page, served by nginx directly, that makes a WebGL context (the GPU process up, as in a
+   * running browser) and after LEAD_MS follows a link to the library's page through the proxy.
+   * The driver's origin is another site (localhost, where the page is 127.0.0.1), so the page
+   * opens in a renderer process of its own, as a link from another site does.
+   * This script attaches only once the frame is long drawn and reads the page's own clocks. The
+   * CPU columns are not measured this way (the navigation's start is the page's, not ours).
+   */
+  const firstFrameBare = async (flags, lib, i) => {
+    const profile = mkdtempSync(path.join(work, "profile-"));
+    const go = `go-${i}-${lib}.html`;
+    const target = `${proxy.url}/${urls[lib]}`;
+    writeFileSync(
+      path.join(work, go),
+      `<!doctype html><script>document.createElement("canvas").getContext("webgl2")?.finish(); setTimeout(function () { location.href = ${JSON.stringify(target)}; }, ${LEAD_MS});</script>`,
+    );
+    // 1280 x 800 CSS px of page: headless Chromium's window is 143 px taller than its page.
+    const proc = spawn("/usr/bin/chromium", [...BASE, ...flags, "--window-size=1280,943", `--user-data-dir=${profile}`, "--remote-debugging-port=0", `http://localhost:${nginx.port}/${go}`], {
+      stdio: "ignore",
+      detached: true,
+    });
+    const exited = new Promise((r) => proc.once("exit", r));
+    try {
+      await sleep(ATTACH_MS);
+      const port = readFileSync(path.join(profile, "DevToolsActivePort"), "utf8").split("\n")[0];
+      const browser = await chromium.connectOverCDP(`http://127.0.0.1:${port}`);
+      const p = browser.contexts()[0].pages().find((q) => q.url().startsWith(proxy.url));
+      if (!p) throw new Error(`${lib}: the driver page did not reach the library's page`);
+      const drawn = await p.evaluate(frameAt[lib]);
+      const size = await p.evaluate(() => [innerWidth, innerHeight]);
+      const out = drawn ? await p.evaluate(readFrame, isViewer(lib)) : null;
+      await browser.close().catch(() => {});
+      if (!out) throw new Error(`${lib}: no first frame within ${ATTACH_MS} ms of the browser's start (raise ATTACH_MS)`);
+      if (out.error) throw new Error(`${lib}: ${out.error}`);
+      if (size[0] !== viewport.width || size[1] !== viewport.height) throw new Error(`${lib}: the page is ${size.join(" x ")}, not 1280 x 800`);
+      out.gpuMs = NaN;
+      out.rendererMs = NaN;
+      if (trace) console.error(lib, Math.round(out.ms), JSON.stringify(out.marks), "\n  " + out.reqs.join("\n  "));
+      return out;
+    } finally {
+      process.kill(-proc.pid, "SIGKILL"); // the whole browser: its zygote, renderers, GPU process
+      await exited;
+    }
   };
 
   /** Steps per second over STEPS timesteps with every chunk resident, CPU and GETs per step. */
@@ -229,33 +296,35 @@ try {
     const warm = await browser.newPage();
     await warm.evaluate(() => document.createElement("canvas").getContext("webgl2")?.finish());
     await warm.close();
-    const first = Object.fromEntries(LIBS.map((l) => [l, []]));
-    for (let i = 0; i < reps; i++) for (const lib of LIBS) first[lib].push(await firstFrame(browser, lib)); // interleaved
+    // First frames both ways (WAYS), interleaved library by library and way by way within a run.
+    const first = Object.fromEntries(WAYS.map((w) => [w, Object.fromEntries(LIBS.map((l) => [l, []]))]));
+    for (let i = 0; i < reps; i++)
+      for (const lib of LIBS)
+        for (const way of WAYS) first[way][lib].push(way === "bare" ? await firstFrameBare(flags, lib, i) : await firstFrame(browser, lib));
     const scrubs = {};
     for (const lib of LIBS) scrubs[lib] = firstOnly ? { rate: 0, cpu: {}, cpuAll: 0, gets: 0, bytes: 0 } : await scrub(browser, lib);
     await browser.close();
-    results[flagName] = Object.fromEntries(
-      LIBS.map((lib) => [
-        lib,
-        {
-          firstMs: median(first[lib].map((r) => r.ms)),
-          firstRange: [Math.min(...first[lib].map((r) => r.ms)), Math.max(...first[lib].map((r) => r.ms))],
-          chain: median(first[lib].map((r) => r.chain)),
-          firstGpuMs: median(first[lib].map((r) => r.gpuMs)),
-          firstRendererMs: median(first[lib].map((r) => r.rendererMs)),
-          storeGets: median(first[lib].map((r) => r.storeGets)),
-          firstRuns: first[lib].map((r) => r.ms),
-          ...scrubs[lib],
-        },
-      ]),
-    );
+    const summary = (runs) =>
+      runs.length
+        ? {
+            firstMs: median(runs.map((r) => r.ms)),
+            firstRange: [Math.min(...runs.map((r) => r.ms)), Math.max(...runs.map((r) => r.ms))],
+            chain: median(runs.map((r) => r.chain)),
+            firstGpuMs: median(runs.map((r) => r.gpuMs)),
+            firstRendererMs: median(runs.map((r) => r.rendererMs)),
+            storeGets: median(runs.map((r) => r.storeGets)),
+            firstRuns: runs.map((r) => r.ms),
+          }
+        : null;
+    results[flagName] = Object.fromEntries(LIBS.map((lib) => [lib, { ...Object.fromEntries(WAYS.map((w) => [w, summary(first[w][lib])])), ...scrubs[lib] }]));
     console.error(flagName, JSON.stringify(results[flagName]));
     // An A/B: each baseline against the viewer run by run (interleaved, so paired), since a
     // batch's median moves by more than the effects such an A/B looks for.
-    for (const b of baselineNames.filter((b) => LIBS.includes(b) && LIBS.includes("viewer"))) {
-      const p = pairedInterval(results[flagName].viewer.firstRuns, results[flagName][b].firstRuns);
-      console.error(`${flagName} first frame, ${b} minus viewer, paired by run: median ${p.median.toFixed(1)} ms (95 % interval ${p.lo.toFixed(1)} to ${p.hi.toFixed(1)})`);
-    }
+    for (const way of WAYS)
+      for (const b of baselineNames.filter((b) => LIBS.includes(b) && LIBS.includes("viewer"))) {
+        const p = pairedInterval(results[flagName].viewer[way].firstRuns, results[flagName][b][way].firstRuns);
+        console.error(`${flagName} first frame (${WAY_NAMES[way]}), ${b} minus viewer, paired by run: median ${p.median.toFixed(1)} ms (95 % interval ${p.lo.toFixed(1)} to ${p.hi.toFixed(1)})`);
+      }
   }
   const loadAfter = os.loadavg();
   console.log(JSON.stringify({ results, load: { before: loadBefore, after: loadAfter } }, null, 1));
@@ -270,28 +339,32 @@ try {
   const f0 = (x) => x.toFixed(0);
   const f1 = (x) => x.toFixed(1);
   const rows = [];
+  const firstCell = (f) => (f ? `${f0(f.firstMs)} (${f0(f.firstRange[0])}-${f0(f.firstRange[1])})` : "not measured");
   for (const [flagName, libs] of Object.entries(results)) {
-    const best = (key, pick) => pick(...["openlayers", "zarr-layer"].map((l) => libs[l][key]));
     for (const lib of LIBS) {
       const r = libs[lib];
+      const d = r.devtools; // the chain, GETs and CPU columns: Playwright's runs where measured
+      const f = d ?? r.bare;
       const cpu = Object.entries(r.cpu)
         .sort((a, b) => b[1] - a[1])
         .slice(0, 3)
         .map(([k, ms]) => `${k} ${f1(ms)}`)
         .join(", ");
       rows.push(
-        `| \`${flagName}\` | ${lib} | ${f0(r.firstMs)} (${f0(r.firstRange[0])}-${f0(r.firstRange[1])}) | ${f0(r.firstGpuMs)} / ${f0(r.firstRendererMs)} | ${r.chain} | ${r.storeGets} | ${f1(r.rate)} | ${f1(r.cpuAll)} (${cpu}) | ${f1(r.gets)} / ${f0(r.bytes / 1024)} KB |`,
+        `| \`${flagName}\` | ${lib} | ${firstCell(r.bare)} | ${firstCell(d)} | ${d ? `${f0(d.firstGpuMs)} / ${f0(d.firstRendererMs)}` : ""} | ${f.chain} | ${f.storeGets} | ${f1(r.rate)} | ${f1(r.cpuAll)} (${cpu}) | ${f1(r.gets)} / ${f0(r.bytes / 1024)} KB |`,
       );
     }
-    const v = libs.viewer;
     if (["viewer", "openlayers", "zarr-layer"].every((l) => LIBS.includes(l))) {
       // The ratio's 95 % bootstrap interval: a run's median moves by more than the 5 % between
       // 0.6x and where the viewer stands, so the row says how far the runs can carry the ratio.
-      const [lo, hi] = ratioInterval(v.firstRuns, [libs.openlayers.firstRuns, libs["zarr-layer"].firstRuns]);
-      const rate = firstOnly ? "" : `${(v.rate / best("rate", Math.max)).toFixed(2)}x`;
-      rows.push(
-        `| \`${flagName}\` | viewer / best peer | ${(v.firstMs / best("firstMs", Math.min)).toFixed(2)}x (95 % interval ${lo.toFixed(2)}-${hi.toFixed(2)}) | | | | ${rate} | | |`,
-      );
+      const ratio = (way) => {
+        if (!libs.viewer[way]) return "";
+        const [lo, hi] = ratioInterval(libs.viewer[way].firstRuns, [libs.openlayers[way].firstRuns, libs["zarr-layer"][way].firstRuns]);
+        const best = Math.min(libs.openlayers[way].firstMs, libs["zarr-layer"][way].firstMs);
+        return `${(libs.viewer[way].firstMs / best).toFixed(2)}x (95 % interval ${lo.toFixed(2)}-${hi.toFixed(2)})`;
+      };
+      const rate = firstOnly ? "" : `${(libs.viewer.rate / Math.max(libs.openlayers.rate, libs["zarr-layer"].rate)).toFixed(2)}x`;
+      rows.push(`| \`${flagName}\` | viewer / best peer | ${ratio("bare")} | ${ratio("devtools")} | | | | ${rate} | | |`);
     }
   }
   const date = new Date().toISOString().slice(0, 16).replace("T", " ");
@@ -300,13 +373,16 @@ try {
 \`cd js && node ../bench/js/peers.mjs --reps ${reps} --rtt ${RTT} --steps ${STEPS}\`, ${date} UTC, load (1-min average)
 ${f1(loadBefore[0])} before, ${f1(loadAfter[0])} after; ${versions.chromium}, ol ${versions.ol}, zarr-layer ${versions.zarrLayer}, MapLibre ${versions.maplibre}.
 Store: make_store.py --encoding none (24 x 2 x 1024 x 1024 uint16, cs 512, unsharded), one band shown.
-First frame: cold, through the ${RTT} ms delay proxy, median (range) of ${reps} runs interleaved by library (viewer / best peer: the
-ratio of the medians and its 95 % bootstrap interval, report.mjs ratioInterval); scrub: direct to nginx,
+First frame: cold, through the ${RTT} ms delay proxy, median (range) of ${reps} runs interleaved by library, measured two ways
+(decision 0074): with no DevTools client during the load (a fresh browser per run follows a link from a driver page that
+has made a WebGL context; its clocks read after the frame), and through Playwright's DevTools session (a fresh context of
+one running browser per run; the CPU, chain and GET columns are from these runs). Viewer / best peer: the ratio of the
+medians and its 95 % bootstrap interval (report.mjs ratioInterval). Scrub: direct to nginx,
 ${STEPS} timesteps after a warm-up pass, each requested once the previous is drawn. Flags: each row's, beside
 \`${BASE.join(" ")}\` (the angle row adds \`--enable-unsafe-swiftshader\`).
 
-| flags | library | first frame ms | CPU ms to first frame: GPU process / renderer | chain | store GETs | scrub steps/s | CPU ms per step (top processes) | GETs / bytes per step |
-|---|---|---|---|---|---|---|---|---|
+| flags | library | first frame ms, no DevTools client | first frame ms, Playwright | CPU ms to first frame (Playwright): GPU process / renderer | chain | store GETs | scrub steps/s | CPU ms per step (top processes) | GETs / bytes per step |
+|---|---|---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
 `;
   console.log(section);
