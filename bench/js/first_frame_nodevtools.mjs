@@ -22,20 +22,18 @@
 // viewer.mjs's header says) is measured interleaved, run by run. Writes the "Map viewer: first
 // frame, no DevTools client" section of docs/benchmarks-archive.md unless --no-write.
 
-import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
+import { spawnSync } from "node:child_process";
+import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, "..", "..");
-const require = createRequire(path.join(REPO, "js", "package.json"));
-const { chromium } = require("playwright-core");
 const { buildViewer } = await import(pathToFileURL(path.join(REPO, "js", "tools", "build-viewer.mjs")).href);
 const { startNginx } = await import(pathToFileURL(path.join(HERE, "servers.mjs")).href);
 const { startDelayProxy } = await import(pathToFileURL(path.join(HERE, "delay_proxy.mjs")).href);
+const { loadBare } = await import(pathToFileURL(path.join(HERE, "bare_browser.mjs")).href);
 const { median, writeSection } = await import(pathToFileURL(path.join(HERE, "report.mjs")).href);
 
 const args = process.argv.slice(2);
@@ -50,7 +48,42 @@ const ATTACH_MS = LEAD_MS + 1500 + 25 * RTT; // when this script attaches: the f
 // 1280 x 800 CSS px of page, as viewer.mjs's viewport: headless Chromium's window is 143 px taller.
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1280,943"];
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** In the viewer's page once its frame is long drawn: its clocks (Resource Timing, the early Worker's, the viewer's marks). */
+const READ_PAGE = () => {
+  const now = performance.now();
+  const v = window.viewer;
+  const early = window.CHRONOZARR_VIEWER?.early ?? {};
+  const nav = performance.getEntriesByType("navigation")[0];
+  const res = performance.getEntriesByType("resource");
+  // The early chunk fetcher Worker's entries, on its own time origin.
+  const shift = early.timing ? early.timing.timeOrigin - performance.timeOrigin : 0;
+  const chunks = (early.timing?.entries ?? [])
+    .filter((e) => /\/data\/c\/0\//.test(e.name) && e.startTime + shift < (v?.firstFrameAt ?? Infinity))
+    .map((e) => ({ start: e.startTime + shift, end: e.responseEnd + shift, fresh: e.connectEnd > e.connectStart }));
+  const root = res.find((e) => /store\.zarr\/zarr\.json$/.test(e.name));
+  const marks = early.marks ?? {};
+  const at = (prefix) => Math.max(...Object.entries(marks).filter(([k]) => k.startsWith(prefix)).map(([, t]) => t));
+  return {
+    now,
+    issued: v?.firstFrameAt ?? null,
+    // Rendered: the GPU has run the frame's commands (layer.rendered(), a fence); a build
+    // before it reports only the draw issued.
+    frame: v?.firstFrameRenderedAt ?? v?.firstFrameAt ?? null,
+    hasRendered: v?.firstFrameRenderedAt != null,
+    width: innerWidth,
+    height: innerHeight,
+    page: nav.responseEnd,
+    rootFresh: root ? root.connectEnd > root.connectStart : false,
+    rootStart: root?.startTime ?? NaN,
+    root: root?.responseEnd ?? NaN,
+    chunkStart: Math.min(...chunks.map((c) => c.start)),
+    chunks: Math.max(...chunks.map((c) => c.end)),
+    chunkCount: chunks.length,
+    freshChunks: chunks.filter((c) => c.fresh).length,
+    chunkInPage: at("chunk c/"),
+    decoded: at("decoded c/"),
+  };
+};
 
 const work = mkdtempSync(path.join(os.tmpdir(), "chronozarr-first-frame-"));
 chmodSync(work, 0o755); // nginx workers run as an unprivileged user
@@ -73,69 +106,31 @@ try {
 
   /** One cold first frame of the viewer folder `dir`, read after the fact from the page's clocks. */
   const run = async (dir, i, via = proxy) => {
-    const profile = mkdtempSync(path.join(work, "profile-"));
     const target = `${via.url}/${dir}/index.html?style=style.json&store=../store.zarr/`;
     const rtt = via === proxy ? RTT : 0;
     writeFileSync(path.join(work, `go-${dir}-${i}-${rtt}.html`), `<!doctype html><script>setTimeout(function () { location.href = ${JSON.stringify(target)}; }, ${LEAD_MS});</script>`);
-    const proc = spawn("/usr/bin/chromium", [...ARGS, `--user-data-dir=${profile}`, "--remote-debugging-port=0", `${nginx.url}/go-${dir}-${i}-${rtt}.html`], { stdio: "ignore", detached: true });
-    const exited = new Promise((r) => proc.once("exit", r));
-    try {
-      await sleep(ATTACH_MS);
-      const port = readFileSync(path.join(profile, "DevToolsActivePort"), "utf8").split("\n")[0];
-      const browser = await chromium.connectOverCDP(`http://127.0.0.1:${port}`);
-      version ||= browser.version();
-      const page = browser.contexts()[0].pages().find((p) => p.url().startsWith(via.url));
-      if (!page) throw new Error(`${dir}: the driver page did not reach the viewer`);
-      const out = await page.evaluate(() => {
-        const now = performance.now();
-        const v = window.viewer;
-        const early = window.CHRONOZARR_VIEWER?.early ?? {};
-        const nav = performance.getEntriesByType("navigation")[0];
-        const res = performance.getEntriesByType("resource");
-        // The early chunk fetcher Worker's entries, on its own time origin.
-        const shift = early.timing ? early.timing.timeOrigin - performance.timeOrigin : 0;
-        const chunks = (early.timing?.entries ?? [])
-          .filter((e) => /\/data\/c\/0\//.test(e.name) && e.startTime + shift < (v?.firstFrameAt ?? Infinity))
-          .map((e) => ({ start: e.startTime + shift, end: e.responseEnd + shift, fresh: e.connectEnd > e.connectStart }));
-        const root = res.find((e) => /store\.zarr\/zarr\.json$/.test(e.name));
-        const marks = early.marks ?? {};
-        const at = (prefix) => Math.max(...Object.entries(marks).filter(([k]) => k.startsWith(prefix)).map(([, t]) => t));
-        return {
-          now,
-          issued: v?.firstFrameAt ?? null,
-          // Rendered: the GPU has run the frame's commands (layer.rendered(), a fence); a build
-          // before it reports only the draw issued.
-          frame: v?.firstFrameRenderedAt ?? v?.firstFrameAt ?? null,
-          hasRendered: v?.firstFrameRenderedAt != null,
-          width: innerWidth,
-          height: innerHeight,
-          page: nav.responseEnd,
-          rootFresh: root ? root.connectEnd > root.connectStart : false,
-          rootStart: root?.startTime ?? NaN,
-          root: root?.responseEnd ?? NaN,
-          chunkStart: Math.min(...chunks.map((c) => c.start)),
-          chunks: Math.max(...chunks.map((c) => c.end)),
-          chunkCount: chunks.length,
-          freshChunks: chunks.filter((c) => c.fresh).length,
-          chunkInPage: at("chunk c/"),
-          decoded: at("decoded c/"),
-        };
-      });
-      await browser.close().catch(() => {});
-      if (out.frame === null || out.frame > out.now) throw new Error(`${dir}: no first frame within ${ATTACH_MS} ms of the start (raise ATTACH_MS)`);
-      if (out.width !== 1280 || out.height !== 800) throw new Error(`${dir}: the page is ${out.width} x ${out.height}, not 1280 x 800`);
-      if (out.chunkCount !== 4) throw new Error(`${dir}: ${out.chunkCount} early chunk GETs, not the 2 x 2 view's 4`);
-      // The round trips waited for, in order (HTTP/1.1): the page's connection (a fresh browser
-      // has none to the proxy) and GET, the root's GET (and a connection if it opened one), the
-      // chunks' GETs (and one connection more if any chunk opened one: they run in parallel).
-      out.trips = 2 + (out.rootFresh ? 2 : 1) + (out.freshChunks > 0 ? 2 : 1);
-      out.client = out.frame - out.trips * rtt;
-      out.afterChunks = out.frame - out.chunks;
-      return out;
-    } finally {
-      process.kill(-proc.pid, "SIGKILL"); // the whole browser: its zygote, renderers, GPU process
-      await exited;
-    }
+    const out = await loadBare({
+      args: ARGS,
+      driverUrl: `${nginx.url}/go-${dir}-${i}-${rtt}.html`,
+      profileRoot: work,
+      attachMs: ATTACH_MS,
+      inspect: async (browser) => {
+        version ||= browser.version();
+        const page = browser.contexts()[0].pages().find((p) => p.url().startsWith(via.url));
+        if (!page) throw new Error(`${dir}: the driver page did not reach the viewer`);
+        return page.evaluate(READ_PAGE);
+      },
+    });
+    if (out.frame === null || out.frame > out.now) throw new Error(`${dir}: no first frame within ${ATTACH_MS} ms of the start (raise ATTACH_MS)`);
+    if (out.width !== 1280 || out.height !== 800) throw new Error(`${dir}: the page is ${out.width} x ${out.height}, not 1280 x 800`);
+    if (out.chunkCount !== 4) throw new Error(`${dir}: ${out.chunkCount} early chunk GETs, not the 2 x 2 view's 4`);
+    // The round trips waited for, in order (HTTP/1.1): the page's connection (a fresh browser
+    // has none to the proxy) and GET, the root's GET (and a connection if it opened one), the
+    // chunks' GETs (and one connection more if any chunk opened one: they run in parallel).
+    out.trips = 2 + (out.rootFresh ? 2 : 1) + (out.freshChunks > 0 ? 2 : 1);
+    out.client = out.frame - out.trips * rtt;
+    out.afterChunks = out.frame - out.chunks;
+    return out;
   };
 
   const mine = [];

@@ -39,7 +39,7 @@
 // bytes per step from nginx's access log. Writes the "Map libraries side by side" section of
 // docs/benchmarks-archive.md unless --no-write.
 
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
@@ -57,6 +57,7 @@ const { buildViewer } = await import(pathToFileURL(path.join(JS, "tools", "build
 const { byKind, cpuDelta, cpuSnapshot } = await import(pathToFileURL(path.join(HERE, "proc_cpu.mjs")).href);
 const { startNginx } = await import(pathToFileURL(path.join(HERE, "servers.mjs")).href);
 const { startDelayProxy } = await import(pathToFileURL(path.join(HERE, "delay_proxy.mjs")).href);
+const { loadBare } = await import(pathToFileURL(path.join(HERE, "bare_browser.mjs")).href);
 const { median, pairedInterval, ratioInterval, writeSection } = await import(pathToFileURL(path.join(HERE, "report.mjs")).href);
 
 const args = process.argv.slice(2);
@@ -74,7 +75,6 @@ const WAYS = args.includes("--no-devtools") ? ["bare"] : args.includes("--devtoo
 const WAY_NAMES = { bare: "no DevTools client", devtools: "Playwright's DevTools client" };
 const LEAD_MS = 2000; // --no-devtools: the driver page's wait before it follows the link
 const ATTACH_MS = LEAD_MS + 2500 + 25 * RTT; // --no-devtools: when this script attaches (the frame long drawn)
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const write = !args.includes("--no-write") && !firstOnly;
 const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
 const BASE = [
@@ -212,40 +212,32 @@ try {
    * CPU columns are not measured this way (the navigation's start is the page's, not ours).
    */
   const firstFrameBare = async (flags, lib, i) => {
-    const profile = mkdtempSync(path.join(work, "profile-"));
     const go = `go-${i}-${lib}.html`;
     const target = `${proxy.url}/${urls[lib]}`;
     writeFileSync(
       path.join(work, go),
       `<!doctype html><script>document.createElement("canvas").getContext("webgl2")?.finish(); setTimeout(function () { location.href = ${JSON.stringify(target)}; }, ${LEAD_MS});</script>`,
     );
-    // 1280 x 800 CSS px of page: headless Chromium's window is 143 px taller than its page.
-    const proc = spawn("/usr/bin/chromium", [...BASE, ...flags, "--window-size=1280,943", `--user-data-dir=${profile}`, "--remote-debugging-port=0", `http://localhost:${nginx.port}/${go}`], {
-      stdio: "ignore",
-      detached: true,
+    const [out, size] = await loadBare({
+      // 1280 x 800 CSS px of page: headless Chromium's window is 143 px taller than its page.
+      args: [...BASE, ...flags, "--window-size=1280,943"],
+      driverUrl: `http://localhost:${nginx.port}/${go}`,
+      profileRoot: work,
+      attachMs: ATTACH_MS,
+      inspect: async (browser) => {
+        const p = browser.contexts()[0].pages().find((q) => q.url().startsWith(proxy.url));
+        if (!p) throw new Error(`${lib}: the driver page did not reach the library's page`);
+        const drawn = await p.evaluate(frameAt[lib]);
+        return [drawn ? await p.evaluate(readFrame, isViewer(lib)) : null, await p.evaluate(() => [innerWidth, innerHeight])];
+      },
     });
-    const exited = new Promise((r) => proc.once("exit", r));
-    try {
-      await sleep(ATTACH_MS);
-      const port = readFileSync(path.join(profile, "DevToolsActivePort"), "utf8").split("\n")[0];
-      const browser = await chromium.connectOverCDP(`http://127.0.0.1:${port}`);
-      const p = browser.contexts()[0].pages().find((q) => q.url().startsWith(proxy.url));
-      if (!p) throw new Error(`${lib}: the driver page did not reach the library's page`);
-      const drawn = await p.evaluate(frameAt[lib]);
-      const size = await p.evaluate(() => [innerWidth, innerHeight]);
-      const out = drawn ? await p.evaluate(readFrame, isViewer(lib)) : null;
-      await browser.close().catch(() => {});
-      if (!out) throw new Error(`${lib}: no first frame within ${ATTACH_MS} ms of the browser's start (raise ATTACH_MS)`);
-      if (out.error) throw new Error(`${lib}: ${out.error}`);
-      if (size[0] !== viewport.width || size[1] !== viewport.height) throw new Error(`${lib}: the page is ${size.join(" x ")}, not 1280 x 800`);
-      out.gpuMs = NaN;
-      out.rendererMs = NaN;
-      if (trace) console.error(lib, Math.round(out.ms), JSON.stringify(out.marks), "\n  " + out.reqs.join("\n  "));
-      return out;
-    } finally {
-      process.kill(-proc.pid, "SIGKILL"); // the whole browser: its zygote, renderers, GPU process
-      await exited;
-    }
+    if (!out) throw new Error(`${lib}: no first frame within ${ATTACH_MS} ms of the browser's start (raise ATTACH_MS)`);
+    if (out.error) throw new Error(`${lib}: ${out.error}`);
+    if (size[0] !== viewport.width || size[1] !== viewport.height) throw new Error(`${lib}: the page is ${size.join(" x ")}, not 1280 x 800`);
+    out.gpuMs = NaN;
+    out.rendererMs = NaN;
+    if (trace) console.error(lib, Math.round(out.ms), JSON.stringify(out.marks), "\n  " + out.reqs.join("\n  "));
+    return out;
   };
 
   /** Steps per second over STEPS timesteps with every chunk resident, CPU and GETs per step. */
