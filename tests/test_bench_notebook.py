@@ -10,10 +10,12 @@ next benchmark run has appended a duplicate.
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -193,3 +195,68 @@ def test_the_cluster_bench_reports_each_order_apart() -> None:
     assert got["1-2"] == [2.0, 1.8] and got["2-1"] == [1.5]
     assert got["both"] == pytest.approx(((2.0 * 1.8) ** 0.5 * 1.5) ** 0.5)
     assert by_order([10.0], [5.0])["both"] is None  # one order only: no mean of both
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="no /usr/bin/chromium (the browser benches' browser)"
+)
+@pytest.mark.skipif(
+    not (REPO / "js" / "node_modules" / "playwright-core").is_dir(),
+    reason="js/node_modules has no playwright-core (run npm ci in js/)",
+)
+def test_a_bare_load_is_read_after_the_page_loaded_on_its_own(tmp_path: Path) -> None:
+    """bench/js/bare_browser.mjs loadBare (decision 0028's method, used by peers.mjs and
+    first_frame_nodevtools.mjs): the driver page follows its link by itself, the page has loaded
+    before anything attaches (no DevTools client during the load), what ``inspect`` reads comes
+    back, and no process of that browser is left."""
+    site = tmp_path / "site"
+    site.mkdir()
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0),
+        lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=str(site)),
+    )
+    port = server.server_address[1]
+    page = f"http://127.0.0.1:{port}/page.html"
+    (site / "driver.html").write_text(
+        f'<!doctype html><script>setTimeout(() => {{ location.href = "{page}"; }}, 300);</script>'
+    )
+    (site / "page.html").write_text(
+        "<!doctype html><script>window.loadedAt = Date.now();</script><p>page</p>"
+    )
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    script = (
+        f"import {{ loadBare }} from {json.dumps((REPO / 'bench/js/bare_browser.mjs').as_uri())};"
+        "const out = await loadBare({"
+        ' args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],'
+        f" driverUrl: {json.dumps(f'http://localhost:{port}/driver.html')},"
+        f" profileRoot: {json.dumps(str(profiles))}, attachMs: 2500,"
+        " inspect: async (browser) => {"
+        "  const attachedAt = Date.now();"
+        f"  const p = browser.contexts()[0].pages().find((q) => q.url() === {json.dumps(page)});"
+        "  return { attachedAt, ...(await p.evaluate(() => ({ loadedAt: window.loadedAt,"
+        " referrer: document.referrer }))) };"
+        " } });"
+        "console.log(JSON.stringify(out));"
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        out = subprocess.run(
+            ["node", "--input-type=module", "-e", script],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    got = json.loads(out.stdout)
+    assert got["referrer"] == f"http://localhost:{port}/", got  # the driver's own navigation
+    assert got["loadedAt"] < got["attachedAt"] - 1000, got  # loaded long before the attach
+    left = subprocess.run(["pgrep", "-f", str(profiles)], capture_output=True, text=True)
+    assert left.stdout.strip() == "", f"browser processes left: {left.stdout}"
