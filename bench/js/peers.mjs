@@ -73,8 +73,8 @@ const firstOnly = args.includes("--first-only"); // first frames alone, printed,
 // the first alone, --devtools-only the second alone.
 const WAYS = args.includes("--no-devtools") ? ["bare"] : args.includes("--devtools-only") ? ["devtools"] : ["bare", "devtools"];
 const WAY_NAMES = { bare: "no DevTools client", devtools: "Playwright's DevTools client" };
-const LEAD_MS = 2000; // --no-devtools: the driver page's wait before it follows the link
-const ATTACH_MS = LEAD_MS + 2500 + 25 * RTT; // --no-devtools: when this script attaches (the frame long drawn)
+const LEAD_MS = 2000; // bare first frames: the driver page's wait before it follows the link
+const ATTACH_MS = LEAD_MS + 2500 + 25 * RTT; // bare first frames: when this script attaches (the frame long drawn)
 const write = !args.includes("--no-write") && !firstOnly;
 const python = existsSync(path.join(REPO, ".venv", "bin", "python")) ? path.join(REPO, ".venv", "bin", "python") : "python3";
 const BASE = [
@@ -202,7 +202,7 @@ try {
   };
 
   /**
-   * One cold first frame of `lib` with no DevTools client during the load (--no-devtools; the
+   * One cold first frame of `lib` with no DevTools client during the load (the "bare" way; the
    * method of first_frame_nodevtools.mjs, decision 0028): a fresh Chromium with `flags` on a
    * driver page, served by nginx directly, that makes a WebGL context (the GPU process up, as in a
    * running browser) and after LEAD_MS follows a link to the library's page through the proxy.
